@@ -1,0 +1,137 @@
+"""Indexing a traced array: basic indexing becomes one np.slice plus a reshape (a view);
+one integer-array index becomes np.take.
+
+On a symbolic dim only slices of the form `k:` / `:-m` / `k:-m` are allowed: their
+length `B-k-m` must be non-negative at call time, which the input check enforces, so a
+bound can never silently fall outside the array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TraceError, UnsupportedOp
+from ..ir.shapes import Dim, Sym
+from .tracer import Tracer
+
+
+def _expand_key(x: Tracer, key) -> tuple:
+    if not isinstance(key, tuple):
+        key = (key,)
+    consuming = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise TraceError(f"an index can only have a single ellipsis ({x.ctx.where()})")
+    if consuming > x.ndim:
+        raise TraceError(f"too many indices for an array of rank {x.ndim} ({x.ctx.where()})")
+    out = []
+    for k in key:
+        if k is Ellipsis:
+            out.extend([slice(None)] * (x.ndim - consuming))
+        else:
+            out.append(k)
+    if not any(k is Ellipsis for k in key):
+        out.extend([slice(None)] * (x.ndim - consuming))
+    return tuple(out)
+
+
+def _is_array_index(k) -> bool:
+    return isinstance(k, (Tracer, np.ndarray, list))
+
+
+def _static_slice(x: Tracer, k: slice, n: int) -> tuple[int, int, int]:
+    for v in (k.start, k.stop, k.step):
+        if v is not None and not isinstance(v, (int, np.integer)):
+            raise TraceError(f"slice bounds must be Python ints, got {v!r} ({x.ctx.where()})")
+    start, stop, step = k.indices(n)
+    return start, stop, step
+
+
+def _symbolic_slice(x: Tracer, k: slice, n: Sym) -> tuple[Dim, Dim, int]:
+    if k.step not in (None, 1):
+        raise UnsupportedOp(f"a step other than 1 on symbolic dim {n} is not supported ({x.ctx.where()})")
+    start = 0 if k.start is None else k.start
+    stop = n if k.stop is None else k.stop
+    if not (isinstance(start, int) and start >= 0) or not (stop is n or isinstance(stop, int) and stop < 0):
+        raise UnsupportedOp(f"on symbolic dim {n} only slices k:, :-m and k:-m are supported, got "
+                            f"{k.start}:{k.stop} ({x.ctx.where()})")
+    return start, (n if stop is n else n + stop), 1
+
+
+def _array_index(x: Tracer, k) -> Tracer:
+    if isinstance(k, list):
+        k = np.asarray(k)
+    if isinstance(k, np.ndarray) and k.dtype == np.bool_:
+        if k.ndim != 1:
+            raise UnsupportedOp(f"indexing with a bool mask of rank {k.ndim} is not supported ({x.ctx.where()})")
+        k = np.nonzero(k)[0]
+    if isinstance(k, Tracer) and k.dtype.kind == "b":
+        raise UnsupportedOp(f"indexing with a traced bool mask has a data-dependent shape; use np.where "
+                            f"({x.ctx.where()})")
+    idx = x.ctx.lift(k)
+    if idx.dtype.kind not in "iu":
+        raise TraceError(f"array indices must be integers, got {idx.dtype} ({x.ctx.where()})")
+    return idx
+
+
+def getitem(x: Tracer, key) -> Tracer:
+    """x[key] for basic indexing plus at most one integer-array index."""
+    ctx = x.ctx
+    key = _expand_key(x, key)
+    consuming = [k for k in key if k is not None]
+    n_arrays = sum(1 for k in consuming if _is_array_index(k))
+    if n_arrays > 1:
+        raise UnsupportedOp(f"indexing with more than one integer array is not supported ({ctx.where()})")
+    if n_arrays and any(isinstance(k, (int, np.integer)) for k in consuming):
+        raise UnsupportedOp("mixing an integer array index with integer indices is not supported; "
+                            f"index in two steps ({ctx.where()})")
+    starts, stops, steps = [], [], []
+    layout: list = []          # per result dim group: "new", ("keep", d) or ("take", d, index)
+    dim = 0
+    for k in key:
+        if k is None:
+            layout.append("new")
+            continue
+        n = x.shape[dim]
+        if isinstance(k, (bool, np.bool_)):
+            raise UnsupportedOp(f"indexing with a bool scalar is not supported ({ctx.where()})")
+        if isinstance(k, (int, np.integer)):
+            if isinstance(n, Sym):
+                raise UnsupportedOp(f"an integer index into symbolic dim {n} is not supported ({ctx.where()})")
+            i = int(k) + n if k < 0 else int(k)
+            if not 0 <= i < n:
+                raise TraceError(f"index {k} is out of bounds for dim {dim} of size {n} ({ctx.where()})")
+            bounds = (i, i + 1, 1)
+        elif isinstance(k, slice):
+            bounds = _symbolic_slice(x, k, n) if isinstance(n, Sym) else _static_slice(x, k, n)
+            layout.append(("keep", dim))
+        elif _is_array_index(k):
+            bounds = (0, n, 1)
+            layout.append(("take", dim, _array_index(x, k)))
+        else:
+            raise TraceError(f"cannot index with a {type(k).__name__} ({ctx.where()})")
+        starts.append(bounds[0]), stops.append(bounds[1]), steps.append(bounds[2])
+        dim += 1
+    out = x
+    if (starts, stops, steps) != ([0] * x.ndim, list(x.shape), [1] * x.ndim):
+        out = ctx.op("np.slice", x.value, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
+    return _reshape_to_layout(out, layout)
+
+
+def _reshape_to_layout(sliced: Tracer, layout: list) -> Tracer:
+    """Applies the take (if any), then one reshape that drops int-indexed dims and adds new axes."""
+    out, shape, shift = sliced, [], 0
+    for entry in layout:
+        if entry == "new":
+            shape.append(1)
+        elif entry[0] == "keep":
+            shape.append(sliced.shape[entry[1]])
+        else:
+            _, d, idx = entry
+            out = out.ctx.op("np.take", out.value, idx.value, axis=d + shift)
+            shift += idx.ndim - 1
+            shape.extend(idx.shape)
+    if tuple(shape) == out.shape:
+        return out
+    from .numpy_api import reshape
+
+    return reshape(out, tuple(shape))

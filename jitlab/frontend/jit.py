@@ -1,0 +1,183 @@
+"""`jl.trace` and `@jl.jit`: from a Python function over numpy arrays to a Program,
+and a callable that keeps one compiled Executable per input signature."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import JitlabError, TraceError
+from ..ir.dtypes import as_dtype
+from ..ir.program import Program
+from ..ir.shapes import sym
+from ..ir.types import TensorType
+from .pytree import TreeDef, flatten, unflatten
+from .tracer import TraceContext, Tracer
+
+
+@dataclass(frozen=True)
+class Spec:
+    """An input given by shape and dtype only; a str dim is a symbol (`spec(("B", 4))`)."""
+
+    shape: tuple
+    dtype: np.dtype
+
+    @property
+    def type(self) -> TensorType:
+        return TensorType(tuple(sym(d) if isinstance(d, str) else d for d in self.shape), self.dtype)
+
+
+def spec(shape, dtype="f32") -> Spec:
+    """An abstract input for `jl.trace`: `jl.spec(("B", 784), np.float32)`."""
+    return Spec(tuple(shape), as_dtype(dtype))
+
+
+def _is_input_leaf(x) -> bool:
+    return isinstance(x, (np.ndarray, np.generic, Spec)) or (hasattr(x, "__array__") and not isinstance(x, Tracer))
+
+
+def _static_key(x):
+    try:
+        hash(x)
+    except TypeError:
+        raise TraceError(f"argument {x!r} is neither an array nor hashable; pass arrays or Python "
+                         "scalars, lists, tuples and dicts of them") from None
+    return (type(x), x)
+
+
+@dataclass
+class Traced:
+    """What tracing a function produced: the program and how to map values in and out."""
+
+    program: Program
+    in_tree: TreeDef
+    input_mask: list[bool]        # which flattened argument leaves are program inputs
+    out_tree: TreeDef
+
+
+def _bind_arguments(fn: Callable, args: tuple, kwargs: dict) -> inspect.BoundArguments:
+    """The call's arguments by parameter name, or a TraceError.
+
+    Defaults are not filled in: a default array is read by the function like any
+    captured array, and some callables (ufuncs) reject their defaults passed explicitly."""
+    try:
+        return inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TraceError(f"cannot call {getattr(fn, '__name__', fn)}: {e}") from None
+
+
+def _leaf_type(leaf, name: str, dynamic: dict[str, dict[int, str]]) -> TensorType:
+    if isinstance(leaf, Spec):
+        return leaf.type
+    array = np.asarray(leaf)
+    dtype = as_dtype(array.dtype, f"input '{name}'")
+    dims = dynamic.get(name, {})
+    shape = tuple(sym(dims[i]) if i in dims else d for i, d in enumerate(array.shape))
+    return TensorType(shape, dtype)
+
+
+def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = None,
+                   dynamic: dict[str, dict[int, str]] | None = None) -> Traced:
+    """Runs `fn` on tracers for its array arguments and records the program."""
+    fn_name = name or getattr(fn, "__name__", "main")
+    bound = _bind_arguments(fn, args, kwargs)
+    leaves, names, in_tree = flatten(dict(bound.arguments), is_leaf=_is_input_leaf)
+    mask = [_is_input_leaf(x) for x in leaves]
+    types = [_leaf_type(x, n, dynamic or {}) for x, n, m in zip(leaves, names, mask) if m]
+    program = Program(fn_name if fn_name.isidentifier() else "main", types,
+                      [n for n, m in zip(names, mask) if m])
+    ctx = TraceContext(program, fn_name)
+    inputs = iter(program.inputs)
+    bound.arguments.update(unflatten(in_tree, [Tracer(next(inputs), ctx) if m else x
+                                               for x, m in zip(leaves, mask)]))
+    try:
+        result = fn(*bound.args, **bound.kwargs)
+    except JitlabError:
+        raise
+    except (TypeError, ValueError, IndexError, AttributeError) as e:
+        raise TraceError(f"tracing {fn_name} failed: {type(e).__name__}: {e}") from e
+    out_leaves, _, out_tree = flatten(result, is_leaf=lambda x: isinstance(x, Tracer))
+    outputs = []
+    for i, leaf in enumerate(out_leaves):
+        if isinstance(leaf, Tracer):
+            outputs.append(ctx.lift(leaf).value)
+        elif isinstance(leaf, (np.ndarray, np.generic, int, float, bool)):
+            outputs.append(ctx.lift(np.asarray(leaf)).value)
+        else:
+            raise TraceError(f"{fn_name} returned a {type(leaf).__name__} (output {i}); return arrays, "
+                             "or tuples, lists and dicts of arrays")
+    program.set_outputs(outputs)
+    return Traced(program, in_tree, mask, out_tree)
+
+
+def trace(fn: Callable, *args, name: str | None = None, dynamic=None, **kwargs) -> Program:
+    """The operator-level Program of `fn` applied to example arrays (or `jl.spec`s)."""
+    return trace_function(fn, args, kwargs, name, dynamic).program
+
+
+class JitFunction:
+    """A function compiled on first call per input signature (shapes, dtypes, static values)."""
+
+    def __init__(self, fn: Callable, level: str = "O1", target: str = "auto", dynamic=None, **options):
+        from ..compiler import LEVEL_NAMES, resolve_target
+
+        if level not in LEVEL_NAMES:
+            raise JitlabError(f"unknown level {level!r}; levels are {', '.join(LEVEL_NAMES)}")
+        resolve_target(target)
+        self.fn, self.level, self.target, self.dynamic, self.options = fn, level, target, dynamic or {}, options
+        self._cache: dict[Any, tuple[Traced, Any]] = {}
+        self.last = None
+        functools.update_wrapper(self, fn)
+
+    def _signature(self, leaves, names, mask, in_tree):
+        key = [in_tree]
+        for leaf, name, is_input in zip(leaves, names, mask):
+            if is_input:
+                key.append((name, _leaf_type(leaf, name, self.dynamic)))
+            else:
+                key.append(_static_key(leaf))
+        return tuple(key)
+
+    def lower(self, *args, **kwargs):
+        """The Executable this function compiles to for these arguments."""
+        return self._entry(args, kwargs)[1][1]
+
+    def _entry(self, args, kwargs):
+        bound = _bind_arguments(self.fn, args, kwargs)
+        leaves, names, in_tree = flatten(dict(bound.arguments), is_leaf=_is_input_leaf)
+        mask = [_is_input_leaf(x) for x in leaves]
+        key = self._signature(leaves, names, mask, in_tree)
+        if key not in self._cache:
+            from ..compiler import compile
+
+            traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic)
+            exe = compile(traced.program, self.level, self.target, **self.options)
+            self._cache[key] = (traced, exe)
+        return [x for x, m in zip(leaves, mask) if m], self._cache[key]
+
+    def __call__(self, *args, **kwargs):
+        if any(isinstance(x, Tracer) for x in flatten((args, kwargs), is_leaf=lambda x: isinstance(x, Tracer))[0]):
+            return self.fn(*args, **kwargs)          # called inside another trace: inline
+        inputs, (traced, exe) = self._entry(args, kwargs)
+        self.last = exe
+        return unflatten(traced.out_tree, list(exe(*inputs)))
+
+    @property
+    def cache_size(self) -> int:
+        return len(self._cache)
+
+    def __repr__(self) -> str:
+        return f"<jl.jit {getattr(self.fn, '__name__', self.fn)} level={self.level} target={self.target}>"
+
+
+def jit(fn: Callable | None = None, *, level: str = "O1", target: str = "auto", dynamic=None, **options):
+    """Compiles a numpy function: `@jl.jit` or `jl.jit(level="O2", target="cpu")(f)`."""
+    if fn is None:
+        return lambda f: JitFunction(f, level, target, dynamic, **options)
+    return JitFunction(fn, level, target, dynamic, **options)
+

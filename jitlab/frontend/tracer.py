@@ -1,0 +1,272 @@
+"""Tracing: a `Tracer` stands in for an array while a Python function runs, and every
+numpy operation on it records an op into the Program being built.
+
+Tracers carry only a type (shape and dtype); their values are never known. numpy's
+dispatch protocols (`__array_ufunc__`, `__array_function__`) route numpy calls to the
+tables in `numpy_api`; operators and methods route to the same implementations.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import JitlabError, TraceError, UnsupportedOp
+from ..ir.attributes import Dense
+from ..ir.builder import Builder
+from ..ir.core import Location, Value
+from ..ir.program import Program
+from ..ir.shapes import Dim
+from ..ir.types import TensorType
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+CONSTANT_LIMIT = 16  # captured arrays with more elements become weights instead of constants
+
+
+class TraceContext:
+    """The program under construction and what tracing it has captured so far."""
+
+    def __init__(self, program: Program, function_name: str):
+        self.program = program
+        self.function_name = function_name
+        self.builder = Builder(program.body, constraints=program.constraints)
+        self._constants: dict[tuple, Value] = {}
+        self._captured: dict[int, tuple[np.ndarray, Value]] = {}
+
+    # -- emitting ops -------------------------------------------------------------
+    def location(self) -> Location | None:
+        frame = sys._getframe(1)
+        while frame is not None:
+            path = os.path.abspath(frame.f_code.co_filename)
+            if not path.startswith((_PACKAGE_DIR, _NUMPY_DIR)):
+                return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+            frame = frame.f_back
+        return None
+
+    def where(self) -> str:
+        loc = self.location()
+        return f"in {self.function_name}" + (f" at {loc.file}:{loc.line}" if loc else "")
+
+    def emit(self, name: str, operands: Sequence[Value], **attrs: Any) -> list[Tracer]:
+        """Records op `name` and returns tracers for its results."""
+        try:
+            op = self.builder.create(name, list(operands), attrs, loc=self.location())
+        except JitlabError as e:
+            raise type(e)(f"{e} ({self.where()})") from None
+        return [Tracer(r, self) for r in op.results]
+
+    def op(self, name: str, *operands: Value, **attrs: Any) -> Tracer:
+        return self.emit(name, operands, **attrs)[0]
+
+    # -- constants and captured arrays --------------------------------------------
+    def constant(self, value, dtype=None) -> Tracer:
+        array = np.asarray(value, dtype=dtype)
+        if array.dtype == object or array.dtype.kind not in "biuf":
+            raise TraceError(f"cannot use a value of type {type(value).__name__} as an array ({self.where()})")
+        key = (array.dtype.str, array.shape, array.tobytes())
+        if key not in self._constants:
+            op = self.builder.create("np.constant", attrs={"value": Dense(array)}, loc=self.location())
+            self._constants[key] = op.result
+        return Tracer(self._constants[key], self)
+
+    def capture(self, array: np.ndarray, name_hint: str | None = None) -> Tracer:
+        """A numpy array the function closes over: a constant if small, else a weight."""
+        if array.size <= CONSTANT_LIMIT:
+            return self.constant(array)
+        if id(array) in self._captured and self._captured[id(array)][0] is array:
+            return Tracer(self._captured[id(array)][1], self)
+        base = name_hint or f"w{len(self.program.weights)}"
+        name, k = base, 1
+        while name in self.program.weights:
+            name, k = f"{base}_{k}", k + 1
+        frozen = np.array(array, copy=True)
+        frozen.setflags(write=False)
+        self.program.weights[name] = frozen
+        op = self.builder.create("np.weight", attrs={"name": name},
+                                 result_types=[TensorType(array.shape, array.dtype)], loc=self.location())
+        op.result.name = name
+        self._captured[id(array)] = (array, op.result)
+        return Tracer(op.result, self)
+
+    def lift(self, x, dtype_like: Tracer | None = None) -> Tracer:
+        """Turns any operand (tracer, array, numpy or Python scalar) into a tracer."""
+        if isinstance(x, Tracer):
+            if x.ctx is not self:
+                raise TraceError(f"a traced array from another trace was used ({self.where()}); "
+                                 "jitted functions cannot leak traced values")
+            return x
+        if isinstance(x, np.ndarray):
+            return self.capture(x, _find_name(x))
+        if isinstance(x, (bool, int, float)) and dtype_like is not None:
+            return self.constant(x, weak_dtype(dtype_like.dtype, x))
+        if isinstance(x, (bool, int, float, np.generic, list, tuple)):
+            return self.constant(x)
+        raise TraceError(f"cannot use a {type(x).__name__} as an array ({self.where()})")
+
+
+def weak_dtype(array_dtype: np.dtype, scalar) -> np.dtype:
+    """The dtype numpy 2 gives a Python scalar next to an array (NEP 50 weak scalars)."""
+    return np.result_type(array_dtype, scalar) if not isinstance(scalar, bool) or array_dtype.kind == "b" \
+        else np.result_type(array_dtype, np.bool_)
+
+
+def _find_name(array: np.ndarray) -> str | None:
+    """The variable name the user gave a captured array, looked up in the calling frames."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith((_PACKAGE_DIR, _NUMPY_DIR)):
+            for scope in (frame.f_locals, frame.f_globals):
+                for name, value in scope.items():
+                    if value is array and not name.startswith("_"):
+                        return name
+            return None
+        frame = frame.f_back
+    return None
+
+
+class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
+    """An array under tracing: a shape, a dtype and the IR value that will hold it."""
+
+    __array_priority__ = 1000
+    __slots__ = ("value", "ctx")
+
+    def __init__(self, value: Value, ctx: TraceContext):
+        self.value, self.ctx = value, ctx
+
+    # -- array attributes ---------------------------------------------------------
+    @property
+    def shape(self) -> tuple[Dim, ...]:
+        return self.value.type.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.value.type.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.value.type.rank
+
+    @property
+    def size(self) -> Dim:
+        return self.value.type.size
+
+    @property
+    def T(self) -> Tracer:
+        return self.transpose()
+
+    @property
+    def mT(self) -> Tracer:
+        from . import numpy_api
+
+        return numpy_api.swapaxes(self, -1, -2)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a rank-0 traced array")
+        if not isinstance(self.shape[0], int):
+            raise TraceError(f"len() of a traced array with symbolic first dim {self.shape[0]} "
+                             f"({self.ctx.where()})")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self) -> str:
+        return f"Tracer(%{self.value.name or '?'} : {self.value.type})"
+
+    # -- numpy dispatch -----------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from . import numpy_api
+
+        return numpy_api.apply_ufunc(self.ctx, ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from . import numpy_api
+
+        return numpy_api.apply_function(self.ctx, func, args, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TraceError(f"a traced array has no value while tracing: it cannot be converted to a "
+                         f"numpy array ({self.ctx.where()}). Keep the computation in numpy "
+                         "functions jitlab supports")
+
+    def _concrete(self, what: str):
+        raise TraceError(f"{what} of a traced array is not known while tracing "
+                         f"({self.ctx.where()}): data-dependent Python control flow cannot be "
+                         "compiled; use np.where or np.maximum instead")
+
+    def __bool__(self):
+        self._concrete("the truth value")
+
+    def __float__(self):
+        self._concrete("the float value")
+
+    def __int__(self):
+        self._concrete("the int value")
+
+    def __index__(self):
+        self._concrete("the index value")
+
+    def __setitem__(self, key, value):
+        raise UnsupportedOp(f"in-place assignment x[...] = v is not supported ({self.ctx.where()}); "
+                            "build the result with np.where, np.concatenate or np.pad")
+
+    def __hash__(self):
+        return id(self)
+
+    # -- methods: thin forwards to the numpy implementations ---------------------
+    def __getitem__(self, key):
+        from . import indexing
+
+        return indexing.getitem(self, key)
+
+    def reshape(self, *shape, order="C"):
+        from . import numpy_api
+
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return numpy_api.reshape(self, shape, order=order)
+
+    def transpose(self, *axes):
+        from . import numpy_api
+
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return numpy_api.transpose(self, axes or None)
+
+    def astype(self, dtype, copy=True):
+        from . import numpy_api
+
+        return numpy_api.astype(self, dtype)
+
+    def flatten(self, order="C"):
+        return self.reshape(-1, order=order)
+
+    ravel = flatten
+
+    def copy(self, order="C"):
+        return self
+
+
+def _forward(name: str, impl_name: str):
+    def method(self, *args, **kwargs):
+        from . import numpy_api
+
+        return getattr(numpy_api, impl_name)(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name, _impl in [("sum", "reduce_sum"), ("prod", "reduce_prod"), ("max", "reduce_max"),
+                     ("min", "reduce_min"), ("any", "reduce_any"), ("all", "reduce_all"),
+                     ("mean", "mean"), ("argmax", "argmax"), ("argmin", "argmin"), ("var", "var"),
+                     ("std", "std"), ("squeeze", "squeeze"), ("swapaxes", "swapaxes"), ("clip", "clip"),
+                     ("dot", "dot"), ("round", "round_"), ("cumsum", "cumsum"), ("repeat", "repeat")]:
+    setattr(Tracer, _name, _forward(_name, _impl))

@@ -1,0 +1,90 @@
+"""A Program: one function body, its weights kept apart from the graph, and the
+symbolic-shape constraints it relies on."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from ..errors import VerifyError
+from .core import Block, Operation, Value
+from .opdef import ConstraintSet, Trait, defop
+from .types import TensorType
+
+RETURN = defop("func.return", operands=(0, None), traits=(Trait.TERMINATOR,),
+               doc="Ends the program; its operands are the program's results.")
+
+
+class Program:
+    """The operator-level graph of one function, as `jl.trace` or `jl.parse` gives it."""
+
+    def __init__(self, name: str = "main", arg_types: Sequence[TensorType] = (),
+                 arg_names: Sequence[str | None] = (), weights: dict[str, np.ndarray] | None = None,
+                 constraints: ConstraintSet | None = None):
+        self.name = re.sub(r"[^A-Za-z0-9_.$]", "_", name) or "main"
+        self.body = Block(arg_types, arg_names)
+        self.weights: dict[str, np.ndarray] = dict(weights or {})
+        self.constraints = constraints if constraints is not None else ConstraintSet()
+
+    @property
+    def inputs(self) -> list[Value]:
+        return self.body.args
+
+    @property
+    def input_names(self) -> list[str]:
+        from .printer import assign_names
+
+        assign_names(self)
+        return [a.name for a in self.inputs]
+
+    @property
+    def return_op(self) -> Operation:
+        term = self.body.terminator
+        if term is None or term.name != "func.return":
+            raise VerifyError(f"@{self.name} does not end with a return")
+        return term
+
+    @property
+    def outputs(self) -> tuple[Value, ...]:
+        return self.return_op.operands
+
+    @property
+    def ops(self) -> list[Operation]:
+        """Top-level ops in order, the return included."""
+        return list(self.body.ops)
+
+    def walk(self) -> Iterator[Operation]:
+        return self.body.walk()
+
+    def set_outputs(self, values: Sequence[Value]) -> None:
+        term = self.body.terminator
+        if term is None:
+            self.body.append(Operation("func.return", values))
+        else:
+            term.set_operands(values)
+
+    def op_counts(self, by: str = "name") -> Counter:
+        """Ops by name (or by dialect with by="dialect"), nested ops included, returns excluded."""
+        key = (lambda op: op.opdef.dialect) if by == "dialect" else (lambda op: op.name)
+        return Counter(key(op) for op in self.walk() if op.name != "func.return")
+
+    def clone(self) -> Program:
+        """A deep copy sharing the weight arrays (weights are read-only to the compiler)."""
+        new = Program(self.name, [a.type for a in self.inputs], [a.name for a in self.inputs],
+                      self.weights, self.constraints.copy())
+        mapping: dict[Value, Value] = dict(zip(self.inputs, new.inputs))
+        for op in self.body.ops:
+            new.body.append(op.clone(mapping))
+        return new
+
+    def __str__(self) -> str:
+        from .printer import print_program
+
+        return print_program(self)
+
+    def __repr__(self) -> str:
+        n = sum(1 for _ in self.walk()) - 1
+        return f"<Program @{self.name}: {len(self.inputs)} inputs, {n} ops, {len(self.weights)} weights>"

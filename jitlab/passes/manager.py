@@ -1,0 +1,198 @@
+"""Passes, their registry, pipeline strings and the pass manager that records each run.
+
+A pass is a small dataclass with a registered `name`; its fields are its options, set
+from a pipeline string as in mlir-opt: `"canonicalize,schedule{order=dfs}"`. The
+manager runs a pipeline, verifies after each pass when asked, and appends one
+`PassRecord` per run to the CompileReport.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TextIO
+
+from ..errors import JitlabError, PassError, VerifyError
+from ..ir.printer import print_program
+from ..ir.program import Program
+from ..ir.verifier import verify
+from ..report import CompileReport, PassRecord, snapshot
+from .rewriter import RewriteLog
+
+PASSES: dict[str, type[Pass]] = {}
+
+
+def register_pass(cls: type[Pass]) -> type[Pass]:
+    """Class decorator: makes a pass available by its `name` in pipeline strings."""
+    if cls.name in PASSES:
+        raise ValueError(f"pass {cls.name!r} is registered twice")
+    PASSES[cls.name] = cls
+    return cls
+
+
+@dataclass
+class PassContext:
+    """What a pass may read besides the program: the report, the target and options."""
+
+    report: CompileReport = field(default_factory=CompileReport)
+    target: str = "cpu"
+    options: dict[str, Any] = field(default_factory=dict)
+    log: RewriteLog = field(default_factory=RewriteLog)
+
+
+@dataclass
+class Pass:
+    """Base of all passes: `apply` changes the program in place and returns it."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+
+    def apply(self, program: Program, ctx: PassContext) -> Program:
+        raise NotImplementedError
+
+    def options_text(self) -> str:
+        items = [f"{f.name}={_format_option(getattr(self, f.name))}" for f in dataclasses.fields(self)
+                 if getattr(self, f.name) != f.default]
+        return "{" + ",".join(items) + "}" if items else ""
+
+
+def _format_option(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (tuple, list)):
+        return ":".join(str(x) for x in v)
+    return str(v)
+
+
+def _parse_option(p: type[Pass], f: dataclasses.Field, text: str) -> Any:
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    try:
+        if kind == "bool":
+            if text not in ("true", "false", "1", "0"):
+                raise ValueError
+            return text in ("true", "1")
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind.startswith("tuple"):
+            return tuple(x for x in text.split(":") if x)
+        return text
+    except ValueError:
+        raise PassError(f"pass {p.name}: option {f.name} takes a {kind}, got {text!r}") from None
+
+
+_PIPELINE_ITEM = re.compile(r"\s*([A-Za-z0-9_\-]+)\s*(\{[^}]*\})?\s*(,|$)")
+
+
+def parse_pipeline(text: str) -> list[Pass]:
+    """`"canonicalize,schedule{order=dfs}"` -> pass instances."""
+    passes, pos = [], 0
+    text = text.strip()
+    while pos < len(text):
+        m = _PIPELINE_ITEM.match(text, pos)
+        if m is None or m.end() == pos:
+            raise PassError(f"cannot read the pipeline at column {pos + 1}: {text[pos:]!r}")
+        name, options = m.group(1), m.group(2)
+        if name not in PASSES:
+            from difflib import get_close_matches
+
+            close = get_close_matches(name, PASSES, n=1)
+            raise PassError(f"unknown pass {name!r}" + (f" (did you mean {close[0]}?)" if close else "")
+                            + f"; known passes: {', '.join(sorted(PASSES))}")
+        passes.append(_make_pass(PASSES[name], options[1:-1] if options else ""))
+        pos = m.end()
+    return passes
+
+
+def _make_pass(cls: type[Pass], options: str) -> Pass:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for item in filter(None, (s.strip() for s in options.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if key not in fields or not eq:
+            raise PassError(f"pass {cls.name}: unknown option {key!r}; options are "
+                            f"{', '.join(fields) or 'none'}")
+        kwargs[key] = _parse_option(cls, fields[key], value.strip())
+    return cls(**kwargs)
+
+
+@dataclass
+class PassManager:
+    """Runs passes in order, recording each run into the report."""
+
+    passes: list[Pass]
+    verify_each: bool = True
+    print_after_all: bool = False
+    print_after_change: bool = False
+    stop_after: str | None = None
+    snapshots: bool = True
+    out: TextIO = field(default=sys.stdout, repr=False)
+
+    @classmethod
+    def parse(cls, pipeline: str, **options) -> PassManager:
+        return cls(parse_pipeline(pipeline), **options)
+
+    def run(self, program: Program, ctx: PassContext | None = None) -> Program:
+        ctx = ctx or PassContext()
+        for p in self.passes:
+            program = self.run_one(p, program, ctx)
+            if self.stop_after == p.name:
+                break
+        return program
+
+    def run_one(self, p: Pass, program: Program, ctx: PassContext) -> Program:
+        before = print_program(program)
+        ops_before = dict(program.op_counts("dialect"))
+        graph_before = snapshot(program) if self.snapshots else None
+        mark = len(ctx.log.rewrites), len(ctx.log.misses)
+        notes_mark = len(ctx.log.notes)
+        start = time.perf_counter()
+        try:
+            program = p.apply(program, ctx)
+        except JitlabError:
+            raise
+        except Exception as e:
+            raise PassError(f"pass {p.name} failed: {type(e).__name__}: {e}") from e
+        seconds = time.perf_counter() - start
+        after = print_program(program)
+        if self.verify_each:
+            self._verify(p, program, after)
+        record = PassRecord(p.name, p.options_text(), before, after, seconds, before != after, ops_before,
+                            dict(program.op_counts("dialect")), ctx.log.rewrites[mark[0]:],
+                            ctx.log.misses[mark[1]:], graph_before,
+                            snapshot(program) if self.snapshots else None, ctx.log.notes[notes_mark:])
+        ctx.report.passes.append(record)
+        if self.print_after_all or (self.print_after_change and record.changed):
+            print(f"// ----- IR after {p.name}{p.options_text()} -----\n{after}", file=self.out)
+        return program
+
+    def _verify(self, p: Pass, program: Program, text: str) -> None:
+        try:
+            verify(program)
+        except VerifyError as e:
+            raise PassError(f"pass {p.name} left the IR invalid: {e}\n--- IR after {p.name} ---\n{text}") from None
+
+
+def run_pipeline(program: Program, pipeline: str, ctx: PassContext | None = None, **options) -> Program:
+    return PassManager.parse(pipeline, **options).run(program, ctx)
+
+
+def function_pass(name: str, summary: str = "") -> Callable[[Callable], type[Pass]]:
+    """Registers a plain `fn(program, ctx)` as an option-less pass (handy in a notebook cell)."""
+
+    def wrap(fn: Callable[[Program, PassContext], Program | None]) -> type[Pass]:
+        def apply(self, program, ctx):
+            result = fn(program, ctx)
+            return program if result is None else result
+
+        cls = dataclass(type(fn.__name__, (Pass,), {"name": name, "summary": summary or (fn.__doc__ or ""),
+                                                   "apply": apply, "__module__": fn.__module__}))
+        return register_pass(cls)
+
+    return wrap

@@ -1,0 +1,259 @@
+"""The CompileReport: everything the compiler decided, as plain JSON-serialisable data.
+
+Every stage appends to one report; the explorer widgets, the static HTML and the CLI
+only read it. Ops are referred to by their stable `uid`, so views can link an op in a
+pass diff, a group, the schedule and the memory plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class OpNode:
+    """One op of a graph snapshot: enough to draw and link it, nothing to recompute."""
+
+    uid: int
+    name: str
+    results: list[str]            # printed value names
+    types: list[str]              # printed result types
+    operands: list[str]           # printed value names of its operands
+    attrs: dict[str, str]         # printed attribute values
+    group: int | None = None      # id of the jit.group holding it, if any
+    loc: str | None = None        # source location from tracing
+
+
+@dataclass
+class GraphSnapshot:
+    """A program's ops in order (group bodies flattened in, tagged with their group)."""
+
+    inputs: list[str]
+    input_types: list[str]
+    outputs: list[str]
+    nodes: list[OpNode]
+
+
+@dataclass
+class RewriteRecord:
+    """One applied rewrite: which rule, at which root op, what it created and erased."""
+
+    rule: str
+    root: int
+    root_name: str
+    created: list[int] = field(default_factory=list)
+    erased: list[int] = field(default_factory=list)
+
+
+@dataclass
+class RuleMiss:
+    """A rule tried at an op that did not apply, and the first constraint that failed."""
+
+    rule: str
+    op: int
+    op_name: str
+    reason: str
+
+
+@dataclass
+class PassRecord:
+    """One run of one pass."""
+
+    name: str
+    options: str
+    before: str
+    after: str
+    seconds: float
+    changed: bool
+    ops_before: dict[str, int]
+    ops_after: dict[str, int]
+    rewrites: list[RewriteRecord] = field(default_factory=list)
+    misses: list[RuleMiss] = field(default_factory=list)
+    graph_before: GraphSnapshot | None = None
+    graph_after: GraphSnapshot | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GroupRecord:
+    """A fused group: its ops (uids), kind, backend and kernel key."""
+
+    id: int
+    ops: list[int]
+    op_names: list[str]
+    backend: str
+    key: str
+    kind: str = ""
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Rejection:
+    """An op left out of every group, and why."""
+
+    op: int
+    name: str
+    reason: str
+
+
+@dataclass
+class FusionDecision:
+    """Why two neighbouring ops (producer -> consumer) were or were not fused."""
+
+    producer: int
+    consumer: int
+    fused: bool
+    reason: str
+
+
+@dataclass
+class ScheduleRecord:
+    """The execution order used and the peak memory of every order compared."""
+
+    order: list[int]
+    strategy: str
+    peaks: dict[str, int] = field(default_factory=dict)
+    orders: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass
+class BufferRecord:
+    """One buffer of the memory plan: where and when it lives."""
+
+    name: str
+    bytes: int
+    offset: int | None
+    first: int
+    last: int
+    producer: int | None
+    producer_name: str = ""
+    kind: str = "temp"            # input, output, weight, temp, view
+    alias_of: str | None = None
+
+
+@dataclass
+class MemoryPlan:
+    """Peak, bounds and per-buffer placement of a schedule's memory."""
+
+    peak_bytes: int
+    lower_bound_bytes: int
+    naive_bytes: int
+    buffers: list[BufferRecord]
+    mode: str = "static"          # static (one arena) or dynamic (pool)
+    alignment: int = 64
+    live_bytes: list[int] = field(default_factory=list)      # per step
+    heuristic: str = ""
+    heuristics: dict[str, int] = field(default_factory=dict)
+    pool: list[dict[str, int]] = field(default_factory=list)  # per step pool stats (dynamic mode)
+    bindings: dict[str, int] = field(default_factory=dict)
+
+    def largest_live_at_peak(self, n: int = 5) -> list[BufferRecord]:
+        if not self.live_bytes:
+            return []
+        step = max(range(len(self.live_bytes)), key=self.live_bytes.__getitem__)
+        live = [b for b in self.buffers if b.first <= step <= b.last and b.alias_of is None]
+        return sorted(live, key=lambda b: -b.bytes)[:n]
+
+
+@dataclass
+class KernelRecord:
+    """A compiled kernel: its source, compile time and cache outcome."""
+
+    key: str
+    backend: str
+    source: str
+    compile_seconds: float
+    cache_hit: bool
+    miss_reason: str = ""
+    group: int | None = None
+    choice: str = ""              # why this kernel (generated vs library) was selected
+    reused_by: list[int] = field(default_factory=list)
+
+
+@dataclass
+class CompileReport:
+    """All of one compilation, for the explorer, the CLI and the tests."""
+
+    program: str = ""
+    level: str = ""
+    target: str = ""
+    passes: list[PassRecord] = field(default_factory=list)
+    groups: list[GroupRecord] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+    fusion: list[FusionDecision] = field(default_factory=list)
+    schedule: ScheduleRecord | None = None
+    memory: MemoryPlan | None = None
+    kernels: list[KernelRecord] = field(default_factory=list)
+    profile: dict[str, Any] = field(default_factory=dict)
+    graph: GraphSnapshot | None = None
+    warnings: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=str)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompileReport:
+        return _from_dict(cls, data)
+
+
+def _from_dict(cls, data):
+    """Rebuilds nested dataclasses from `asdict` output, guided by the field types."""
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            kwargs[f.name] = _convert(hints[f.name], data[f.name])
+    return cls(**kwargs)
+
+
+def _convert(hint, value):
+    import typing
+
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        return _from_dict(hint, value)
+    if origin is list and args and dataclasses.is_dataclass(args[0]):
+        return [_from_dict(args[0], v) for v in value]
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        for a in args:
+            if dataclasses.is_dataclass(a):
+                return _from_dict(a, value)
+    return value
+
+
+def snapshot(program) -> GraphSnapshot:
+    """The graph of `program` as plain data (values named as the printer names them)."""
+    from .ir.attributes import Dense, format_attr
+    from .ir.printer import assign_names
+
+    assign_names(program)
+    nodes = []
+
+    def visit(block, group):
+        for op in block.ops:
+            if op.name in ("func.return", "jit.yield"):
+                continue
+            if op.name == "jit.group":
+                visit(op.block, op.attrs["id"])
+            attrs = {k: (f"dense {v.array.dtype}{list(v.array.shape)}" if isinstance(v, Dense) and v.array.size > 8
+                         else format_attr(v)) for k, v in op.attrs.items()}
+            nodes.append(OpNode(op.uid, op.name, [r.name for r in op.results], [str(r.type) for r in op.results],
+                                [v.name for v in op.operands], attrs, group,
+                                str(op.loc) if op.loc is not None else None))
+
+    visit(program.body, None)
+    return GraphSnapshot([a.name for a in program.inputs], [str(a.type) for a in program.inputs],
+                         [v.name for v in program.outputs], nodes)

@@ -1,0 +1,40 @@
+"""The Executable: a compiled program plus what runs it, checked at every call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..ir.program import Program
+from ..report import CompileReport
+from .signature import check_dims_nonnegative, check_inputs
+
+Runner = Callable[[list[np.ndarray], dict[str, int]], Sequence[np.ndarray]]
+
+
+class Executable:
+    """Call it with numpy arrays (one per program input); it returns a tuple of arrays."""
+
+    def __init__(self, program: Program, level: str, target: str, report: CompileReport, runner: Runner,
+                 source: Program | None = None):
+        self.program = program
+        self.source = source if source is not None else program
+        self.level, self.target = level, target
+        self.report = report
+        self._runner = runner
+        self.input_names = list(program.input_names)
+        self._checked_bindings: set[tuple] = set()
+
+    def __call__(self, *args) -> tuple[np.ndarray, ...]:
+        arrays, bindings = check_inputs(self.program, args, self.input_names)
+        if bindings:
+            key = tuple(sorted(bindings.items()))
+            if key not in self._checked_bindings:
+                check_dims_nonnegative(self.program, bindings)
+                self._checked_bindings.add(key)
+        return tuple(self._runner(arrays, bindings))
+
+    def __repr__(self) -> str:
+        return (f"<Executable @{self.program.name} {self.level} on {self.target}: "
+                f"inputs ({', '.join(self.input_names)})>")

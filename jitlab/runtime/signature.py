@@ -1,0 +1,115 @@
+"""Checking call-time arguments against a program's inputs and binding its symbols."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..ir.dtypes import dtype_name
+from ..ir.program import Program
+from ..ir.shapes import Sym, evaluate
+from ..ir.types import TensorType
+
+
+def _describe(array: np.ndarray) -> str:
+    return f"{dtype_name(array.dtype) if array.dtype.kind in 'biuf' else array.dtype}{list(array.shape)}"
+
+
+def bind_symbols(names: Sequence[str], types: Sequence[TensorType], shapes: Sequence[tuple[int, ...]],
+                 constraints=()) -> dict[str, int]:
+    """Values of the symbols in `types` given concrete `shapes`; raises InputError on conflict.
+
+    A dim that is a bare symbol binds it; a dim linear in one still-unbound symbol
+    (`2*S+1`) is solved for it; every dim and constraint is then checked."""
+    bindings: dict[str, int] = {}
+    dims = [(d, n) for t, shape in zip(types, shapes) for d, n in zip(t.shape, shape) if isinstance(d, Sym)]
+    progress = True
+    while progress:
+        progress = False
+        for d, n in dims:
+            unbound = d.symbols - bindings.keys()
+            if len(unbound) == 1:
+                (s,) = unbound
+                value = _solve_linear(d, s, n, bindings)
+                if value is not None:
+                    bindings[s] = value
+                    progress = True
+    for name, t, shape in zip(names, types, shapes):
+        for axis, (d, n) in enumerate(zip(t.shape, shape)):
+            if isinstance(d, Sym) and d.symbols - bindings.keys():
+                raise InputError(f"input '{name}': dim {axis} is {d}, whose symbols no input binds")
+            expected = evaluate(d, bindings)
+            if expected != n:
+                raise InputError(f"input '{name}': dim {axis} must be {d} = {expected} "
+                                 f"({_show(bindings)}), got {n}")
+    for a, b in constraints:
+        va, vb = evaluate(a, bindings), evaluate(b, bindings)
+        if va != vb:
+            raise InputError(f"the program requires {a} == {b}, but the inputs give {va} and {vb} "
+                             f"({_show(bindings)})")
+    return bindings
+
+
+def _show(bindings: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(bindings.items())) or "no symbols bound"
+
+
+def _solve_linear(d: Sym, symbol: str, n: int, bindings: dict[str, int]) -> int | None:
+    """The value of `symbol` making d == n, when d is linear in it with integer solution."""
+    slope = offset = 0
+    for mono, coeff in d.terms:
+        if mono.count(symbol) > 1:
+            return None
+        term = coeff
+        for s in mono:
+            if s != symbol:
+                term *= bindings[s]
+        if symbol in mono:
+            slope += term
+        else:
+            offset += term
+    if slope == 0 or (n - offset) % slope:
+        return None
+    value = (n - offset) // slope
+    return value if value >= 0 else None
+
+
+def check_inputs(program: Program, args: Sequence, names: Sequence[str] | None = None
+                 ) -> tuple[list[np.ndarray], dict[str, int]]:
+    """The arguments as arrays of exactly the program's input types, and the symbol bindings."""
+    names = list(names or program.input_names)
+    types = [v.type for v in program.inputs]
+    if len(args) != len(types):
+        raise InputError(f"@{program.name} takes {len(types)} input(s) ({', '.join(names)}), "
+                         f"got {len(args)}")
+    arrays = []
+    for name, t, a in zip(names, types, args):
+        if not _is_array_like(a):
+            raise InputError(f"input '{name}' must be an array, got {type(a).__name__}")
+        array = np.asarray(a)
+        if array.dtype != t.dtype:
+            raise InputError(f"input '{name}' must have dtype {dtype_name(t.dtype)}, got "
+                             f"{_describe(array)} (convert it with .astype)")
+        if array.ndim != t.rank:
+            raise InputError(f"input '{name}' must have rank {t.rank} ({t}), got {_describe(array)}")
+        arrays.append(array)
+    bindings = bind_symbols(names, types, [a.shape for a in arrays], program.constraints)
+    return arrays, bindings
+
+
+def _is_array_like(a) -> bool:
+    return isinstance(a, (np.ndarray, np.generic, int, float, bool)) or hasattr(a, "__array__")
+
+
+def check_dims_nonnegative(program: Program, bindings: dict[str, int]) -> None:
+    """Every symbolic dim in the program must be >= 0 for these bindings (slices rely on it)."""
+    if not bindings:
+        return
+    for op in program.walk():
+        for r in op.results:
+            for d in r.type.shape:
+                if isinstance(d, Sym) and evaluate(d, bindings) < 0:
+                    raise InputError(f"{op.name} gives dim {d} = {evaluate(d, bindings)} < 0 for "
+                                     + ", ".join(f"{k}={v}" for k, v in sorted(bindings.items())))
