@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 
+from .backends.base import Kernel, get_backend
 from .errors import JitlabError
 from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
-from .report import CompileReport, snapshot
+from .report import CompileReport, KernelRecord, snapshot
 from .runtime.executable import Executable
+from .runtime.o1 import O1Runner
 from .runtime.reference import Interpreter
 
 LEVEL_NAMES = ("O0", "O1", "O2")
@@ -39,11 +41,37 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     compiled = manager.run(program.clone(), ctx)
     report.graph = snapshot(compiled)
     report.seconds["passes"] = time.perf_counter() - start
-
-    def run(arrays, bindings):
-        return Interpreter(compiled, bindings).run(arrays)
-
+    if level == "O0":
+        def run(arrays, bindings):
+            return Interpreter(compiled, bindings).run(arrays)
+    else:
+        start = time.perf_counter()
+        run = O1Runner(compiled, lower_groups(compiled, target, report, options))
+        report.seconds["kernels"] = time.perf_counter() - start
     return Executable(compiled, level, target, report, run, source=program)
+
+
+def lower_groups(program: Program, target: str, report: CompileReport, options: dict) -> dict[int, Kernel]:
+    """Compiles every jit.group with its backend; groups with equal keys share a kernel."""
+    kernels: dict[int, Kernel] = {}
+    by_key: dict[str, tuple[Kernel, KernelRecord]] = {}
+    for op in program.body.ops:
+        if op.name != "jit.group":
+            continue
+        key = op.attrs["key"]
+        if key in by_key:
+            kernel, record = by_key[key]
+            record.reused_by.append(op.attrs["id"])
+        else:
+            kernel = get_backend(op.attrs["backend"]).compile_group(op, options)
+            record = KernelRecord(key, kernel.backend, kernel.source, kernel.compile_seconds, kernel.cache_hit,
+                                  kernel.miss_reason, op.attrs["id"], kernel.choice)
+            report.kernels.append(record)
+            by_key[key] = (kernel, record)
+        kernels[op.uid] = kernel
+    report.stats["kernels_compiled"] = len(by_key)
+    report.stats["kernels_reused"] = len(kernels) - len(by_key)
+    return kernels
 
 
 def opt(program: Program, pipeline: str, verify_each: bool = True, **options) -> Program:

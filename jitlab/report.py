@@ -192,6 +192,7 @@ class CompileReport:
     graph: GraphSnapshot | None = None
     warnings: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, int] = field(default_factory=dict)    # counts: kernels compiled/reused, launches saved
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -4,7 +4,7 @@ names the kernel that runs it; `jit.yield` returns the group's results."""
 from __future__ import annotations
 
 from ..errors import VerifyError
-from ..ir.attributes import INT, STR, Attr
+from ..ir.attributes import INT, SHAPE, STR, Attr
 from ..ir.core import Operation
 from ..ir.opdef import Trait, defop
 
@@ -33,3 +33,18 @@ GROUP.rules["verify"] = _verify_group
 
 YIELD = defop("jit.yield", operands=(0, None), traits=(Trait.TERMINATOR,),
               doc="Ends a group's block; its operands are the group's results.")
+
+
+def _view_infer(ctx, types, attrs):
+    from ..ir.shapes import num_elements
+
+    (t,) = types
+    ctx.equal(num_elements(t.shape), num_elements(attrs["shape"]), f"element count of {t} viewed as "
+              f"[{','.join(map(str, attrs['shape']))}]")
+    return [t.with_shape(attrs["shape"])]
+
+
+VIEW = defop("jit.view", operands=1, attrs={"shape": Attr(SHAPE, doc="the shape it is seen as")},
+             traits=(Trait.PURE, Trait.VIEW), infer=_view_infer,
+             reference=lambda x, shape: x.reshape(shape),
+             doc="A no-task alias: the operand's buffer seen under another shape; no kernel, no copy.")

@@ -6,8 +6,8 @@ from ..errors import JitlabError
 
 LEVELS: dict[str, list[str]] = {
     "O0": ["verify", "infer-shapes", "dce"],
-    "O1": ["verify", "infer-shapes", "dce"],
-    "O2": ["verify", "infer-shapes", "dce"],
+    "O1": ["verify", "infer-shapes", "dce", "mark-subgraphs", "fuse", "alias-views", "dce"],
+    "O2": ["verify", "infer-shapes", "dce", "mark-subgraphs", "fuse", "alias-views", "dce"],
 }
 
 

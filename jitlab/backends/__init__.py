@@ -1,0 +1,1 @@
+"""Backends: the interface every backend implements, and the built-in ones."""

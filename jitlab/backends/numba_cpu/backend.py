@@ -1,0 +1,244 @@
+"""The numba CPU backend: which ops it fuses, and compiling a group into a kernel."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import llvmlite
+import numba
+import numpy as np
+
+from ... import __version__
+from ...ir.core import Operation, OpResult, Value
+from ...ir.opdef import Trait
+from ...ir.shapes import Sym, evaluate_shape
+from ...runtime.kernel_cache import default_cache
+from ..base import Backend, Kernel, register_backend
+from . import helpers
+from .codegen import _REDUCE, generate
+from .indexing import INDEX_RULES, has_static_offsets, is_unit_reshape
+from .library import conv2d_into, matmul_into
+from .scalar import SCALAR_RULES
+
+PARALLEL_THRESHOLD = 1 << 15           # elements below which threads cost more than they save
+FASTMATH = {"reassoc", "contract"}     # vectorizes reductions; keeps NaN, inf and signed zeros exact
+_DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                                 "uint64", "float32", "float64")}
+HELPER_NAMES = sorted(n for n in vars(helpers) if n.startswith("_") and not n.startswith("__")
+                      and callable(getattr(helpers, n)))
+
+
+@register_backend
+class NumbaCPUBackend(Backend):
+    """Fused loop nests generated as numba source; BLAS for contractions."""
+
+    name = "numba_cpu"
+    device = "cpu"
+
+    def fusion_kind(self, op: Operation) -> str:
+        if op.has(Trait.ELEMENTWISE):
+            return "elementwise"
+        if op.name == "np.reshape" and not is_unit_reshape(op):
+            return "view"
+        if op.name in INDEX_RULES:
+            return "injective"
+        if op.name in _REDUCE:
+            return "reduction"
+        if op.name in _CONTRACTIONS:
+            return "contraction"
+        return "opaque"
+
+    def supports(self, op: Operation) -> str | None:
+        for v in list(op.operands) + op.results:
+            if v.type.dtype not in _DTYPES:
+                return f"{v.type.dtype} is not supported by numba_cpu"
+        kind = self.fusion_kind(op)
+        if kind == "elementwise" and op.name not in SCALAR_RULES:
+            if op.has(Trait.COMPOSITE):
+                return "composite op: the decompose pass turns it into primitives first"
+            return f"no scalar rule for {op.name} in numba_cpu"
+        if kind == "injective" and not has_static_offsets(op):
+            return "a slice with a symbolic start cannot become an index map"
+        if kind == "opaque":
+            if op.has(Trait.COMPOSITE):
+                return "composite op: the decompose pass turns it into primitives first"
+            return "no generated kernel for this op: it runs as a numpy library kernel"
+        if kind == "contraction" and op.name == "np.matmul" and min(v.type.rank for v in op.operands) < 2:
+            return "matrix-vector products run as numpy library kernels"
+        return None
+
+    def compile_group(self, group: Operation, options: dict[str, Any]) -> Kernel:
+        contraction = next((op for op in group.block.ops if op.has(Trait.CONTRACTION)), None)
+        if contraction is not None:
+            return _compile_contraction(group, contraction, options)
+        return _compile_generated(group, options)
+
+
+def _module_source(group: Operation, par: str, seq: str) -> str:
+    ops = ", ".join(op.name for op in group.block.ops if not op.has(Trait.TERMINATOR))
+    flags = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
+    return (f'"""jit.group {group.attrs["id"]} ({group.attrs["key"]}): {ops}."""\n\n'
+            "import math  # noqa: F401\n\nimport numpy as np\nfrom numba import njit, prange  # noqa: F401\n\n"
+            f"from jitlab.backends.numba_cpu.helpers import {', '.join(HELPER_NAMES)}  # noqa: F401\n\n"
+            f"FLAGS = {flags}\n\n\n@njit(parallel=True, fastmath=FLAGS, error_model=\"numpy\", cache=True)\n{par}\n\n\n"
+            f"@njit(fastmath=FLAGS, error_model=\"numpy\", cache=True)\n{seq}\n")
+
+
+def _key_parts(group: Operation, signature: str) -> dict[str, str]:
+    return {"structure": group.attrs["key"], "signature": signature, "backend": "numba_cpu",
+            "versions": f"jitlab {__version__}, numba {numba.__version__}, llvmlite {llvmlite.__version__}, "
+                        f"numpy {np.__version__}"}
+
+
+def _signature(params: list[str], types: dict[str, tuple[np.dtype, int]], readonly: set[str]) -> tuple:
+    sig = []
+    for p in params:
+        if p.startswith("n"):
+            sig.append(numba.types.intp)
+        else:
+            dtype, ndim = types[p]
+            sig.append(numba.types.Array(numba.from_dtype(dtype), ndim, "C", readonly=p in readonly))
+    return tuple(sig)
+
+
+def is_readonly(value: Value) -> bool:
+    """Weights and constants (and views of them) reach kernels as read-only arrays."""
+    while isinstance(value, OpResult) and value.op.has(Trait.VIEW):
+        value = value.op.operands[0]
+    return isinstance(value, OpResult) and (value.op.name == "np.weight" or value.op.has(Trait.CONSTANT))
+
+
+class _Generated:
+    """A generated loop nest over a group block, compiled and ready to call."""
+
+    def __init__(self, group: Operation, block, materialized: dict[Value, str], options: dict[str, Any]):
+        par, seq, self.plan, self.flat = generate(block, "k", materialized)
+        self.source = _module_source(group, par, seq)
+        self.params = _params_of(par)
+        self.outputs = list(block.last_op.operands)
+        types = {f"a{i}": (a.type.dtype, a.type.rank) for i, a in enumerate(block.args)}
+        types.update({name: (v.type.dtype, v.type.rank) for v, name in materialized.items()})
+        types.update({f"o{i}": (v.type.dtype, v.type.rank) for i, v in enumerate(self.outputs)})
+        if self.flat:
+            types = {k: (dt, 1) for k, (dt, _) in types.items()}
+        readonly = {f"a{i}" for i, v in enumerate(group.operands) if is_readonly(v)}
+        self.signature = _signature(self.params, types, readonly)
+        start = time.perf_counter()
+        entry = (options.get("cache") or default_cache()).load(_key_parts(group, str(self.signature)),
+                                                               self.source)
+        self.par, self.seq = entry.module.k_par, entry.module.k_seq
+        self.static_space = _static(self.plan.space, block) if not self.flat else None
+        self._compile_needed()
+        self.seconds = time.perf_counter() - start
+        self.cache_hit, self.miss_reason = entry.hit, entry.miss_reason
+
+    def _compile_needed(self) -> None:
+        size = None if self.static_space is None else int(np.prod(self.static_space, dtype=np.int64))
+        for fn, wanted in ((self.par, size is None or size >= PARALLEL_THRESHOLD),
+                           (self.seq, size is None or size < PARALLEL_THRESHOLD)):
+            if wanted and self.signature not in fn.overloads:
+                fn.compile(self.signature)
+                # A later call with other argument types would be a bug: fail loudly, never recompile.
+                fn.disable_compile()
+
+    def __call__(self, arrays: dict[str, np.ndarray], bindings: dict[str, int]) -> None:
+        if self.flat:
+            size = max(a.size for a in arrays.values())
+            dims = (size,)
+            arrays = {k: a.reshape(-1) for k, a in arrays.items()}
+        else:
+            dims = self.static_space or evaluate_shape(self.plan.space, bindings)
+            size = int(np.prod(dims, dtype=np.int64))
+        fn = self.par if size >= PARALLEL_THRESHOLD else self.seq
+        fn(*[arrays[p] for p in self.params if not p.startswith("n")], *dims)
+
+
+def _params_of(body: str) -> list[str]:
+    header = body.split("\n", 1)[0]
+    return [p.strip() for p in header[header.index("(") + 1:header.rindex(")")].split(",") if p.strip()]
+
+
+def _static(space, block) -> tuple[int, ...] | None:
+    return None if any(isinstance(d, Sym) for d in space) else tuple(int(d) for d in space)
+
+
+def _compile_generated(group: Operation, options: dict[str, Any]) -> Kernel:
+    gen = _Generated(group, group.block, {}, options)
+
+    def run(inputs, outputs, bindings=None):
+        arrays = {f"a{i}": a for i, a in enumerate(inputs)}
+        arrays.update({f"o{i}": o for i, o in enumerate(outputs)})
+        gen(arrays, bindings or {})
+
+    return Kernel(group.attrs["key"], "numba_cpu", run, gen.source, gen.seconds, gen.cache_hit,
+                  gen.miss_reason, choice=_choice(group))
+
+
+def _choice(group: Operation) -> str:
+    n = sum(1 for op in group.block.ops if not op.has(Trait.TERMINATOR))
+    if n == 1:
+        return "generated: one op, written straight into its output buffer"
+    return f"generated: {n} ops fused into one pass over memory"
+
+
+# -- contractions ------------------------------------------------------------------------
+
+def _matmul(op: Operation) -> Callable:
+    return lambda a, b, out: matmul_into(a, b, out)
+
+
+def _conv(op: Operation) -> Callable:
+    attrs = op.attrs
+    return lambda x, w, out: conv2d_into(x, w, out, tuple(attrs["strides"]), tuple(attrs["pads"]),
+                                         tuple(attrs["dilations"]), attrs["groups"])
+
+
+_CONTRACTIONS: dict[str, Callable[[Operation], Callable]] = {"np.matmul": _matmul, "np.conv2d": _conv}
+
+
+def _compile_contraction(group: Operation, con: Operation, options: dict[str, Any]) -> Kernel:
+    block = group.block
+    outputs = list(block.last_op.operands)
+    library = _CONTRACTIONS[con.name](con)
+    operand_index = [block.args.index(v) for v in con.operands]
+    has_epilogue = any(op is not con and not op.has(Trait.TERMINATOR) for op in block.ops)
+    gen = _Generated(group, block, {con.result: "m0"}, options) if has_epilogue else None
+    in_place = _epilogue_target(con, outputs)
+    result_shape = con.result.type.shape
+    result_dtype = con.result.type.dtype
+
+    def run(inputs, outputs_, bindings=None):
+        bindings = bindings or {}
+        if con.result in outputs:
+            dst = outputs_[outputs.index(con.result)]
+        elif in_place is not None:
+            dst = outputs_[in_place]
+        else:
+            dst = np.empty(evaluate_shape(result_shape, bindings), result_dtype)
+        library(*(inputs[i] for i in operand_index), dst)
+        if gen is not None:
+            arrays = {f"a{i}": a for i, a in enumerate(inputs)}
+            arrays.update({f"o{i}": o for i, o in enumerate(outputs_)})
+            arrays["m0"] = dst
+            gen(arrays, bindings)
+
+    source = gen.source if gen is not None else f"# {con.name}: library kernel, no epilogue\n"
+    choice = f"library {'BLAS matmul' if con.name == 'np.matmul' else 'im2col + BLAS conv'}" + (
+        " with a generated epilogue" if gen is not None else "")
+    return Kernel(group.attrs["key"], "numba_cpu", run, source, gen.seconds if gen else 0.0,
+                  gen.cache_hit if gen else True, gen.miss_reason if gen else "", choice)
+
+
+def _epilogue_target(con: Operation, outputs: list[Value]) -> int | None:
+    """An output the contraction may be written into and the epilogue update in place:
+    same shape and dtype, and the contraction result read only elementwise at the same index."""
+    for user in con.result.users:
+        if not user.has(Trait.ELEMENTWISE) and not user.has(Trait.TERMINATOR):
+            return None
+    for k, v in enumerate(outputs):
+        if v.type == con.result.type:
+            return k
+    return None
+

@@ -1,0 +1,337 @@
+"""Readable numba source for one fused group.
+
+Every group becomes one loop nest over its iteration space. The outer dims are
+flattened into one `prange` loop (rows); inside a row, each reduction gets a loop over
+the reduced dims that updates an accumulator, and a final loop writes the full-size
+outputs. Values are emitted where their loop variables are bound, so anything that
+depends only on the row (a reduction result, a per-row bias) is computed once per row.
+An elementwise group is the same nest with no reductions and the last dim inside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import CompileError
+from ...ir.core import Operation, OpResult, Value
+from ...ir.opdef import Trait
+from .indexing import ZERO, Coord, Map, map_vars, operand_maps
+from .scalar import SCALAR_RULES, TypeNames, ctor, literal
+
+_REDUCE = {
+    "np.sum": ("zero", "({acc} + {v})"), "np.mean": ("zero", "({acc} + {v})"),
+    "np.prod": ("one", "({acc} * {v})"), "np.max": ("lowest", "_maximum({acc}, {v})"),
+    "np.min": ("highest", "_minimum({acc}, {v})"), "np.any": ("false", "({acc} or {v})"),
+    "np.all": ("true", "({acc} and {v})"),
+}
+
+
+@dataclass
+class Plan:
+    """How a group is iterated: its space, which dims are rows and which are inner."""
+
+    space: tuple                       # the iteration shape (ints or symbolic dims)
+    outer: list[int]                   # dims flattened into the parallel row loop
+    inner: list[int]                   # dims looped over inside a row (the reduced dims)
+    reductions: list[Operation] = field(default_factory=list)
+
+
+@dataclass
+class Scope:
+    """A level of the loop nest: the variables it binds and the lines inside it."""
+
+    parent: Scope | None
+    binds: frozenset[str]
+    header: str | None
+    items: list = field(default_factory=list)
+    cache: dict = field(default_factory=dict)
+    open_child: int | None = None      # where hoisted lines go while a child loop is open
+
+    def add(self, line) -> None:
+        if self.open_child is None:
+            self.items.append(line)
+        else:
+            self.items.insert(self.open_child, line)
+            self.open_child += 1
+
+    def render(self, indent: str) -> list[str]:
+        lines, inner = ([indent + self.header], indent + "    ") if self.header else ([], indent)
+        for item in self.items:
+            lines += item.render(inner) if isinstance(item, Scope) else [inner + item]
+        if self.header and not self.items:
+            lines.append(inner + "pass")
+        return lines
+
+
+class KernelSource:
+    """Builds the source of one kernel function for a group block."""
+
+    def __init__(self, block, plan: Plan, name: str, materialized: dict[Value, str] | None = None,
+                 flat: bool = False):
+        self.block, self.plan, self.name, self.flat = block, plan, name, flat
+        self.args = {a: f"a{i}" for i, a in enumerate(block.args)}
+        self.args.update(materialized or {})      # values already in an array (a contraction's result)
+        self.outputs = list(block.last_op.operands)
+        self.root = Scope(None, frozenset(), f"def {name}(" + self._params() + "):")
+        self.current = self.root
+        self.counter = 0
+        self.vars_of: dict[str, frozenset[str]] = {}
+
+    def _params(self) -> str:
+        arrays = sorted(set(self.args.values()), key=lambda s: (s[0], int(s[1:])))
+        outs = [f"o{i}" for i in range(len(self.outputs))]
+        dims = [f"n{k}" for k in range(len(self.plan.space))]
+        return ", ".join(arrays + outs + dims)
+
+    # -- scopes -------------------------------------------------------------------
+    def open(self, binds: list[str], header: str) -> Scope:
+        scope = Scope(self.current, frozenset(binds), header)
+        self.current.open_child = len(self.current.items)
+        self.current.items.append(scope)
+        self.current = scope
+        return scope
+
+    def close(self) -> None:
+        self.current = self.current.parent
+        self.current.open_child = None
+
+    def place(self, needs: frozenset[str]) -> Scope:
+        """The outermost open scope where every variable in `needs` is bound."""
+        scope, target = self.current, self.root
+        while scope is not None:
+            if scope.binds & needs:
+                target = scope
+                break
+            scope = scope.parent
+        return target
+
+    def lookup(self, key) -> str | None:
+        scope = self.current
+        while scope is not None:
+            if key in scope.cache:
+                return scope.cache[key]
+            scope = scope.parent
+        return None
+
+    def define(self, key, expr: str, needs: frozenset[str]) -> str:
+        scope = self.place(needs)
+        name = f"v{self.counter}"
+        self.counter += 1
+        scope.add(f"{name} = {expr}")
+        scope.cache[key] = name
+        self.vars_of[name] = needs
+        return name
+
+    # -- values ---------------------------------------------------------------------
+    def emit(self, value: Value, m: Map) -> str:
+        m = normalize(value, m)
+        key = (id(value), m)
+        found = self.lookup(key)
+        if found is not None:
+            return found
+        if value in self.args:
+            index = ", ".join(c.text() for c in m) if m else "()"
+            return self.define(key, f"{self.args[value]}[{index}]", map_vars(m))
+        if not isinstance(value, OpResult):
+            raise CompileError(f"value %{value.name} has no definition in the group")
+        op = value.op
+        if op.has(Trait.CONSTANT):
+            array = op.attrs["value"].array.reshape(-1)
+            return self.define(key, literal(array[0] if array.size else 0, value.type.dtype), frozenset())
+        if op.has(Trait.REDUCTION):
+            raise CompileError(f"{op.name} result used before its reduction loop ran")
+        reduced = _strength_reduce(op)
+        if reduced is not None:
+            return self.emit(op.operands[0], m) if reduced == "x" else self._square(op, m, key)
+        rule = SCALAR_RULES.get(op.name)
+        maps = [self._flat_map(v, m) for v in op.operands] if self.flat else operand_maps(op, m)
+        operands = [self.emit(v, om) for v, om in zip(op.operands, maps)]
+        if rule is None:                       # injective and view ops forward their operand
+            return operands[0]
+        needs = frozenset().union(*(self.vars_of.get(o, frozenset()) for o in operands))
+        return self.define(key, rule(operands, op.attrs, TypeNames(op)), needs)
+
+    def _square(self, op: Operation, m: Map, key) -> str:
+        base = self.emit(op.operands[0], (self._flat_map(op.operands[0], m) if self.flat
+                                          else operand_maps(op, m)[0]))
+        return self.define(key, f"({base} * {base})", self.vars_of.get(base, frozenset()))
+
+    def _flat_map(self, value: Value, m: Map) -> Map:
+        """In a flat kernel every array is 1-D: read at the loop index, or at 0 if size 1."""
+        return (ZERO,) if all(d == 1 for d in value.type.shape) else m
+
+    def store_all(self, outputs: list[tuple[int, Map]]) -> None:
+        """Computes every output value first, then stores: an output buffer may also be an
+        input (an in-place epilogue), and no store may come before a load it would clobber."""
+        names = [self.emit(self.outputs[k], m) for k, m in outputs]
+        for (k, m), name in zip(outputs, names):
+            coords = ", ".join(c.text() for c in m) if m else "()"
+            self.current.add(f"o{k}[{coords}] = {name}")
+
+    # -- the nest ---------------------------------------------------------------------
+    def build(self, parallel: bool) -> str:
+        plan = self.plan
+        loop = "prange" if parallel else "range"
+        outer_vars = [f"i{d}" for d in plan.outer]
+        if len(plan.outer) == 1:
+            self.open(outer_vars, f"for i{plan.outer[0]} in {loop}(n{plan.outer[0]}):")
+        elif plan.outer:
+            total = " * ".join(f"n{d}" for d in plan.outer)
+            self.open(["t", *outer_vars], f"for t in {loop}({total}):")
+            rest = "t"
+            for d in reversed(plan.outer[1:]):
+                self.current.add(f"i{d} = {rest} % n{d}")
+                rest = f"({rest} // n{d})"
+            self.current.add(f"i{plan.outer[0]} = {rest}")
+        for red in plan.reductions:
+            self._reduction(red, parallel_inner=False)
+        self._full_outputs(parallel and not plan.outer)
+        self._row_outputs()
+        return "\n".join(self.root.render(""))
+
+    def _inner_loops(self, parallel: bool) -> None:
+        for k, d in enumerate(self.plan.inner):
+            kind = "prange" if parallel and k == 0 else "range"
+            self.open([f"i{d}"], f"for i{d} in {kind}(n{d}):")
+
+    def _close_inner(self) -> None:
+        for _ in self.plan.inner:
+            self.close()
+
+    def _full_map(self) -> Map:
+        return tuple(Coord(f"i{d}") for d in range(len(self.plan.space)))
+
+    def _reduction(self, op: Operation, parallel_inner: bool) -> None:
+        init, combine = _REDUCE[op.name]
+        acc = f"acc{self.counter}"
+        self.counter += 1
+        dtype = op.result.type.dtype
+        self.current.add(f"{acc} = {_initial(init, dtype)}")
+        self._inner_loops(parallel_inner)
+        value = self.emit(op.operands[0], self._full_map())
+        self.current.add(f"{acc} = {combine.format(acc=acc, v=value)}")
+        self._close_inner()
+        if op.name == "np.mean":
+            count = " * ".join(f"n{d}" for d in self.plan.inner) or "1"
+            self.current.add(f"{acc} = {acc} / {ctor(dtype)}({count})")
+        self.current.cache[(id(op.result), normalize(op.result, self._result_map(op)))] = acc
+        self.vars_of[acc] = frozenset(f"i{d}" for d in self.plan.outer)
+
+    def _result_map(self, op: Operation) -> Map:
+        axes = set(op.attrs["axes"])
+        rank = op.operands[0].type.rank
+        if op.attrs["keepdims"]:
+            return tuple(ZERO if d in axes else Coord(f"i{d}") for d in range(rank))
+        return tuple(Coord(f"i{d}") for d in range(rank) if d not in axes)
+
+    def _full_outputs(self, parallel: bool) -> None:
+        full = [k for k, v in enumerate(self.outputs) if self._is_full(v)]
+        if not full:
+            return
+        self._inner_loops(parallel)
+        self.store_all([(k, self._full_map()) for k in full])
+        self._close_inner()
+
+    def _row_outputs(self) -> None:
+        self.store_all([(k, self._row_map(v)) for k, v in enumerate(self.outputs) if not self._is_full(v)])
+
+    def _is_full(self, value: Value) -> bool:
+        return self.flat or value.type.shape == tuple(self.plan.space)
+
+    def _row_map(self, value: Value) -> Map:
+        """Where a row-level output is written: the space without its reduced dims, either
+        dropped or kept as size 1."""
+        if isinstance(value, OpResult) and value.op.has(Trait.REDUCTION):
+            return self._result_map(value.op)
+        rank, space = value.type.rank, self.plan.space
+        if rank == len(space):
+            return tuple(ZERO if d in self.plan.inner else Coord(f"i{d}") for d in range(rank))
+        if rank == len(self.plan.outer):
+            return tuple(Coord(f"i{d}") for d in self.plan.outer)
+        raise CompileError(f"output %{value.name} {value.type} is neither full-size nor row-sized")
+
+
+def normalize(value: Value, m: Map) -> Map:
+    """Size-1 dims are always read at index 0: one map per distinct element read."""
+    if len(m) != value.type.rank:       # flat kernels index every array 1-D
+        return m
+    return tuple(ZERO if d == 1 else c for c, d in zip(m, value.type.shape))
+
+
+def _splat_value(value: Value):
+    if isinstance(value, OpResult) and value.op.name == "np.constant":
+        array = value.op.attrs["value"].array
+        if array.size and (array == array.reshape(-1)[0]).all():
+            return array.reshape(-1)[0]
+    return None
+
+
+def _strength_reduce(op: Operation) -> str | None:
+    """x ** 2 is x * x and x ** 1 is x, exactly (numpy's own fast paths), when the shapes agree."""
+    if op.name != "np.pow" or op.operands[0].type.shape != op.result.type.shape:
+        return None
+    exponent = _splat_value(op.operands[1])
+    if exponent == 2:
+        return "square"
+    if exponent == 1:
+        return "x"
+    return None
+
+
+def _initial(kind: str, dtype: np.dtype) -> str:
+    dtype = np.dtype(dtype)
+    if kind in ("false", "true"):
+        return "False" if kind == "false" else "True"
+    if kind in ("zero", "one"):
+        return literal(0 if kind == "zero" else 1, dtype)
+    if dtype.kind == "f":
+        return literal(-np.inf if kind == "lowest" else np.inf, dtype)
+    info = np.iinfo(dtype) if dtype.kind in "iu" else None
+    if info is None:
+        return "False" if kind == "lowest" else "True"
+    return literal(info.min if kind == "lowest" else info.max, dtype)
+
+
+def plan_group(block) -> Plan:
+    """The iteration plan of a group: its reductions decide the rows, else the last dim."""
+    reductions = [op for op in block.ops if op.has(Trait.REDUCTION)]
+    if reductions:
+        space = reductions[0].operands[0].type.shape
+        axes = sorted(reductions[0].attrs["axes"])
+        return Plan(space, [d for d in range(len(space)) if d not in axes], axes, reductions)
+    outputs = block.last_op.operands
+    space = max((v.type.shape for v in outputs), key=len)
+    rank = len(space)
+    return Plan(space, list(range(rank - 1)), [rank - 1] if rank else [])
+
+
+def is_flat(block, plan: Plan) -> bool:
+    """True when every value is read at the full index or broadcast whole (a scalar):
+    then all arrays can be viewed 1-D and the group is one contiguous loop."""
+    if plan.reductions or len(plan.space) <= 1:
+        return False
+    space = tuple(plan.space)
+    for op in block.ops:
+        if op.has(Trait.TERMINATOR) or op.has(Trait.CONSTANT):
+            continue
+        if not op.has(Trait.ELEMENTWISE):
+            return False
+        for v in list(op.operands) + op.results:
+            size_one = all(d == 1 for d in v.type.shape)
+            if v.type.shape != space and not size_one:
+                return False
+    return all(v.type.shape == space for v in block.last_op.operands)
+
+
+def generate(block, name: str, materialized: dict[Value, str] | None = None) -> tuple[str, str, Plan, bool]:
+    """Sources of `{name}_par` (prange rows) and `{name}_seq`, the plan they follow, and
+    whether the kernel takes its arrays flattened to 1-D."""
+    plan = plan_group(block)
+    flat = is_flat(block, plan)
+    if flat:
+        plan = Plan((None,), [], [0])
+    par, seq = (KernelSource(block, plan, f"{name}_{suffix}", materialized, flat).build(parallel)
+                for suffix, parallel in (("par", True), ("seq", False)))
+    return par, seq, plan, flat

@@ -1,0 +1,84 @@
+"""Scalar functions generated kernels call; numba inlines them into the loops."""
+
+import math
+
+import numpy as np
+from numba import njit
+
+_INLINE = dict(inline="always", error_model="numpy", cache=True)
+
+
+@njit(**_INLINE)
+def _maximum(a, b):
+    return a if (a >= b or a != a) else b
+
+
+@njit(**_INLINE)
+def _minimum(a, b):
+    return a if (a <= b or a != a) else b
+
+
+@njit(**_INLINE)
+def _int_div(a, b):
+    if b == 0:
+        return 0
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+@njit(**_INLINE)
+def _int_fmod(a, b):
+    if b == 0:
+        return 0
+    r = abs(a) % abs(b)
+    return r if a >= 0 else -r
+
+
+@njit(**_INLINE)
+def _int_pow(a, b):
+    if b < 0:
+        return 1 if a == 1 else ((1 if b % 2 == 0 else -1) if a == -1 else 0)
+    r = 1
+    for _ in range(b):
+        r *= a
+    return r
+
+
+@njit(**_INLINE)
+def _float_to_int(x, lo, hi, imin, imax):
+    """Saturating float -> int (NaN -> 0); lo/hi are the int range as floats, imin/imax as ints."""
+    t = np.trunc(x)
+    if t != t:
+        return imin - imin
+    if t >= hi:
+        return imax
+    if t <= lo:
+        return imin
+    return type(imax)(t)
+
+
+@njit(**_INLINE)
+def _erf(x):
+    return math.erf(x)
+
+
+@njit(**_INLINE)
+def _sigmoid(x):
+    one = type(x)(1)
+    if x >= 0:
+        return one / (one + np.exp(-x))
+    e = np.exp(x)
+    return e / (one + e)
+
+
+@njit(**_INLINE)
+def _gelu_erf(x):
+    half = type(x)(0.5)
+    return half * x * (type(x)(1) + _erf(x * type(x)(0.7071067811865476)))
+
+
+@njit(**_INLINE)
+def _gelu_tanh(x):
+    half = type(x)(0.5)
+    inner = type(x)(0.7978845608028654) * (x + type(x)(0.044715) * x * x * x)
+    return half * x * (type(x)(1) + np.tanh(inner))

@@ -1,0 +1,216 @@
+"""How each elementwise op becomes a numba scalar expression with numpy's semantics.
+
+`SCALAR_RULES` maps an op name to a function of (operand expressions, attributes,
+dtype names) returning the expression. Results are wrapped in their dtype's
+constructor where numba would otherwise widen (int32 + int32 is int64 in numba), so a
+kernel computes exactly what the numpy reference computes. The helper functions the
+expressions call (`_maximum`, saturating casts, ...) live in `helpers.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...ir.core import Operation
+
+Rule = Callable[[list[str], dict, "TypeNames"], str]
+SCALAR_RULES: dict[str, Rule] = {}
+
+
+class TypeNames:
+    """numba-side names of an op's result dtype and of its first operand's dtype."""
+
+    def __init__(self, op: Operation):
+        self.out = np.dtype(op.results[0].type.dtype).name
+        self.arg = np.dtype(op.operands[0].type.dtype).name if op.operands else self.out
+
+    @property
+    def out_ctor(self) -> str:
+        return f"np.{self.out}" if self.out != "bool" else "np.bool_"
+
+
+def scalar(*names: str):
+    """Registers the decorated rule for ops `names` (given without the `np.` prefix)."""
+
+    def register(rule: Rule) -> Rule:
+        for name in names:
+            if f"np.{name}" in SCALAR_RULES:
+                raise ValueError(f"np.{name} has two scalar rules")
+            SCALAR_RULES[f"np.{name}"] = rule
+        return rule
+
+    return register
+
+
+def _wrap(t: TypeNames, expr: str) -> str:
+    """Keeps integer results in their dtype (numba widens small ints to int64)."""
+    return f"{t.out_ctor}({expr})" if t.out not in ("float32", "float64", "bool") else expr
+
+
+def _binop(symbol: str) -> Rule:
+    return lambda a, attrs, t: _wrap(t, f"({a[0]} {symbol} {a[1]})")
+
+
+def _call(fn: str) -> Rule:
+    return lambda a, attrs, t: _wrap(t, f"{fn}({', '.join(a)})")
+
+
+for _name, _symbol in [("add", "+"), ("sub", "-"), ("mul", "*")]:
+    scalar(_name)(_binop(_symbol))
+for _name, _symbol in [("less", "<"), ("less_equal", "<="), ("greater", ">"), ("greater_equal", ">="),
+                       ("equal", "=="), ("not_equal", "!=")]:
+    scalar(_name)(_binop(_symbol))
+for _name, _symbol in [("bitwise_and", "&"), ("bitwise_or", "|"), ("bitwise_xor", "^"),
+                       ("left_shift", "<<"), ("right_shift", ">>")]:
+    scalar(_name)(_binop(_symbol))
+for _name, _fn in [("exp", "np.exp"), ("expm1", "np.expm1"), ("exp2", "np.exp2"), ("log", "np.log"),
+                   ("log1p", "np.log1p"), ("log2", "np.log2"), ("log10", "np.log10"), ("sqrt", "np.sqrt"),
+                   ("tanh", "np.tanh"), ("sin", "np.sin"), ("cos", "np.cos"), ("tan", "np.tan"),
+                   ("asin", "np.arcsin"), ("acos", "np.arccos"), ("atan", "np.arctan"), ("sinh", "np.sinh"),
+                   ("cosh", "np.cosh"), ("asinh", "np.arcsinh"), ("acosh", "np.arccosh"),
+                   ("atanh", "np.arctanh"), ("floor", "np.floor"), ("ceil", "np.ceil"), ("trunc", "np.trunc"),
+                   ("round", "np.rint"), ("isnan", "np.isnan"), ("isinf", "np.isinf"),
+                   ("isfinite", "np.isfinite"), ("atan2", "np.arctan2"), ("erf", "_erf"),
+                   ("sigmoid", "_sigmoid"), ("maximum", "_maximum"), ("minimum", "_minimum")]:
+    scalar(_name)(_call(_fn))
+
+
+@scalar("div")
+def _div(a, attrs, t):
+    if t.out.startswith(("int", "uint")):
+        return _wrap(t, f"_int_div({a[0]}, {a[1]})")
+    return f"({a[0]} / {a[1]})"
+
+
+@scalar("floordiv")
+def _floordiv(a, attrs, t):
+    if t.out.startswith(("int", "uint")):
+        return _wrap(t, f"(({a[0]} // {a[1]}) if {a[1]} != 0 else 0)")
+    return f"np.floor_divide({a[0]}, {a[1]})"
+
+
+@scalar("mod")
+def _mod(a, attrs, t):
+    if t.out.startswith(("int", "uint")):
+        return _wrap(t, f"(({a[0]} % {a[1]}) if {a[1]} != 0 else 0)")
+    return f"np.mod({a[0]}, {a[1]})"
+
+
+@scalar("fmod")
+def _fmod(a, attrs, t):
+    if t.out.startswith(("int", "uint")):
+        return _wrap(t, f"_int_fmod({a[0]}, {a[1]})")
+    return f"np.fmod({a[0]}, {a[1]})"
+
+
+@scalar("pow")
+def _pow(a, attrs, t):
+    if t.out.startswith(("int", "uint")):
+        return _wrap(t, f"_int_pow({a[0]}, {a[1]})")
+    return f"np.power({a[0]}, {a[1]})"
+
+
+@scalar("neg")
+def _neg(a, attrs, t):
+    return _wrap(t, f"(-{a[0]})")
+
+
+@scalar("abs")
+def _abs(a, attrs, t):
+    return _wrap(t, f"abs({a[0]})")
+
+
+@scalar("square")
+def _square(a, attrs, t):
+    return _wrap(t, f"({a[0]} * {a[0]})")
+
+
+@scalar("sign")
+def _sign(a, attrs, t):
+    return _wrap(t, f"np.sign({a[0]})")
+
+
+@scalar("relu")
+def _relu(a, attrs, t):
+    return f"_maximum({a[0]}, {t.out_ctor}(0))"
+
+
+@scalar("rsqrt")
+def _rsqrt(a, attrs, t):
+    return f"({t.out_ctor}(1) / np.sqrt({a[0]}))"
+
+
+@scalar("reciprocal")
+def _reciprocal(a, attrs, t):
+    return f"({t.out_ctor}(1) / {a[0]})"
+
+
+@scalar("logical_not")
+def _not(a, attrs, t):
+    return f"(not {a[0]})"
+
+
+@scalar("bitwise_not")
+def _invert(a, attrs, t):
+    return f"(not {a[0]})" if t.out == "bool" else _wrap(t, f"(~{a[0]})")
+
+
+for _name, _word in [("logical_and", "and"), ("logical_or", "or")]:
+    scalar(_name)(lambda a, attrs, t, w=_word: f"({a[0]} {w} {a[1]})")
+
+
+@scalar("logical_xor")
+def _xor(a, attrs, t):
+    return f"({a[0]} != {a[1]})"
+
+
+@scalar("where")
+def _where(a, attrs, t):
+    return f"({a[1]} if {a[0]} else {a[2]})"
+
+
+@scalar("clip")
+def _clip(a, attrs, t):
+    expr = a[0]
+    if attrs["min"] is not None:
+        expr = f"_maximum({expr}, {t.out_ctor}({attrs['min']!r}))"
+    if attrs["max"] is not None:
+        expr = f"_minimum({expr}, {t.out_ctor}({attrs['max']!r}))"
+    return expr
+
+
+@scalar("cast")
+def _cast(a, attrs, t):
+    target = np.dtype(attrs["dtype"])
+    if target.kind in "iu" and t.arg.startswith("float"):
+        info = np.iinfo(target)
+        return (f"_float_to_int({a[0]}, {float(info.min)!r}, {float(info.max)!r}, "
+                f"{literal(info.min, target)}, {literal(info.max, target)})")
+    if target.kind == "b":
+        return f"({a[0]} != 0)"
+    return f"{t.out_ctor}({a[0]})"
+
+
+@scalar("gelu")
+def _gelu(a, attrs, t):
+    return f"_gelu_tanh({a[0]})" if attrs["approximate"] == "tanh" else f"_gelu_erf({a[0]})"
+
+
+def ctor(dtype: np.dtype) -> str:
+    """The numba-side constructor of a dtype (np.float32, np.bool_, ...)."""
+    dtype = np.dtype(dtype)
+    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+
+
+def literal(value, dtype: np.dtype) -> str:
+    """A typed scalar literal numba folds into the kernel."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return "True" if bool(value) else "False"
+    if dtype.kind == "f":
+        v = float(value)
+        text = repr(v) if np.isfinite(v) else ("np.nan" if np.isnan(v) else ("np.inf" if v > 0 else "-np.inf"))
+        return f"np.{dtype.name}({text})"
+    return f"np.{dtype.name}({int(value)})"

@@ -1,0 +1,329 @@
+"""Subgraph marking and fusion, after Paddle's CINN integration.
+
+`mark-subgraphs` asks the target backend which ops it can compile, then merges
+neighbouring ops into clusters, producer into consumer, whenever the fusion rules
+allow it and no cycle would form. Every decision is recorded: each op left out with its
+reason (`report.rejected`) and each producer/consumer pair with why it was or was not
+fused (`report.fusion`). `fuse` turns each cluster into one `jit.group` whose region
+holds the ops (moved, so they keep their uids) and whose key names its kernel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+from dataclasses import dataclass
+
+from ..backends.base import Backend, backend_for_target
+from ..errors import PassError
+from ..ir.attributes import format_attr
+from ..ir.core import Block, Operation, OpResult, Region, Value
+from ..ir.opdef import Trait
+from ..ir.program import Program
+from ..report import FusionDecision, GroupRecord, Rejection
+from .manager import Pass, PassContext, register_pass
+
+
+class Cluster:
+    """Ops marked to become one group, with the fusion kind that decides what may join."""
+
+    def __init__(self, op: Operation, kind: str):
+        self.ops: list[Operation] = [op]
+        self.kinds = {kind}
+
+    @property
+    def kind(self) -> str:
+        for k in ("contraction", "reduction", "opaque"):
+            if k in self.kinds:
+                return k
+        return "elementwise"
+
+
+@dataclass
+class Marking:
+    """What mark-subgraphs decided, handed to fuse through the pass context."""
+
+    clusters: list[Cluster]
+    backend: str
+
+
+def _group_space(cluster: Cluster, escaping: list[Value]):
+    """The iteration space of a cluster: its reduction's input, its contraction's result,
+    or the shape of the values that leave it."""
+    if cluster.kind == "reduction":
+        red = next(op for op in cluster.ops if op.has(Trait.REDUCTION))
+        return red.operands[0].type.shape
+    if cluster.kind == "contraction":
+        con = next(op for op in cluster.ops if op.has(Trait.CONTRACTION))
+        return con.result.type.shape
+    return escaping[-1].type.shape if escaping else cluster.ops[-1].results[0].type.shape
+
+
+@register_pass
+@dataclass
+class MarkSubgraphs(Pass):
+    """Marks the ops the target can compile and clusters them without creating cycles."""
+
+    name = "mark-subgraphs"
+    summary = "Asks the backend which ops it compiles and merges neighbours into cycle-free clusters."
+    exclude: tuple = ()          # op names (np.exp) or value names (%7) to keep out of every group
+    whole_graph: bool = False    # O2: try to put every compilable op in as few groups as possible
+
+    def apply(self, program: Program, ctx: PassContext) -> Program:
+        backend = backend_for_target(ctx.target)
+        marker = _Marker(program, backend, ctx, set(self.exclude))
+        ctx.options["marking"] = Marking(marker.run(), backend.name)
+        return program
+
+
+class _Marker:
+    def __init__(self, program: Program, backend: Backend, ctx: PassContext, exclude: set[str]):
+        self.program, self.backend, self.ctx, self.exclude = program, backend, ctx, exclude
+        self.cluster_of: dict[int, Cluster] = {}
+
+    def run(self) -> list[Cluster]:
+        ops = [op for op in self.program.body.ops if not op.has(Trait.TERMINATOR)]
+        for op in ops:
+            reason = self._why_not_compiled(op)
+            if reason is not None:
+                if not op.has(Trait.CONSTANT) and op.name != "np.weight":
+                    self.ctx.report.rejected.append(Rejection(op.uid, op.name, reason))
+                continue
+            self.cluster_of[id(op)] = Cluster(op, self.backend.fusion_kind(op))
+        for op in ops:
+            if id(op) in self.cluster_of:
+                self._merge_producers(op)
+        clusters = list({id(c): c for c in self.cluster_of.values()}.values())
+        order = {id(op): i for i, op in enumerate(ops)}
+        for c in clusters:
+            c.ops.sort(key=lambda o: order[id(o)])
+        return sorted(clusters, key=lambda c: order[id(c.ops[0])])
+
+    def _why_not_compiled(self, op: Operation) -> str | None:
+        if op.name in self.exclude or any(f"%{r.name}" in self.exclude for r in op.results):
+            return "excluded by the user (mark-subgraphs{exclude=...})"
+        if op.has(Trait.CONSTANT) or op.name == "np.weight":
+            return "constant data: passed to kernels, not computed"
+        if op.has(Trait.VIEW) and self.backend.fusion_kind(op) == "view":
+            return "no-task view: an alias of its input, no kernel needed"
+        return self.backend.supports(op)
+
+    def _merge_producers(self, op: Operation) -> None:
+        for value in dict.fromkeys(op.operands):
+            if not isinstance(value, OpResult) or id(value.op) not in self.cluster_of:
+                continue
+            producer = value.op
+            a, b = self.cluster_of[id(producer)], self.cluster_of[id(op)]
+            if a is b:
+                continue
+            reason = self._why_not_merge(a, b, producer, op)
+            self.ctx.report.fusion.append(FusionDecision(producer.uid, op.uid, reason is None,
+                                                         reason or "fused"))
+            if reason is None:
+                self._merge(a, b)
+
+    def _merge(self, a: Cluster, b: Cluster) -> None:
+        a.ops += b.ops
+        a.kinds |= b.kinds
+        for op in b.ops:
+            self.cluster_of[id(op)] = a
+
+    def _why_not_merge(self, a: Cluster, b: Cluster, producer: Operation, consumer: Operation) -> str | None:
+        reason = _kind_rule(a, b, producer, consumer)
+        if reason is None:
+            reason = self._space_rule(a, b)
+        if reason is None and self._creates_cycle(a, b):
+            reason = "would create a cycle: another path between them leaves the cluster"
+        return reason
+
+    def _space_rule(self, a: Cluster, b: Cluster) -> str | None:
+        merged = Cluster(a.ops[0], "elementwise")
+        merged.ops, merged.kinds = a.ops + b.ops, a.kinds | b.kinds
+        members = {id(op) for op in merged.ops}
+        escaping = [r for op in merged.ops for r in op.results if any(id(u) not in members for u in r.users)]
+        space = _group_space(merged, escaping)
+        for r in escaping:
+            if not _writable_from(r, merged, space):
+                return (f"%{r.name} ({r.type}) is needed outside but does not have the group's "
+                        f"iteration shape [{','.join(map(str, space))}]")
+        return None
+
+    def _creates_cycle(self, a: Cluster, b: Cluster) -> bool:
+        members = {id(op) for op in a.ops + b.ops}
+        return self._path_outside(a, b, members) or self._path_outside(b, a, members)
+
+    def _path_outside(self, src: Cluster, dst: Cluster, members: set[int]) -> bool:
+        """True if some path from src to dst goes through an op in neither."""
+        targets = {id(op) for op in dst.ops}
+        stack = [u for op in src.ops for r in op.results for u in r.users if id(u) not in members]
+        seen: set[int] = set()
+        while stack:
+            op = stack.pop()
+            if id(op) in seen or op.has(Trait.TERMINATOR):
+                continue
+            seen.add(id(op))
+            for r in op.results:
+                for user in r.users:
+                    if id(user) in targets:
+                        return True
+                    if id(user) not in members:
+                        stack.append(user)
+        return False
+
+
+def _kind_rule(a: Cluster, b: Cluster, producer: Operation, consumer: Operation) -> str | None:
+    """The fusion rules: what kind of cluster may absorb what."""
+    if "opaque" in a.kinds or "opaque" in b.kinds:
+        return "opaque op: compiled on its own"
+    if "contraction" in b.kinds:
+        return "inputs of a contraction are materialized (only epilogues fuse into matmul/conv)"
+    if "contraction" in a.kinds and not b.kinds <= {"elementwise", "injective"}:
+        return "a contraction takes elementwise epilogues only"
+    if "contraction" in a.kinds and not _is_epilogue_input(a, producer):
+        return "only the contraction's result may feed its epilogue"
+    if "reduction" in a.kinds and "reduction" in b.kinds and not _same_reduction(a, b):
+        return "the reductions iterate over different shapes or axes"
+    if "reduction" in b.kinds and "contraction" in a.kinds:
+        return "a contraction does not fuse into a reduction"
+    return None
+
+
+def _is_epilogue_input(cluster: Cluster, producer: Operation) -> bool:
+    con = next(op for op in cluster.ops if op.has(Trait.CONTRACTION))
+    return producer is con or producer.result.type.shape == con.result.type.shape
+
+
+def _same_reduction(a: Cluster, b: Cluster) -> bool:
+    reductions = [op for op in a.ops + b.ops if op.has(Trait.REDUCTION)]
+    first = reductions[0]
+    return all(op.operands[0].type.shape == first.operands[0].type.shape
+               and op.attrs["axes"] == first.attrs["axes"] for op in reductions)
+
+
+def _writable_from(value: Value, cluster: Cluster, space) -> bool:
+    """Whether a group iterating over `space` can write `value` as an output: full-size,
+    or for a reduction group row-sized (the reduced dims dropped, or kept as 1)."""
+    shape = tuple(value.type.shape)
+    if shape == tuple(space):
+        return True
+    if cluster.kind != "reduction":
+        return False
+    axes = set(next(op for op in cluster.ops if op.has(Trait.REDUCTION)).attrs["axes"])
+    kept = tuple(d for i, d in enumerate(space) if i not in axes)
+    ones = tuple(1 if i in axes else d for i, d in enumerate(space))
+    return shape in (kept, ones)
+
+
+@register_pass
+@dataclass
+class Fuse(Pass):
+    """Turns each marked cluster into one jit.group keyed by its structure."""
+
+    name = "fuse"
+    summary = "Replaces each marked cluster by a jit.group op whose region holds its ops."
+
+    def apply(self, program: Program, ctx: PassContext) -> Program:
+        marking: Marking | None = ctx.options.get("marking")
+        if marking is None:
+            raise PassError("fuse needs mark-subgraphs to run first")
+        for gid, cluster in enumerate(marking.clusters):
+            group = _build_group(program, cluster, gid, marking.backend)
+            ctx.report.groups.append(GroupRecord(
+                gid, [op.uid for op in cluster.ops], [op.name for op in cluster.ops], marking.backend,
+                group.attrs["key"], cluster.kind, [v.name for v in group.operands],
+                [r.name for r in group.results]))
+        topological_sort(program.body)
+        return program
+
+
+def is_splat_constant(value: Value) -> bool:
+    """A constant whose elements are all equal: a kernel reads it as a literal."""
+    if not (isinstance(value, OpResult) and value.op.name == "np.constant"):
+        return False
+    array = value.op.attrs["value"].array
+    return array.size <= 1 or bool((array == array.reshape(-1)[0]).all())
+
+
+def _build_group(program: Program, cluster: Cluster, gid: int, backend: str) -> Operation:
+    members = {id(op) for op in cluster.ops}
+    inputs: list[Value] = []
+    splats: list[Value] = []
+    for op in cluster.ops:
+        for v in op.operands:
+            if isinstance(v, OpResult) and id(v.op) in members:
+                continue
+            target = splats if is_splat_constant(v) else inputs
+            if v not in target:
+                target.append(v)
+    outputs = [r for op in cluster.ops for r in op.results if any(id(u) not in members for u in r.users)]
+    block = Block([v.type for v in inputs])
+    mapping = dict(zip(inputs, block.args))
+    for v in splats:
+        const = block.append(v.op.clone(fresh_uid=True))
+        const.result.name = None
+        mapping[v] = const.result
+    last = cluster.ops[-1]
+    group = Operation("jit.group", inputs, [v.type for v in outputs], {"id": gid, "backend": backend},
+                      [Region([block])], loc=last.loc)
+    program.body.insert_after(last, group)
+    for op in cluster.ops:
+        op.detach()
+        block.append(op)
+        for i, v in enumerate(op.operands):
+            if v in mapping:
+                op.set_operand(i, mapping[v])
+    for old, new in zip(outputs, group.results):
+        for use in list(old.uses):
+            if id(use.op) not in members:
+                use.op.set_operand(use.index, new)
+        new.name = old.name
+        old.name = None
+    block.append(Operation("jit.yield", outputs))
+    group.attrs = {**group.attrs, "key": group_key(group)}
+    return group
+
+
+def group_key(group: Operation) -> str:
+    """A structural hash of the group: same ops, attributes and operand types, same key."""
+    block = group.block
+    names = {}
+    for i, a in enumerate(block.args):
+        names[a] = f"a{i}"
+    lines = [",".join(str(a.type) for a in block.args)]
+    for k, op in enumerate(block.ops):
+        for j, r in enumerate(op.results):
+            names[r] = f"v{k}_{j}"
+        operands = ",".join(names[v] for v in op.operands)
+        attrs = ",".join(f"{key}={format_attr(v)}" for key, v in sorted(op.attrs.items()))
+        lines.append(f"{op.name}({operands}){{{attrs}}}:{','.join(str(r.type) for r in op.results)}")
+    return "g" + hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def topological_sort(block: Block) -> None:
+    """Reorders a block so every value is defined before use, keeping the order otherwise."""
+    ops = list(block.ops)
+    terminator = block.terminator
+    index = {id(op): i for i, op in enumerate(ops)}
+    pending = {id(op): sum(1 for v in dict.fromkeys(op.operands)
+                           if isinstance(v, OpResult) and v.op.parent is block) for op in ops}
+    ready = [(index[id(op)], op) for op in ops if pending[id(op)] == 0 and op is not terminator]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, op = heapq.heappop(ready)
+        order.append(op)
+        for user in {id(u): u for r in op.results for u in r.users}.values():
+            if user.parent is block and user is not terminator:
+                pending[id(user)] -= sum(1 for v in dict.fromkeys(user.operands)
+                                         if isinstance(v, OpResult) and v.op is op)
+                if pending[id(user)] == 0:
+                    heapq.heappush(ready, (index[id(user)], user))
+    if len(order) != len(ops) - (terminator is not None):
+        raise PassError("the program has a cycle after fusion")
+    for op in order:
+        op.detach()
+    for op in order:
+        if terminator is not None:
+            block.insert_before(terminator, op)
+        else:
+            block.append(op)

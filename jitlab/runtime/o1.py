@@ -1,0 +1,137 @@
+"""The O1 executor: fused groups as compiled kernels, views as aliases, leftover ops by
+their numpy library kernels, in the program's order.
+
+Steps are planned once: each value gets a slot in a list, each step knows its slots,
+so a call does no dictionary lookups or IR walking. Buffers are kept between calls and
+reused only when nothing outside the executor still refers to them (`sys.getrefcount`):
+a result the user holds, or a view of it, is never overwritten.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..backends.base import Kernel
+from ..ir.core import Operation, Value
+from ..ir.opdef import Trait
+from ..ir.program import Program
+from ..ir.shapes import evaluate_shape
+from .reference import concrete_attrs
+
+
+class _Buffers:
+    """Output buffers of one step, recycled across calls when no one else holds them."""
+
+    def __init__(self, values: Sequence[Value]):
+        self.types = [v.type for v in values]
+        self.static = [t.shape if t.is_static else None for t in self.types]
+        self.kept: list[np.ndarray | None] = [None] * len(values)
+
+    def get(self, bindings: dict[str, int]) -> list[np.ndarray]:
+        out = []
+        for k, t in enumerate(self.types):
+            shape = self.static[k] or evaluate_shape(t.shape, bindings)
+            buf = self.kept[k]
+            # 2 references: self.kept and getrefcount's argument; anything more is a holder outside.
+            if buf is None or buf.shape != shape or sys.getrefcount(buf) > 2:
+                buf = np.empty(shape, t.dtype)
+                self.kept[k] = buf
+            out.append(buf)
+        return out
+
+
+class Step:
+    """One top-level op: reads operand slots, writes result slots."""
+
+    def __init__(self, op: Operation, ins: list[int], outs: list[int]):
+        self.op, self.ins, self.outs = op, ins, outs
+
+    def run(self, env: list, bindings: dict[str, int]) -> None:
+        raise NotImplementedError
+
+
+class GroupStep(Step):
+    def __init__(self, op, ins, outs, kernel: Kernel):
+        super().__init__(op, ins, outs)
+        self.kernel = kernel
+        self.buffers = _Buffers(op.results)
+
+    def run(self, env, bindings):
+        outputs = self.buffers.get(bindings)
+        self.kernel.run([env[i] for i in self.ins], outputs, bindings)
+        for slot, buf in zip(self.outs, outputs):
+            env[slot] = buf
+
+
+class ViewStep(Step):
+    def __init__(self, op, ins, outs):
+        super().__init__(op, ins, outs)
+        shape = op.result.type.shape
+        self.static = shape if op.result.type.is_static else None
+
+    def run(self, env, bindings):
+        shape = self.static or evaluate_shape(self.op.result.type.shape, bindings)
+        env[self.outs[0]] = env[self.ins[0]].reshape(shape)
+
+
+class LibraryStep(Step):
+    """A leftover op run by its numpy reference implementation."""
+
+    def __init__(self, op, ins, outs):
+        super().__init__(op, ins, outs)
+        self.fn: Callable = op.opdef.reference
+        self.attrs = op.attrs
+        self.symbolic = any(not r.type.is_static for r in op.results)
+
+    def run(self, env, bindings):
+        attrs = concrete_attrs(self.attrs, bindings) if self.symbolic else self.attrs
+        out = self.fn(*[env[i] for i in self.ins], **attrs)
+        for slot, value in zip(self.outs, out if isinstance(out, (tuple, list)) else (out,)):
+            env[slot] = value
+
+
+class O1Runner:
+    """Runs a fused program; `kernels` maps each jit.group's uid to its compiled kernel."""
+
+    def __init__(self, program: Program, kernels: dict[int, Kernel]):
+        slots: dict[Value, int] = {v: i for i, v in enumerate(program.inputs)}
+        self.constants: dict[int, np.ndarray] = {}
+        self.steps: list[Step] = []
+        for op in program.body.ops:
+            if op.has(Trait.TERMINATOR):
+                self.outputs = [slots[v] for v in op.operands]
+                continue
+            outs = [slots.setdefault(r, len(slots)) for r in op.results]
+            ins = [slots[v] for v in op.operands]
+            if op.has(Trait.CONSTANT) or op.name == "np.weight":
+                self.constants[outs[0]] = _constant(program, op)
+            elif op.name == "jit.group":
+                self.steps.append(GroupStep(op, ins, outs, kernels[op.uid]))
+            elif op.has(Trait.VIEW):
+                self.steps.append(ViewStep(op, ins, outs))
+            elif op.has(Trait.MEMORY):
+                continue
+            else:
+                self.steps.append(LibraryStep(op, ins, outs))
+        self.n_slots = len(slots)
+        self.n_inputs = len(program.inputs)
+
+    def __call__(self, arrays: list[np.ndarray], bindings: dict[str, int]) -> list[np.ndarray]:
+        env: list = [None] * self.n_slots
+        for i, a in enumerate(arrays):
+            # Kernels are compiled for writable C-contiguous inputs; anything else is copied once.
+            env[i] = a if a.flags.c_contiguous and a.flags.writeable else np.array(a, order="C")
+        for slot, value in self.constants.items():
+            env[slot] = value
+        for step in self.steps:
+            step.run(env, bindings)
+        return [env[i] for i in self.outputs]
+
+
+def _constant(program: Program, op: Operation) -> np.ndarray:
+    if op.name == "np.weight":
+        return np.ascontiguousarray(program.weights[op.attrs["name"]])
+    return np.ascontiguousarray(op.attrs["value"].array)
