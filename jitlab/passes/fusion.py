@@ -327,3 +327,35 @@ def topological_sort(block: Block) -> None:
             block.insert_before(terminator, op)
         else:
             block.append(op)
+
+
+def why_not_fused(report, a, b) -> str:
+    """Answers "why were these two ops not fused?" from the decisions in a CompileReport.
+
+    `a` and `b` are op uids or value names as printed before fusion ("%7" or "7")."""
+    ua, ub = _uid(report, a), _uid(report, b)
+    group_of = {uid: g.id for g in report.groups for uid in g.ops}
+    if ua in group_of and group_of.get(ua) == group_of.get(ub):
+        return f"they were fused: both are in group {group_of[ua]}"
+    for d in report.fusion:
+        if {d.producer, d.consumer} == {ua, ub}:
+            return d.reason if not d.fused else f"they were fused, then split apart: {d.reason}"
+    rejected = {r.op: r for r in report.rejected}
+    for uid in (ua, ub):
+        if uid in rejected:
+            return f"{rejected[uid].name} was left out of every group: {rejected[uid].reason}"
+    return "neither feeds the other directly, so no fusion was considered between them"
+
+
+def _uid(report, ref) -> int:
+    if isinstance(ref, int):
+        return ref
+    if isinstance(ref, Operation):
+        return ref.uid
+    name = str(ref).lstrip("%")
+    for record in report.passes:
+        if record.name == "mark-subgraphs" and record.graph_before is not None:
+            for node in record.graph_before.nodes:
+                if name in node.results:
+                    return node.uid
+    raise PassError(f"no op produces %{name} in the program before fusion")

@@ -144,13 +144,14 @@ class KernelCache:
         return module
 
     @staticmethod
-    def clear_compiled(path: str) -> None:
-        """Removes numba's compiled-code files for the module at `path`."""
+    def clear_compiled(path: str) -> int:
+        """Removes numba's compiled-code files for the module at `path`; returns how many."""
         folder = os.path.join(os.path.dirname(path), "__pycache__")
         stem = os.path.basename(path)[:-3]
-        for name in _listdir(folder):
-            if name.startswith(stem + "."):
-                os.unlink(os.path.join(folder, name))
+        names = [n for n in _listdir(folder) if n.startswith(stem + ".")]
+        for name in names:
+            os.unlink(os.path.join(folder, name))
+        return len(names)
 
     def clear(self) -> int:
         """Deletes every entry; returns how many kernel modules were removed."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +16,7 @@ from ... import __version__
 from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym, evaluate_shape
-from ...runtime.kernel_cache import default_cache
+from ...runtime.kernel_cache import KernelCache, default_cache
 from ..base import Backend, Kernel, register_backend
 from . import helpers
 from .codegen import _REDUCE, generate
@@ -130,16 +132,16 @@ class _Generated:
                                                                self.source)
         self.par, self.seq = entry.module.k_par, entry.module.k_seq
         self.static_space = _static(self.plan.space, block) if not self.flat else None
-        self._compile_needed()
+        self._compile_needed(entry.module.__file__)
         self.seconds = time.perf_counter() - start
         self.cache_hit, self.miss_reason = entry.hit, entry.miss_reason
 
-    def _compile_needed(self) -> None:
+    def _compile_needed(self, path: str) -> None:
         size = None if self.static_space is None else int(np.prod(self.static_space, dtype=np.int64))
         for fn, wanted in ((self.par, size is None or size >= PARALLEL_THRESHOLD),
                            (self.seq, size is None or size < PARALLEL_THRESHOLD)):
             if wanted and self.signature not in fn.overloads:
-                fn.compile(self.signature)
+                _compile_or_recover(fn, self.signature, path)
                 # A later call with other argument types would be a bug: fail loudly, never recompile.
                 fn.disable_compile()
 
@@ -153,6 +155,18 @@ class _Generated:
             size = int(np.prod(dims, dtype=np.int64))
         fn = self.par if size >= PARALLEL_THRESHOLD else self.seq
         fn(*[arrays[p] for p in self.params if not p.startswith("n")], *dims)
+
+
+def _compile_or_recover(fn, signature: tuple, path: str) -> None:
+    """Compiles (or loads from numba's cache); an unreadable cache file is removed and compiled anew."""
+    try:
+        fn.compile(signature)
+    except Exception as e:  # a damaged pickle in numba's cache can raise almost any exception type
+        if not KernelCache.clear_compiled(path):
+            raise
+        warnings.warn(f"jitlab: numba's compiled cache for {os.path.basename(path)} was unreadable "
+                      f"({type(e).__name__}); recompiling", RuntimeWarning, stacklevel=2)
+        fn.compile(signature)
 
 
 def _params_of(body: str) -> list[str]:

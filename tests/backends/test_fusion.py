@@ -1,0 +1,84 @@
+"""mark-subgraphs and fuse: what is grouped, what is left out and why."""
+
+import numpy as np
+import pytest
+
+import jitlab as jl
+from jitlab.passes.fusion import why_not_fused
+
+rng = np.random.default_rng(1)
+X = rng.standard_normal((8, 16), dtype=np.float32)
+W = rng.standard_normal((16, 16), dtype=np.float32)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+
+
+def compile_o1(fn, *args, **options):
+    exe = jl.compile(jl.trace(fn, *args), level="O1", verify_each=True, **options)
+    np.testing.assert_allclose(exe(*args)[0], jl.compile(jl.trace(fn, *args), level="O0")(*args)[0],
+                               rtol=1e-4, atol=1e-5)
+    return exe
+
+
+def test_leftover_ops_record_their_reason():
+    exe = compile_o1(lambda x: np.cumsum(np.exp(x), axis=1) * 2.0, X)
+    reasons = {r.name: r.reason for r in exe.report.rejected}
+    assert "no generated kernel" in reasons["np.cumsum"]
+    assert [g.op_names for g in exe.report.groups] == [["np.exp"], ["np.mul"]]
+    answer = why_not_fused(exe.report, "0", "1")
+    assert "np.cumsum was left out of every group" in answer
+
+
+def test_user_exclusion_by_op_name():
+    fn = lambda x: np.tanh(np.exp(x) + 1.0)  # noqa: E731
+    program = jl.trace(fn, X)
+    exe = jl.compile(program, passes="mark-subgraphs{exclude=np.exp},fuse,alias-views,dce", level="O1")
+    assert any(r.name == "np.exp" and "excluded by the user" in r.reason for r in exe.report.rejected)
+    np.testing.assert_allclose(exe(X)[0], fn(X), rtol=1e-5)
+
+
+def test_cycle_is_refused_and_explained():
+    # exp feeds the add directly and through cumsum, which no group takes: fusing exp
+    # with the add would leave the group to cumsum and come back in.
+    def fn(x):
+        a = np.exp(x)
+        return np.cumsum(a, axis=1) + a
+
+    exe = compile_o1(fn, X)
+    assert len(exe.report.groups) == 2
+    assert "would create a cycle" in why_not_fused(exe.report, "0", "2")
+    assert "they were fused" not in why_not_fused(exe.report, "0", "2")
+
+
+def test_views_become_aliases_between_groups():
+    exe = compile_o1(lambda x: np.exp(x).reshape(4, 32) * 2.0, X)
+    assert exe.report.stats["launches_saved_by_views"] == 1
+    assert "jit.view" in str(exe.program)
+    assert len(exe.report.groups) == 2
+
+
+def test_identical_groups_share_one_kernel():
+    def fn(x, y):
+        return np.tanh(x * 3.0) + 1.0, np.tanh(y * 3.0) + 1.0
+
+    y = rng.standard_normal((8, 16), dtype=np.float32)
+    program = jl.trace(fn, X, y)
+    exe = jl.compile(program, passes="mark-subgraphs,fuse,alias-views,dce", level="O1")
+    assert len(exe.report.groups) == 2
+    assert exe.report.stats == {"launches_saved_by_views": 0, "kernels_compiled": 1, "kernels_reused": 1}
+    assert exe.report.kernels[0].reused_by == [1]
+    a, b = exe(X, y)
+    np.testing.assert_allclose(b, np.tanh(y * 3.0) + 1.0, rtol=1e-6, atol=1e-6)
+
+
+def test_group_records_and_kernel_records():
+    exe = compile_o1(lambda x, w: np.maximum(x @ w + 1.0, 0), X, W)
+    (group,) = exe.report.groups
+    assert group.kind == "contraction" and group.backend == "numba_cpu"
+    assert group.op_names == ["np.matmul", "np.add", "np.maximum"]
+    (kernel,) = exe.report.kernels
+    assert kernel.key == group.key and "def k_par" in kernel.source and kernel.compile_seconds >= 0
+    assert exe.report.to_json()
