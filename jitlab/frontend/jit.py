@@ -131,6 +131,7 @@ class JitFunction:
         resolve_target(target)
         self.fn, self.level, self.target, self.dynamic, self.options = fn, level, target, dynamic or {}, options
         self._cache: dict[Any, tuple[Traced, Any]] = {}
+        self._fast: dict[tuple, tuple[Traced, Any]] = {}   # positional arrays only: key by shapes/dtypes
         self.last = None
         functools.update_wrapper(self, fn)
 
@@ -161,11 +162,20 @@ class JitFunction:
         return [x for x, m in zip(leaves, mask) if m], self._cache[key]
 
     def __call__(self, *args, **kwargs):
-        if any(isinstance(x, Tracer) for x in flatten((args, kwargs), is_leaf=lambda x: isinstance(x, Tracer))[0]):
+        fast_key = None
+        if not kwargs and all(type(a) is np.ndarray for a in args):
+            fast_key = tuple((a.shape, a.dtype.num) for a in args)
+            entry = self._fast.get(fast_key)
+            if entry is not None:
+                self.last = entry[1]
+                return _outputs(entry[0], entry[1](*args))
+        elif any(isinstance(x, Tracer) for x in flatten((args, kwargs), is_leaf=lambda x: isinstance(x, Tracer))[0]):
             return self.fn(*args, **kwargs)          # called inside another trace: inline
-        inputs, (traced, exe) = self._entry(args, kwargs)
-        self.last = exe
-        return unflatten(traced.out_tree, list(exe(*inputs)))
+        inputs, entry = self._entry(args, kwargs)
+        if fast_key is not None and all(entry[0].input_mask):
+            self._fast[fast_key] = entry
+        self.last = entry[1]
+        return _outputs(entry[0], entry[1](*inputs))
 
     @property
     def cache_size(self) -> int:
@@ -173,6 +183,12 @@ class JitFunction:
 
     def __repr__(self) -> str:
         return f"<jl.jit {getattr(self.fn, '__name__', self.fn)} level={self.level} target={self.target}>"
+
+
+def _outputs(traced: Traced, results: tuple) -> Any:
+    if traced.out_tree.kind == "leaf":
+        return results[0]
+    return unflatten(traced.out_tree, list(results))
 
 
 def jit(fn: Callable | None = None, *, level: str = "O1", target: str = "auto", dynamic=None, **options):

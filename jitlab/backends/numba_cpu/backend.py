@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import llvmlite
@@ -132,12 +133,15 @@ class _Generated:
                                                                self.source)
         self.par, self.seq = entry.module.k_par, entry.module.k_seq
         self.static_space = _static(self.plan.space, block) if not self.flat else None
+        self.static_size = math.prod(self.static_space) if self.static_space is not None else None
+        kinds = {"a": 0, "o": 1, "m": 2}
+        self.slots = [(kinds[p[0]], int(p[1:])) for p in self.params if not p.startswith("n")]
         self._compile_needed(entry.module.__file__)
         self.seconds = time.perf_counter() - start
         self.cache_hit, self.miss_reason = entry.hit, entry.miss_reason
 
     def _compile_needed(self, path: str) -> None:
-        size = None if self.static_space is None else int(np.prod(self.static_space, dtype=np.int64))
+        size = self.static_size
         for fn, wanted in ((self.par, size is None or size >= PARALLEL_THRESHOLD),
                            (self.seq, size is None or size < PARALLEL_THRESHOLD)):
             if wanted and self.signature not in fn.overloads:
@@ -145,16 +149,20 @@ class _Generated:
                 # A later call with other argument types would be a bug: fail loudly, never recompile.
                 fn.disable_compile()
 
-    def __call__(self, arrays: dict[str, np.ndarray], bindings: dict[str, int]) -> None:
+    def __call__(self, inputs, outputs, extra: Sequence[np.ndarray], bindings: dict[str, int]) -> None:
+        """Calls the kernel; `extra` are the materialized arrays (m0, ...) after inputs and outputs."""
+        sources = (inputs, outputs, extra)
+        args = [sources[kind][i] for kind, i in self.slots]
         if self.flat:
-            size = max(a.size for a in arrays.values())
+            size = max(a.size for a in args)
+            args = [a.reshape(-1) for a in args]
             dims = (size,)
-            arrays = {k: a.reshape(-1) for k, a in arrays.items()}
+        elif self.static_space is not None:
+            dims, size = self.static_space, self.static_size
         else:
-            dims = self.static_space or evaluate_shape(self.plan.space, bindings)
-            size = int(np.prod(dims, dtype=np.int64))
-        fn = self.par if size >= PARALLEL_THRESHOLD else self.seq
-        fn(*[arrays[p] for p in self.params if not p.startswith("n")], *dims)
+            dims = evaluate_shape(self.plan.space, bindings)
+            size = math.prod(dims)
+        (self.par if size >= PARALLEL_THRESHOLD else self.seq)(*args, *dims)
 
 
 def _compile_or_recover(fn, signature: tuple, path: str) -> None:
@@ -182,9 +190,7 @@ def _compile_generated(group: Operation, options: dict[str, Any]) -> Kernel:
     gen = _Generated(group, group.block, {}, options)
 
     def run(inputs, outputs, bindings=None):
-        arrays = {f"a{i}": a for i, a in enumerate(inputs)}
-        arrays.update({f"o{i}": o for i, o in enumerate(outputs)})
-        gen(arrays, bindings or {})
+        gen(inputs, outputs, (), bindings or {})
 
     return Kernel(group.attrs["key"], "numba_cpu", run, gen.source, gen.seconds, gen.cache_hit,
                   gen.miss_reason, choice=_choice(group))
@@ -233,10 +239,7 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
             dst = np.empty(evaluate_shape(result_shape, bindings), result_dtype)
         library(*(inputs[i] for i in operand_index), dst)
         if gen is not None:
-            arrays = {f"a{i}": a for i, a in enumerate(inputs)}
-            arrays.update({f"o{i}": o for i, o in enumerate(outputs_)})
-            arrays["m0"] = dst
-            gen(arrays, bindings)
+            gen(inputs, outputs_, (dst,), bindings)
 
     source = gen.source if gen is not None else f"# {con.name}: library kernel, no epilogue\n"
     choice = f"library {'BLAS matmul' if con.name == 'np.matmul' else 'im2col + BLAS conv'}" + (
