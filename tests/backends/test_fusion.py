@@ -82,3 +82,23 @@ def test_group_records_and_kernel_records():
     (kernel,) = exe.report.kernels
     assert kernel.key == group.key and "def k_par" in kernel.source and kernel.compile_seconds >= 0
     assert exe.report.to_json()
+
+
+def test_kernel_choice_is_recorded_and_autotune_measures():
+    fn = lambda x: np.tanh(np.exp(x) * 0.5) + x  # noqa: E731
+    exe = compile_o1(fn, X)
+    choice = exe.report.kernels[0].choice
+    assert choice.startswith("generated: 4 ops fused") and "estimated" in choice
+    tuned = compile_o1(fn, X, autotune=True)
+    assert "measured" in tuned.report.kernels[0].choice
+    np.testing.assert_allclose(tuned(X)[0], fn(X), rtol=1e-5, atol=1e-6)
+
+
+def test_library_kernel_runs_the_group_with_numpy():
+    from jitlab.backends.numba_cpu.selection import library_kernel
+
+    exe = compile_o1(lambda x: np.sin(x) * 2.0 + 1.0, X)
+    group = next(op for op in exe.program.ops if op.name == "jit.group")
+    out = [np.empty_like(X)]
+    library_kernel(group)([X], out)
+    np.testing.assert_allclose(out[0], np.sin(X) * 2.0 + 1.0, rtol=1e-6)

@@ -24,6 +24,7 @@ from .codegen import _REDUCE, generate
 from .indexing import INDEX_RULES, has_static_offsets, is_unit_reshape
 from .library import conv2d_into, matmul_into
 from .scalar import SCALAR_RULES
+from .selection import select
 
 PARALLEL_THRESHOLD = 1 << 15           # elements below which threads cost more than they save
 FASTMATH = {"reassoc", "contract"}     # vectorizes reductions; keeps NaN, inf and signed zeros exact
@@ -76,7 +77,7 @@ class NumbaCPUBackend(Backend):
         contraction = next((op for op in group.block.ops if op.has(Trait.CONTRACTION)), None)
         if contraction is not None:
             return _compile_contraction(group, contraction, options)
-        return _compile_generated(group, options)
+        return select(group, _compile_generated(group, options), bool(options.get("autotune", False)))
 
 
 def _module_source(group: Operation, par: str, seq: str) -> str:
@@ -197,7 +198,7 @@ def _compile_generated(group: Operation, options: dict[str, Any]) -> Kernel:
 
 
 def _choice(group: Operation) -> str:
-    n = sum(1 for op in group.block.ops if not op.has(Trait.TERMINATOR))
+    n = sum(1 for op in group.block.ops if not (op.has(Trait.TERMINATOR) or op.has(Trait.CONSTANT)))
     if n == 1:
         return "generated: one op, written straight into its output buffer"
     return f"generated: {n} ops fused into one pass over memory"
