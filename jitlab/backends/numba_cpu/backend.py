@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import time
@@ -84,14 +85,15 @@ def _module_source(group: Operation, par: str, seq: str) -> str:
     ops = ", ".join(op.name for op in group.block.ops if not op.has(Trait.TERMINATOR))
     flags = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
     return (f'"""jit.group {group.attrs["id"]} ({group.attrs["key"]}): {ops}."""\n\n'
-            "import math  # noqa: F401\n\nimport numpy as np\nfrom numba import njit, prange  # noqa: F401\n\n"
+            "import math  # noqa: F401\n\nimport numba  # noqa: F401\nimport numpy as np\nfrom numba import njit, prange  # noqa: F401\n\n"
             f"from jitlab.backends.numba_cpu.helpers import {', '.join(HELPER_NAMES)}  # noqa: F401\n\n"
             f"FLAGS = {flags}\n\n\n@njit(parallel=True, fastmath=FLAGS, error_model=\"numpy\", cache=True)\n{par}\n\n\n"
             f"@njit(fastmath=FLAGS, error_model=\"numpy\", cache=True)\n{seq}\n")
 
 
-def _key_parts(group: Operation, signature: str) -> dict[str, str]:
+def _key_parts(group: Operation, signature: str, source: str) -> dict[str, str]:
     return {"structure": group.attrs["key"], "signature": signature, "backend": "numba_cpu",
+            "source": hashlib.sha256(source.encode()).hexdigest()[:16],
             "versions": f"jitlab {__version__}, numba {numba.__version__}, llvmlite {llvmlite.__version__}, "
                         f"numpy {np.__version__}"}
 
@@ -130,8 +132,8 @@ class _Generated:
         readonly = {f"a{i}" for i, v in enumerate(group.operands) if is_readonly(v)}
         self.signature = _signature(self.params, types, readonly)
         start = time.perf_counter()
-        entry = (options.get("cache") or default_cache()).load(_key_parts(group, str(self.signature)),
-                                                               self.source)
+        entry = (options.get("cache") or default_cache()).load(
+            _key_parts(group, str(self.signature), self.source), self.source)
         self.par, self.seq = entry.module.k_par, entry.module.k_seq
         self.static_space = _static(self.plan.space, block) if not self.flat else None
         self.static_size = math.prod(self.static_space) if self.static_space is not None else None

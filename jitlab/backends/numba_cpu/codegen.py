@@ -20,6 +20,11 @@ from ...ir.opdef import Trait
 from .indexing import ZERO, Coord, Map, map_vars, operand_maps
 from .scalar import SCALAR_RULES, TypeNames, ctor, literal
 
+# Ops worth keeping in a row scratch rather than computing again in a later loop over the row.
+EXPENSIVE = frozenset(f"np.{n}" for n in ("exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "tanh", "erf",
+                                          "sigmoid", "gelu", "sin", "cos", "tan", "pow", "atan", "asin", "acos",
+                                          "sinh", "cosh", "asinh", "acosh", "atanh", "atan2"))
+
 _REDUCE = {
     "np.sum": ("zero", "({acc} + {v})"), "np.mean": ("zero", "({acc} + {v})"),
     "np.prod": ("one", "({acc} * {v})"), "np.max": ("lowest", "_maximum({acc}, {v})"),
@@ -78,6 +83,9 @@ class KernelSource:
         self.current = self.root
         self.counter = 0
         self.vars_of: dict[str, frozenset[str]] = {}
+        self.phase: int | None = None                 # the reduction loop being emitted, if any
+        self.scratch: dict[tuple, tuple[str, int]] = {}  # value at map -> (row scratch, phase that wrote it)
+        self.scratch_dtypes: dict[str, np.dtype] = {}
 
     def _params(self) -> str:
         arrays = sorted(set(self.args.values()), key=lambda s: (s[0], int(s[1:])))
@@ -131,6 +139,8 @@ class KernelSource:
         found = self.lookup(key)
         if found is not None:
             return found
+        if key in self.scratch and self.scratch[key][1] != self.phase:
+            return self.define(key, f"{self.scratch[key][0]}[{self._row_index()}]", self._inner_vars())
         if value in self.args:
             index = ", ".join(c.text() for c in m) if m else "()"
             return self.define(key, f"{self.args[value]}[{index}]", map_vars(m))
@@ -151,7 +161,26 @@ class KernelSource:
         if rule is None:                       # injective and view ops forward their operand
             return operands[0]
         needs = frozenset().union(*(self.vars_of.get(o, frozenset()) for o in operands))
-        return self.define(key, rule(operands, op.attrs, TypeNames(op)), needs)
+        name = self.define(key, rule(operands, op.attrs, TypeNames(op)), needs)
+        if self.phase is not None and op.name in EXPENSIVE and len(value.uses) > 1 and needs & self._inner_vars():
+            self._keep_in_scratch(key, name, value, needs)
+        return name
+
+    def _inner_vars(self) -> frozenset[str]:
+        return frozenset(f"i{d}" for d in self.plan.inner)
+
+    def _row_index(self) -> str:
+        index = f"i{self.plan.inner[0]}"
+        for d in self.plan.inner[1:]:
+            index = f"({index} * n{d} + i{d})"
+        return index
+
+    def _keep_in_scratch(self, key, name: str, value: Value, needs: frozenset[str]) -> None:
+        """Stores an expensive row value for the later loops over the row that need it again."""
+        scratch = f"s{len(self.scratch_dtypes)}"
+        self.scratch_dtypes[scratch] = value.type.dtype
+        self.scratch[key] = (scratch, self.phase)
+        self.place(needs).add(f"{scratch}[{self._row_index()}] = {name}")
 
     def _square(self, op: Operation, m: Map, key) -> str:
         base = self.emit(op.operands[0], (self._flat_map(op.operands[0], m) if self.flat
@@ -185,11 +214,25 @@ class KernelSource:
                 self.current.add(f"i{d} = {rest} % n{d}")
                 rest = f"({rest} // n{d})"
             self.current.add(f"i{plan.outer[0]} = {rest}")
-        for red in plan.reductions:
+        row = self.current
+        for k, red in enumerate(plan.reductions):
+            self.phase = k
             self._reduction(red, parallel_inner=False)
+        self.phase = None
         self._full_outputs(parallel and not plan.outer)
         self._row_outputs()
+        self._allocate_scratch(row, parallel)
         return "\n".join(self.root.render(""))
+
+    def _allocate_scratch(self, row: Scope, parallel: bool) -> None:
+        """One scratch row per thread, allocated once per call; each row takes its thread's."""
+        size = " * ".join(f"n{d}" for d in self.plan.inner) or "1"
+        for k, (name, dtype) in enumerate(self.scratch_dtypes.items()):
+            if not parallel:
+                self.root.items.insert(k, f"{name} = np.empty({size}, np.{dtype.name})")
+                continue
+            self.root.items.insert(k, f"{name}_all = np.empty((numba.get_num_threads(), {size}), np.{dtype.name})")
+            row.items.insert(0, f"{name} = {name}_all[numba.get_thread_id()]")
 
     def _inner_loops(self, parallel: bool) -> None:
         for k, d in enumerate(self.plan.inner):
