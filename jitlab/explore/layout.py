@@ -148,7 +148,7 @@ def _collapsed_line(gid: int, members: list[Node], color: str, extra: list[str])
     names = list(dict.fromkeys(m.label.split("\n")[0] for m in members))
     summary = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
     label = f"group {gid}\n{summary}"
-    attrs = {"id": f"grp_{gid}", "class": " ".join(["group-node", "filled"] + extra), "label": label,
+    attrs = {"id": f"grp_{gid}", "class": " ".join(["groupnode", "filled"] + extra), "label": label,
              "fillcolor": color, "shape": "box3d"}
     return f'"grp_{gid}" [' + " ".join(f"{k}={_quote(v)}" for k, v in attrs.items()) + "];"
 
