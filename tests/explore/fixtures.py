@@ -8,6 +8,7 @@ from jitlab.report import BufferRecord, FusionDecision, GroupRecord, KernelRecor
 
 GROUPED = """func @mlp(%x: f32[B,8], %w1: f32[8,16], %b1: f32[16], %w2: f32[16,4], %b2: f32[4]) -> (f32[B,4], f32[B,4]) {
   %h = np.matmul(%x, %w1) : f32[B,16]
+  %dead = np.tanh(%x) : f32[B,8]
   %g0 = jit.group(%h, %b1) {id = 0, key = "k-relu", backend = "numba_cpu"} : f32[B,16] {
   ^bb(%p: f32[B,16], %q: f32[16]):
     %a = np.add(%p, %q) : f32[B,16]
