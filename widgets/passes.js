@@ -14,6 +14,7 @@ function diffTable(rows) {
       h("td", { class: "jl-ln" }, r.r ?? ""), h("td", { class: `jl-code jl-${right}` }, r.b));
   });
   return h("table", { class: "jl-diff" },
+    h("colgroup", {}, h("col", { class: "jl-lncol" }), h("col", {}), h("col", { class: "jl-lncol" }), h("col", {})),
     h("thead", {}, h("tr", {}, h("th", { colspan: 2 }, "before"), h("th", { colspan: 2 }, "after"))),
     h("tbody", {}, body));
 }

@@ -116,7 +116,7 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "level": report.level, "target": report.target,
         "ops": ops, "groups": groups, "colors": {str(k): v for k, v in colors.items()},
         "graph": layout.graph_data(graph, colors, {r.op: r.reason for r in report.rejected}),
-        "passes": passes_data(report),
+        "passes": passes_data(report, colors),
         "fusion": fusion_data(report),
         "schedule": schedule,
         "memory": memory_data(report.memory, ops),

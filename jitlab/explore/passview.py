@@ -71,13 +71,13 @@ def pass_entry(index: int, record: PassRecord) -> dict[str, Any]:
             "notes": list(record.notes), "svg": None}
 
 
-def passes_data(report: CompileReport, eager_graphs: int = 300) -> list[dict[str, Any]]:
+def passes_data(report: CompileReport, colors: dict[int, str], eager_graphs: int = 300) -> list[dict[str, Any]]:
     """Every pass run; graph diffs are laid out now for changed passes of graphs up to `eager_graphs` ops."""
     entries = [pass_entry(i, r) for i, r in enumerate(report.passes)]
     for entry, record in zip(entries, report.passes):
         small = record.graph_after is not None and len(record.graph_after.nodes) <= eager_graphs
         if record.changed and small:
-            entry["svg"] = pass_graph_svg(record, {})
+            entry["svg"] = pass_graph_svg(record, colors)
     return entries
 
 
