@@ -18,6 +18,7 @@ from .errors import (
                      UnsupportedOp,
                      VerifyError,
 )
+from .explore import explore
 from .frontend.jit import JitFunction, Spec, jit, spec, trace
 from .ir import Program, Sym, TensorType, parse, sym, verify
 from .report import CompileReport, MemoryPlan
@@ -25,8 +26,16 @@ from .runtime.executable import Executable
 
 __version__ = "0.1.0"
 
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext jitlab`: registers the `%%jit` cell magic."""
+    from .magic import load_ipython_extension as load
+
+    load(ipython)
+
+
 __all__ = ["CompileError", "CompileReport", "DTypeError", "Executable", "InputError", "JitFunction",
            "JitlabError", "MemoryPlan", "OutOfMemoryError", "ParseError", "PassError", "PluginError",
            "Program", "ShapeError", "Spec", "Sym", "TensorType", "TraceError", "UnknownOpError",
-           "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "jit", "opt", "parse", "spec",
+           "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "explore", "jit", "opt", "parse", "spec",
            "sym", "trace", "verify"]

@@ -25,6 +25,9 @@ class OpNode:
     attrs: dict[str, str]         # printed attribute values
     group: int | None = None      # id of the jit.group holding it, if any
     loc: str | None = None        # source location from tracing
+    view: bool = False            # a no-task op (reshape, squeeze...): re-views its first operand
+    block_args: list[str] = field(default_factory=list)  # a region op's block arguments, matching its operands
+    yields: list[str] = field(default_factory=list)      # a region op's yielded values, matching its results
 
 
 @dataclass
@@ -238,6 +241,7 @@ def _convert(hint, value):
 def snapshot(program) -> GraphSnapshot:
     """The graph of `program` as plain data (values named as the printer names them)."""
     from .ir.attributes import Dense, format_attr
+    from .ir.opdef import Trait
     from .ir.printer import assign_names
 
     assign_names(program)
@@ -251,9 +255,12 @@ def snapshot(program) -> GraphSnapshot:
                 visit(op.block, op.attrs["id"])
             attrs = {k: (f"dense {v.array.dtype}{list(v.array.shape)}" if isinstance(v, Dense) and v.array.size > 8
                          else format_attr(v)) for k, v in op.attrs.items()}
+            inner = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
             nodes.append(OpNode(op.uid, op.name, [r.name for r in op.results], [str(r.type) for r in op.results],
                                 [v.name for v in op.operands], attrs, group,
-                                str(op.loc) if op.loc is not None else None))
+                                str(op.loc) if op.loc is not None else None, op.has(Trait.VIEW),
+                                [a.name for a in inner.args] if inner else [],
+                                [v.name for v in inner.last_op.operands] if inner and inner.last_op else []))
 
     visit(program.body, None)
     return GraphSnapshot([a.name for a in program.inputs], [str(a.type) for a in program.inputs],

@@ -85,6 +85,11 @@ class Program:
 
         return print_program(self)
 
+    def _repr_html_(self) -> str:
+        from ..explore.reprs import program_html
+
+        return program_html(self)
+
     def __repr__(self) -> str:
         n = sum(1 for _ in self.walk()) - 1
         return f"<Program @{self.name}: {len(self.inputs)} inputs, {n} ops, {len(self.weights)} weights>"

@@ -49,6 +49,11 @@ class Executable:
                 self._checked_bindings.add(key)
         return tuple(self._runner(arrays, bindings))
 
+    def _repr_html_(self) -> str:
+        from ..explore.reprs import executable_html
+
+        return executable_html(self)
+
     def __repr__(self) -> str:
         return (f"<Executable @{self.program.name} {self.level} on {self.target}: "
                 f"inputs ({', '.join(self.input_names)})>")

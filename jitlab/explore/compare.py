@@ -1,0 +1,86 @@
+"""The Compare view's figures: what two (or more) compilations did, side by side.
+
+Counts come from the recorded final graph, groups, kernels and memory plan; the run
+time is the profile's when one was recorded, or measured here when inputs are given.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..ir.dtypes import as_dtype
+from ..report import CompileReport, GraphSnapshot, OpNode
+
+_TYPE = re.compile(r"^(\w+)\[(.*)\]$")
+NO_LAUNCH = ("np.weight", "np.constant", "jit.group")
+
+
+def type_bytes(text: str, bindings: dict[str, int]) -> int | None:
+    """Bytes of a printed tensor type (`f32[B,4]`), or None when a dim is not known."""
+    m = _TYPE.match(text.strip())
+    if m is None:
+        return None
+    size = as_dtype(m.group(1)).itemsize
+    for dim in filter(None, (d.strip() for d in m.group(2).split(","))):
+        value = int(dim) if dim.isdigit() else bindings.get(dim)
+        if value is None:
+            return None
+        size *= value
+    return size
+
+
+def launches(graph: GraphSnapshot) -> list[list[OpNode]]:
+    """What runs as one dispatch: each group's ops together, each other op that does work alone."""
+    groups: dict[int, list[OpNode]] = {}
+    alone = []
+    for n in graph.nodes:
+        if n.group is not None:
+            groups.setdefault(n.group, []).append(n)
+        elif n.name not in NO_LAUNCH and not n.view:
+            alone.append([n])
+    return list(groups.values()) + alone
+
+
+def bytes_moved(graph: GraphSnapshot, bindings: dict[str, int]) -> int | None:
+    """Bytes each dispatch reads from outside it and writes (every result counted once), summed."""
+    types = dict(zip(graph.inputs, graph.input_types))
+    for n in graph.nodes:
+        types.update(zip(n.results, n.types))
+    total = 0
+    for members in launches(graph):
+        made = {r for n in members for r in n.results}
+        read = {v for n in members for v in n.operands if v not in made}
+        for name in read | made:
+            size = type_bytes(types.get(name, ""), bindings)
+            if size is None:
+                return None
+            total += size
+    return total
+
+
+def time_call(exe, args: Sequence[Any], repeat: int = 5) -> float:
+    """Median seconds of `exe(*args)` after one warm-up call."""
+    exe(*args)
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        exe(*args)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def figures(report: CompileReport, run_seconds: float | None = None) -> dict[str, Any]:
+    """One column of the Compare view."""
+    graph = report.graph or GraphSnapshot([], [], [], [])
+    bindings = report.memory.bindings if report.memory else {}
+    work = [n for n in graph.nodes if n.name not in NO_LAUNCH]
+    return {"level": report.level, "target": report.target, "ops": len(work), "groups": len(report.groups),
+            "kernels": len(report.kernels), "launches": len(launches(graph)),
+            "bytes_moved": bytes_moved(graph, bindings),
+            "peak_bytes": report.memory.peak_bytes if report.memory else None,
+            "compile_seconds": sum(report.seconds.values()) if report.seconds else None,
+            "run_seconds": run_seconds if run_seconds is not None else report.profile.get("seconds")}

@@ -1,0 +1,39 @@
+"""The Compare view: several compilations' figures and collapsed graphs side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import JitlabError
+from .compare import figures, time_call
+from .session import Session, from_object
+
+
+def default_labels(sessions: list[Session]) -> list[str]:
+    labels = [f"{s.report.level or 'program'} {s.report.target}".strip() for s in sessions]
+    if len(set(labels)) < len(labels):
+        labels = [f"{chr(ord('A') + i)}: {label}" for i, label in enumerate(labels)]
+    return labels
+
+
+def compare_session(xs: Sequence[Any], args: Sequence[Any] | None, labels: Sequence[str] | None
+                    ) -> tuple[Session, dict[str, Any]]:
+    """A session for the first compilation and the Compare view's data for all of them."""
+    if len(xs) < 2:
+        raise JitlabError(f"jl.explore.compare takes two or more compilations, got {len(xs)}")
+    sessions = [from_object(x) for x in xs]
+    labels = list(labels) if labels is not None else default_labels(sessions)
+    if len(labels) != len(sessions):
+        raise JitlabError(f"{len(sessions)} compilations but {len(labels)} labels")
+    columns, graphs = [], []
+    for s in sessions:
+        seconds = time_call(s.exe, args) if args is not None and s.exe is not None else None
+        columns.append(figures(s.report, seconds))
+        data = s.build()
+        graphs.append(data["graph"]["layouts"][data["graph"]["default"]])
+    first = sessions[0]
+    data = dict(first.data)
+    data["title"] = " vs ".join(labels)
+    data["compare"] = {"labels": labels, "columns": columns, "graphs": graphs}
+    return first, data

@@ -1,0 +1,229 @@
+"""The graph view's layout: a snapshot becomes a small graph of drawable nodes, then
+DOT, then SVG laid out by Graphviz's `dot`. Layouts are cached by their DOT text.
+
+Node ids in the SVG are what the browser side links by: `op_<uid>` for an op,
+`grp_<id>` for a collapsed group (or the cluster of an expanded one), `in_<name>` and
+`out_<i>` for the program's inputs and results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..report import GraphSnapshot, OpNode
+
+FOLDED = ("np.weight", "np.constant")
+_CACHE: OrderedDict[str, str] = OrderedDict()
+_CACHE_SIZE = 64
+
+
+@dataclass
+class Node:
+    """One drawable node: an op, an input or an output."""
+
+    id: str
+    label: str
+    kind: str                     # op, input, output
+    group: int | None = None
+    classes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ViewGraph:
+    """Drawable nodes and edges between their ids, with each group's member ids."""
+
+    nodes: dict[str, Node] = field(default_factory=dict)
+    edges: set[tuple[str, str]] = field(default_factory=set)
+    folded: dict[str, list[str]] = field(default_factory=dict)   # op id -> folded weights/constants
+
+    def groups(self) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for node in self.nodes.values():
+            if node.group is not None:
+                out.setdefault(node.group, []).append(node.id)
+        return out
+
+
+def short_type(t: str) -> str:
+    return t if len(t) <= 28 else t[:26] + "…"
+
+
+def op_label(n: OpNode) -> str:
+    name = n.name.split(".", 1)[-1]
+    return name + ("\n" + short_type(n.types[0]) if n.types else "")
+
+
+class _Resolver:
+    """Maps printed value names to the drawable node producing them, through group boundaries."""
+
+    def __init__(self, graph: GraphSnapshot):
+        self.producer: dict[str, str] = {f"{name}": f"in_{name}" for name in graph.inputs}
+        self.alias: dict[str, str] = {}
+        for n in graph.nodes:
+            for arg, outer in zip(n.block_args, n.operands):
+                self.alias[arg] = outer
+            for res, inner in zip(n.results, n.yields or [None] * len(n.results)):
+                if inner is not None:
+                    self.alias[res] = inner
+                elif n.name not in FOLDED:
+                    self.producer[res] = f"op_{n.uid}"
+            if n.name in FOLDED:
+                for res in n.results:
+                    self.producer[res] = f"folded:{n.uid}"
+
+    def source(self, name: str) -> str | None:
+        seen = 0
+        while name in self.alias and seen < 64:
+            name, seen = self.alias[name], seen + 1
+        return self.producer.get(name)
+
+
+def from_snapshot(graph: GraphSnapshot) -> ViewGraph:
+    """The drawable graph of a snapshot: weights and constants folded into their users."""
+    vg, res = ViewGraph(), _Resolver(graph)
+    by_uid = {n.uid: n for n in graph.nodes}
+    for name, t in zip(graph.inputs, graph.input_types):
+        vg.nodes[f"in_{name}"] = Node(f"in_{name}", f"{name}\n{short_type(t)}", "input")
+    for n in graph.nodes:
+        if n.name in FOLDED or n.block_args or n.yields:
+            continue
+        node_id = f"op_{n.uid}"
+        vg.nodes[node_id] = Node(node_id, op_label(n), "op", n.group, ["view"] if n.view else [])
+        for operand in n.operands:
+            src = res.source(operand)
+            if src is None:
+                continue
+            if src.startswith("folded:"):
+                folded = by_uid[int(src[7:])]
+                vg.folded.setdefault(node_id, []).append(folded.attrs.get("name", folded.name))
+            else:
+                vg.edges.add((src, node_id))
+    for i, name in enumerate(graph.outputs):
+        vg.nodes[f"out_{i}"] = Node(f"out_{i}", f"result {i}", "output")
+        src = res.source(name)
+        if src is not None and not src.startswith("folded:"):
+            vg.edges.add((src, f"out_{i}"))
+    return vg
+
+
+def view_graph(graph: GraphSnapshot, rejected: dict[int, str] | None = None) -> ViewGraph:
+    """`from_snapshot` with ops left out of every group marked, their reason in the label."""
+    vg = from_snapshot(graph)
+    for uid, reason in (rejected or {}).items():
+        node = vg.nodes.get(f"op_{uid}")
+        if node is not None:
+            node.classes.append("rejected")
+            node.label += "\n✕ " + (reason if len(reason) <= 32 else reason[:31] + "…")
+    return vg
+
+
+def merge(after: ViewGraph, before: ViewGraph) -> ViewGraph:
+    """`after` plus the nodes and edges only `before` had (for a pass's graph diff)."""
+    out = ViewGraph(dict(after.nodes), set(after.edges), dict(after.folded))
+    for node_id, node in before.nodes.items():
+        out.nodes.setdefault(node_id, node)
+    out.edges |= {e for e in before.edges if e[0] in out.nodes and e[1] in out.nodes}
+    return out
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _node_line(node: Node, color: str | None, extra: list[str]) -> str:
+    classes = " ".join([node.kind] + node.classes + extra + (["filled"] if color else []))
+    attrs = {"id": node.id, "class": classes, "label": node.label}
+    if node.kind != "op":
+        attrs["shape"] = "ellipse" if node.kind == "input" else "oval"
+    if color:
+        attrs["fillcolor"] = color
+    return f"{_quote(node.id)} [" + " ".join(f"{k}={_quote(v)}" for k, v in attrs.items()) + "];"
+
+
+def _collapsed_line(gid: int, members: list[Node], color: str, extra: list[str]) -> str:
+    names = list(dict.fromkeys(m.label.split("\n")[0] for m in members))
+    summary = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+    label = f"group {gid}\n{summary}"
+    attrs = {"id": f"grp_{gid}", "class": " ".join(["groupnode", "filled"] + extra), "label": label,
+             "fillcolor": color, "shape": "box3d"}
+    return f'"grp_{gid}" [' + " ".join(f"{k}={_quote(v)}" for k, v in attrs.items()) + "];"
+
+
+HEADER = ('digraph G {\n  graph [rankdir=TB nodesep=0.22 ranksep=0.32 fontname="Helvetica" fontsize=10 '
+          'bgcolor="transparent"];\n  node [shape=box style="rounded,filled" fillcolor="white" fontname="Helvetica" '
+          'fontsize=10 height=0.3 margin="0.08,0.03"];\n  edge [arrowsize=0.6];\n')
+
+
+def to_dot(vg: ViewGraph, colors: dict[int, str], expanded: set[int] | None = None,
+           classes: dict[str, list[str]] | None = None) -> str:
+    """DOT text: groups in `expanded` (None: all) as clusters, the others as one node each."""
+    classes, groups = classes or {}, vg.groups()
+    open_ = set(groups) if expanded is None else expanded & set(groups)
+    rep = {nid: f"grp_{g}" for g, ids in groups.items() if g not in open_ for nid in ids}
+    lines = [HEADER]
+    for g, ids in sorted(groups.items()):
+        color = colors.get(g, "#dddddd")
+        if g in open_:
+            lines.append(f'  subgraph "cluster_{g}" {{ id="grp_{g}"; class="group"; label="group {g}"; '
+                         f'style="rounded,filled"; fillcolor="{color}40"; color="{color}";')
+            lines += ["    " + _node_line(vg.nodes[i], color, classes.get(i, [])) for i in ids]
+            lines.append("  }")
+        else:
+            members = [vg.nodes[i] for i in ids]
+            extra = sorted({c for i in ids for c in classes.get(i, [])})
+            lines.append("  " + _collapsed_line(g, members, color, extra))
+    lines += ["  " + _node_line(n, None, classes.get(n.id, [])) for n in vg.nodes.values() if n.group is None]
+    edges = {(rep.get(a, a), rep.get(b, b)) for a, b in vg.edges}
+    lines += [f'  "{a}" -> "{b}" [id="e_{a}__{b}" class="edge"];' for a, b in sorted(edges) if a != b]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def render(dot: str) -> str:
+    """SVG for DOT text, laid out by Graphviz (cached)."""
+    key = hashlib.sha1(dot.encode()).hexdigest()
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    import graphviz
+
+    svg = graphviz.Source(dot).pipe(format="svg", encoding="utf-8")
+    svg = svg[svg.index("<svg"):]
+    _CACHE[key] = svg
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return svg
+
+
+def layout_key(expanded: set[int] | None) -> str:
+    """The name under which a layout is stored: 'all', 'none' or the expanded ids ('3,7')."""
+    if expanded is None:
+        return "all"
+    return ",".join(map(str, sorted(expanded))) or "none"
+
+
+def parse_key(key: str) -> set[int] | None:
+    if key == "all":
+        return None
+    if key == "none":
+        return set()
+    return {int(x) for x in key.split(",") if x.strip().lstrip("-").isdigit()}
+
+
+def graph_data(graph: GraphSnapshot, colors: dict[int, str], rejected: dict[int, str] | None = None,
+               eager_single: int = 12) -> dict[str, Any]:
+    """Layouts of the final graph: groups collapsed, all expanded, and (for few groups) one at a time."""
+    vg = view_graph(graph, rejected)
+    start = time.perf_counter()
+    groups = sorted(vg.groups())
+    wanted: list[set[int] | None] = [set(), None] if groups else [None]
+    if len(groups) <= eager_single:
+        wanted += [{g} for g in groups]
+    layouts = {layout_key(e): render(to_dot(vg, colors, e)) for e in wanted}
+    members = {str(g): ids for g, ids in vg.groups().items()}
+    return {"layouts": layouts, "default": "none" if groups else "all", "members": members,
+            "folded": vg.folded, "seconds": time.perf_counter() - start, "nodes": len(vg.nodes)}

@@ -1,0 +1,39 @@
+"""The Schedule and Memory views' data: the recorded order and plan, joined to ops by uid."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..report import CompileReport, MemoryPlan
+
+
+def schedule_data(report: CompileReport) -> dict[str, Any] | None:
+    """The order used, each op's step, and every order compared with its peak."""
+    s = report.schedule
+    if s is None:
+        return None
+    return {"order": list(s.order), "strategy": s.strategy, "peaks": dict(s.peaks),
+            "orders": {k: list(v) for k, v in s.orders.items()},
+            "step_of": {str(uid): i for i, uid in enumerate(s.order)}}
+
+
+def pool_series(pool: list[dict[str, int]]) -> dict[str, list[int]]:
+    """The pool's per-step stats as one series per recorded key (e.g. reserved, in_use)."""
+    keys = list(dict.fromkeys(k for step in pool for k in step))
+    return {k: [int(step.get(k, 0)) for step in pool] for k in keys}
+
+
+def memory_data(plan: MemoryPlan | None, ops: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """A memory plan for drawing: buffers tagged with their producer's group."""
+    if plan is None:
+        return None
+    live = list(plan.live_bytes)
+    peak_step = max(range(len(live)), key=live.__getitem__) if live else None
+    buffers = [{"name": b.name, "bytes": b.bytes, "offset": b.offset, "first": b.first, "last": b.last,
+                "producer": b.producer, "producer_name": b.producer_name, "kind": b.kind, "alias_of": b.alias_of,
+                "group": (ops.get(str(b.producer)) or {}).get("group")} for b in plan.buffers]
+    return {"peak_bytes": plan.peak_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
+            "naive_bytes": plan.naive_bytes, "mode": plan.mode, "alignment": plan.alignment, "live_bytes": live,
+            "peak_step": peak_step, "live_at_peak": [b.name for b in plan.largest_live_at_peak(8)],
+            "heuristic": plan.heuristic, "heuristics": dict(plan.heuristics), "pool": pool_series(plan.pool),
+            "bindings": dict(plan.bindings), "buffers": buffers}

@@ -1,0 +1,127 @@
+"""Reads a CompileReport into the plain data the explorer views draw.
+
+Nothing here decides anything about the program: it joins what the compiler recorded
+(snapshots, passes, groups, schedule, memory, kernels) by op uid, names colours, and
+lays the graph out. Every section may be missing; each view then says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..report import CompileReport, GraphSnapshot, OpNode
+from . import layout
+from .memview import memory_data, schedule_data
+from .passview import passes_data
+
+# Fills chosen to stay distinct from each other and readable under dark text in both themes.
+PALETTE = ["#8cb4e8", "#f2a86f", "#8fd18f", "#e88f8f", "#c3a5e0", "#d8b48c", "#f0a8d8", "#b8b8b8",
+           "#d9d96a", "#7fd4d9", "#a7c7a0", "#e0c080"]
+
+def group_colors(report: CompileReport, graph: GraphSnapshot | None) -> dict[int, str]:
+    """One colour per group id, the same in every view."""
+    found = {n.group for n in (graph.nodes if graph else []) if n.group is not None}
+    ids = sorted({g.id for g in report.groups} | found)
+    return {gid: PALETTE[i % len(PALETTE)] for i, gid in enumerate(ids)}
+
+
+def producing_pass(report: CompileReport) -> dict[int, dict[str, str]]:
+    """For each op uid: the pass (and rule, when one is recorded) that created it."""
+    origin: dict[int, dict[str, str]] = {}
+    for record in report.passes:
+        for rw in record.rewrites:
+            for uid in rw.created:
+                origin[uid] = {"pass": record.name, "rule": rw.rule, "root": rw.root_name}
+        if record.graph_before is None or record.graph_after is None:
+            continue
+        before = {n.uid for n in record.graph_before.nodes}
+        for n in record.graph_after.nodes:
+            if n.uid not in before:
+                origin.setdefault(n.uid, {"pass": record.name})
+    return origin
+
+
+def op_entry(node: OpNode, origin: dict[str, str] | None, rejected: str | None) -> dict[str, Any]:
+    """What a view shows about one op on hover and selection."""
+    return {"uid": node.uid, "name": node.name, "results": node.results, "types": node.types,
+            "operands": node.operands, "attrs": node.attrs, "group": node.group, "loc": node.loc,
+            "view": node.view, "origin": origin or {"pass": "trace"}, "rejected": rejected}
+
+
+def ops_data(report: CompileReport, graph: GraphSnapshot) -> dict[str, dict[str, Any]]:
+    """Every op of the final graph and of every pass snapshot, by uid (as a string: JSON keys)."""
+    origin = producing_pass(report)
+    rejected = {r.op: r.reason for r in report.rejected}
+    snapshots = [graph] + [g for p in report.passes for g in (p.graph_before, p.graph_after) if g is not None]
+    ops: dict[str, dict[str, Any]] = {}
+    for snap in snapshots:
+        for node in snap.nodes:
+            ops.setdefault(str(node.uid), op_entry(node, origin.get(node.uid), rejected.get(node.uid)))
+    return ops
+
+
+def groups_data(report: CompileReport, graph: GraphSnapshot, colors: dict[int, str]) -> list[dict[str, Any]]:
+    """Groups as recorded, or as found in the final graph when no GroupRecord was written."""
+    if report.groups:
+        return [{"id": g.id, "ops": g.ops, "op_names": g.op_names, "backend": g.backend, "key": g.key,
+                 "kind": g.kind, "color": colors.get(g.id, PALETTE[0])} for g in report.groups]
+    found: dict[int, list[OpNode]] = {}
+    for n in graph.nodes:
+        if n.group is not None and n.name != "jit.group":
+            found.setdefault(n.group, []).append(n)
+    return [{"id": gid, "ops": [n.uid for n in nodes], "op_names": [n.name for n in nodes], "backend": "",
+             "key": "", "kind": "", "color": colors[gid]} for gid, nodes in sorted(found.items())]
+
+
+def fusion_data(report: CompileReport) -> dict[str, Any]:
+    """Fusion decisions (pairs) and rejected ops, as recorded."""
+    return {"decisions": [{"producer": d.producer, "consumer": d.consumer, "fused": d.fused, "reason": d.reason}
+                          for d in report.fusion],
+            "rejected": [{"op": r.op, "name": r.name, "reason": r.reason} for r in report.rejected]}
+
+
+def kernels_data(report: CompileReport) -> list[dict[str, Any]]:
+    """Kernels with highlighted source and, when profiled, their per-call time."""
+    from .highlight import highlight_python
+
+    per_call = kernel_times(report.profile)
+    return [{"key": k.key, "backend": k.backend, "source": k.source, "html": highlight_python(k.source),
+             "compile_seconds": k.compile_seconds, "cache_hit": k.cache_hit, "miss_reason": k.miss_reason,
+             "group": k.group, "choice": k.choice, "per_call_seconds": per_call.get(k.key)}
+            for k in report.kernels]
+
+
+def kernel_times(profile: dict[str, Any]) -> dict[str, float]:
+    """Mean seconds per call by kernel key from `profile["kernels"]` ({key: seconds} or {key: {calls, seconds}})."""
+    out = {}
+    for key, value in (profile or {}).get("kernels", {}).items():
+        if isinstance(value, (int, float)):
+            out[key] = float(value)
+        elif isinstance(value, dict) and value.get("calls"):
+            out[key] = float(value.get("seconds", 0.0)) / value["calls"]
+        elif isinstance(value, dict) and "mean" in value:
+            out[key] = float(value["mean"])
+    return out
+
+
+def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | None = None) -> dict[str, Any]:
+    """The whole explorer's data for one compilation."""
+    graph = report.graph or GraphSnapshot([], [], [], [])
+    colors = group_colors(report, graph)
+    groups = groups_data(report, graph, colors)
+    ops = ops_data(report, graph)
+    schedule = schedule_data(report)
+    return {
+        "title": title or f"@{report.program or 'program'}",
+        "level": report.level, "target": report.target,
+        "ops": ops, "groups": groups, "colors": {str(k): v for k, v in colors.items()},
+        "graph": layout.graph_data(graph, colors, {r.op: r.reason for r in report.rejected}),
+        "passes": passes_data(report, colors),
+        "fusion": fusion_data(report),
+        "schedule": schedule,
+        "memory": memory_data(report.memory, ops),
+        "dry_run_dims": dims or {},
+        "kernels": kernels_data(report),
+        "warnings": list(report.warnings),
+        "seconds": dict(report.seconds),
+    }

@@ -1,0 +1,110 @@
+"""What an explorer widget was made from, and the work it does on request from the
+browser: layouts not computed up front, pass graph diffs, dry runs and repro files."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import JitlabError
+from ..ir.program import Program
+from ..ir.shapes import Sym, evaluate_shape
+from ..report import CompileReport, snapshot
+from . import layout, model
+from .memview import memory_data
+from .passview import pass_graph_svg
+
+
+@dataclass
+class Session:
+    """One compilation as the explorer sees it: its report and, when known, its Executable."""
+
+    report: CompileReport
+    exe: Any = None                       # jl.Executable, for dry runs and repros
+    program: Program | None = None        # the program as traced (pass inputs replay on it)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def build(self, title: str = "") -> dict[str, Any]:
+        self.data = model.build(self.report, title, self.dims())
+        return self.data
+
+    def colors(self) -> dict[int, str]:
+        return {int(k): v for k, v in self.data.get("colors", {}).items()}
+
+    def layout(self, key: str) -> str:
+        vg = layout.view_graph(self.report.graph, {r.op: r.reason for r in self.report.rejected})
+        return layout.render(layout.to_dot(vg, self.colors(), layout.parse_key(key)))
+
+    def pass_graph(self, index: int) -> str | None:
+        if not 0 <= index < len(self.report.passes):
+            raise JitlabError(f"no pass run number {index}; there are {len(self.report.passes)}")
+        return pass_graph_svg(self.report.passes[index], self.colors())
+
+    def dims(self) -> dict[str, list[int]]:
+        """Symbolic dims of the inputs, each with its last bound value and a slider range."""
+        if self.exe is None or not hasattr(self.exe, "dry_run"):
+            return {}
+        names = sorted({s for v in self.exe.program.inputs for d in v.type.shape if isinstance(d, Sym)
+                        for s in d.symbols})
+        bound = self.report.memory.bindings if self.report.memory else {}
+        return {n: [1, bound.get(n, 1), max(64, 4 * bound.get(n, 1))] for n in names}
+
+    def dry_run(self, values: dict[str, int]) -> dict[str, Any]:
+        """The memory view's data for the plan the compiler gives under these dim values."""
+        if self.exe is None or not hasattr(self.exe, "dry_run"):
+            raise JitlabError("this build has no dry run (Executable.dry_run is missing)")
+        values = {k: int(v) for k, v in values.items()}
+        shapes = {name: evaluate_shape(v.type.shape, values)
+                  for name, v in zip(self.exe.input_names, self.exe.program.inputs)}
+        return memory_data(self.exe.dry_run(shapes), self.data.get("ops", {}))
+
+    def static_data(self, max_single: int = 40) -> dict[str, Any]:
+        """The data with everything the browser would ask for laid out now (no kernel to ask)."""
+        data = copy.deepcopy(self.data)
+        graph = data.get("graph", {})
+        members = graph.get("members", {})
+        if len(members) <= max_single:
+            for gid in members:
+                graph["layouts"].setdefault(gid, self.layout(gid))
+        for entry in data.get("passes", []):
+            if entry["changed"] and entry["svg"] is None:
+                entry["svg"] = self.pass_graph(entry["index"])
+        data["static"] = True
+        return data
+
+    def handle(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """The reply to one request from the browser (errors come back as text, never raised)."""
+        kind = message.get("type")
+        try:
+            if kind == "layout":
+                return {"type": kind, "key": message["key"], "svg": self.layout(str(message["key"]))}
+            if kind == "pass_graph":
+                return {"type": kind, "index": message["index"], "svg": self.pass_graph(int(message["index"]))}
+            if kind == "dry_run":
+                return {"type": kind, "values": message["values"], "memory": self.dry_run(message["values"])}
+        except (JitlabError, KeyError, ValueError, TypeError) as e:
+            return {"type": kind, "error": f"{type(e).__name__}: {e}", **{k: v for k, v in message.items()
+                                                                          if k != "type"}}
+        return None
+
+
+def from_object(x: Any) -> Session:
+    """A Session for a JitFunction (its last call), an Executable, a Program or a CompileReport."""
+    from ..frontend.jit import JitFunction
+    from ..runtime.executable import Executable
+
+    if isinstance(x, JitFunction):
+        if x.last is None:
+            raise JitlabError(f"{x!r} has not been called yet: call it once, then explore it")
+        x = x.last
+    if isinstance(x, Executable):
+        return Session(x.report, x, x.source)
+    if isinstance(x, Program):
+        report = CompileReport(program=x.name)
+        report.graph = snapshot(x)
+        return Session(report, None, x)
+    if isinstance(x, CompileReport):
+        return Session(x)
+    raise JitlabError(f"jl.explore takes a jitted function, an Executable, a Program or a CompileReport, "
+                      f"got {type(x).__name__}")

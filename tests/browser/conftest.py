@@ -1,0 +1,108 @@
+"""A headless JupyterLab on 127.0.0.1 and Debian's Chromium driven by Playwright."""
+
+import json
+import os
+import pathlib
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts" / "browser"
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_up(url: str, proc: subprocess.Popen, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.25)
+    raise TimeoutError(f"jupyter lab did not answer at {url} in {seconds} s")
+
+
+def write_settings(folder: pathlib.Path) -> None:
+    """Every cell kept in the page (no windowing) and no news pop-up over the notebook."""
+    for name, values in {"notebook-extension/tracker": {"windowingMode": "none"},
+                         "apputils-extension/notification": {"fetchNews": "false"}}.items():
+        package, plugin = name.split("/")
+        path = folder / "@jupyterlab" / package / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> pathlib.Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    """(base url, token, folder) of a JupyterLab serving a copy of the notebooks."""
+    folder = tmp_path_factory.mktemp("lab")
+    for nb in (ROOT / "notebooks").glob("*.ipynb"):
+        shutil.copy(nb, folder / nb.name)
+    port, token = free_port(), secrets.token_hex(16)
+    settings = folder / ".settings"
+    write_settings(settings)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+               JUPYTER_RUNTIME_DIR=str(folder / ".runtime"), JUPYTERLAB_WORKSPACES_DIR=str(folder / ".workspaces"),
+               JUPYTERLAB_SETTINGS_DIR=str(settings))
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--ServerApp.token={token}",
+           f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
+           f"--ServerApp.root_dir={folder}", "--LabApp.news_url=", "--LabApp.collaborative=False",
+           "--LabApp.extension_manager=readonly", "--allow-root"]
+    log = (folder / "lab.log").open("w")
+    proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_up(f"{base}/api/status?token={token}", proc)
+        yield base, token, folder
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors
+    yield page
+    context.close()

@@ -1,0 +1,109 @@
+"""The explorer in a real browser: in JupyterLab on the quickstart, and as a saved page."""
+
+import pytest
+
+from tests.explore.fixtures import compiled
+
+pytestmark = pytest.mark.browser
+VIEWS = ("graph", "passes", "fusion", "schedule", "memory", "kernels")
+
+
+def open_tab(page, root, name):
+    root.locator(f"[data-tab={name}]").click()
+    root.locator(f".jl-pane-{name}").wait_for(state="visible")
+
+
+def check_graph(page, root):
+    """One cluster per group once expanded; clicking an op selects it everywhere."""
+    groups = root.locator(".jl-pane-graph .jl-legend-item").count()
+    if groups:
+        assert root.locator(".jl-pane-graph g.node.groupnode").count() == groups
+        root.locator(".jl-pane-graph button", has_text="Expand all").click()
+        page.wait_for_function("(n) => document.querySelectorAll('.jl-pane-graph g.cluster').length === n", arg=groups)
+    assert root.locator(".jl-pane-graph g.cluster").count() == groups
+    op = root.locator(".jl-pane-graph g.node.op").first
+    op.dispatch_event("click")
+    assert "selected:" in root.locator(".jl-selection").inner_text()
+    assert root.locator(".jl-pane-graph g.node.op.selected").count() == 1
+
+
+def check_passes(page, root):
+    """Clicking another pass shows that pass's diff."""
+    open_tab(page, root, "passes")
+    rows = root.locator("tr.jl-pass")
+    target = rows.nth(rows.count() - 1)
+    index = target.get_attribute("data-index")
+    target.click()
+    detail = root.locator(f".jl-passdetail[data-index='{index}']")
+    detail.wait_for()
+    assert detail.locator(".jl-passtitle").inner_text().startswith(f"#{index} ")
+    return detail
+
+
+def check_schedule(page, root):
+    """Dragging the scrubber moves the highlighted op, the live buffers and the memory cursor."""
+    open_tab(page, root, "schedule")
+    pane = root.locator(".jl-pane-schedule")
+    if not pane.locator(".jl-scrubber").count():
+        assert "No schedule recorded" in pane.inner_text()
+        return
+    before = pane.locator("g.current").get_attribute("id")
+    cursor = pane.locator(".jl-timeline").get_attribute("data-cursor")
+    box = pane.locator(".jl-scrubber").bounding_box()
+    page.mouse.move(box["x"] + 4, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.8, box["y"] + box["height"] / 2, steps=8)
+    page.mouse.up()
+    page.wait_for_function("() => document.querySelector('.jl-schedule').dataset.step !== '0'")
+    assert pane.locator("g.current").get_attribute("id") != before
+    assert pane.locator(".jl-timeline").get_attribute("data-cursor") != cursor
+    assert pane.locator("g.live").count() >= 1
+
+
+def screenshots(page, root, artifacts, prefix):
+    for name in VIEWS:
+        open_tab(page, root, name)
+        root.screenshot(path=str(artifacts / f"{prefix}_{name}.png"))
+
+
+def test_saved_page_works_offline(page, tmp_path, artifacts):
+    exe, _ = compiled()
+    from jitlab.explore import explore
+
+    path = explore(exe).save(tmp_path / "report.html")
+    page.goto(path.as_uri())
+    root = page.locator(".jl-explorer")
+    root.locator(".jl-pane-graph svg").wait_for()
+    check_graph(page, root)
+    detail = check_passes(page, root)
+    root.locator("tr.jl-pass", has_text="dce").click()
+    assert "np.tanh" in root.locator(".jl-passdetail .jl-diff td.jl-del").first.inner_text()
+    assert detail.locator("svg g.node.removed").count() == 1
+    check_schedule(page, root)
+    open_tab(page, root, "memory")
+    assert root.locator(".jl-pane-memory rect.jl-buffer").count() == len(exe.report.memory.buffers) - 1
+    open_tab(page, root, "kernels")
+    assert "def" in root.locator(".jl-code-block").inner_text()
+    screenshots(page, root, artifacts, "static")
+    assert page.errors == []
+
+
+def test_quickstart_in_jupyterlab(page, lab, artifacts):
+    base, token, _ = lab
+    page.goto(f"{base}/lab/tree/01_quickstart.ipynb?token={token}")
+    page.locator(".jp-Notebook").wait_for(timeout=60_000)
+    page.wait_for_function("() => document.body.innerText.includes('| Idle')", timeout=90_000)   # kernel ready
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    root = page.locator(".jl-explorer").first
+    root.wait_for(state="attached", timeout=180_000)
+    page.wait_for_function("() => [...document.querySelectorAll('.jp-InputPrompt')].every(p => !p.textContent.includes('*'))",
+                           timeout=180_000)
+    root.scroll_into_view_if_needed()
+    root.locator(".jl-pane-graph svg").wait_for()
+    check_graph(page, root)
+    check_passes(page, root)
+    check_schedule(page, root)
+    screenshots(page, root, artifacts, "jupyterlab")
+    page.screenshot(path=str(artifacts / "jupyterlab_page.png"))
+    assert page.errors == []

@@ -1,0 +1,126 @@
+"""The widget's Python side (traits, browser requests), static HTML, repros and Compare."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+import jitlab as jl
+from jitlab.explore.compare import bytes_moved, figures
+from jitlab.explore.session import Session
+from tests.explore.fixtures import DryRunExecutable, compiled
+
+
+def test_explore_takes_a_jitted_function_an_executable_or_a_program():
+    f = jl.jit(lambda x: np.exp(x) + 1, level="O0")
+    with pytest.raises(jl.JitlabError, match="not been called"):
+        jl.explore(f)
+    x = np.ones(4, np.float32)
+    f(x)
+    assert jl.explore(f).data["level"] == "O0"
+    assert jl.explore(f.last).session.exe is f.last
+    program = jl.trace(lambda x: np.exp(x), x)
+    widget = jl.explore(program)
+    assert widget.data["passes"] == [] and len(widget.data["ops"]) == 1
+    with pytest.raises(jl.JitlabError, match="takes a jitted function"):
+        jl.explore(42)
+
+
+@pytest.mark.parametrize("view", ["graph", "passes", "fusion", "schedule", "memory", "kernels"])
+def test_each_view_alone(view):
+    exe, _ = compiled()
+    assert getattr(jl.explore, view)(exe).view == view
+
+
+def test_unknown_view_is_an_error():
+    exe, _ = compiled()
+    with pytest.raises(jl.JitlabError, match="unknown explorer view"):
+        jl.explore(exe, view="nope")
+
+
+def test_browser_requests_are_answered_from_the_compiler_objects():
+    exe, _ = compiled()
+    widget = jl.explore(exe)
+    sent = []
+    widget.send = sent.append
+    widget._on_message(widget, {"type": "layout", "key": "0"}, [])
+    assert sent[-1]["key"] == "0" and sent[-1]["svg"].count('class="cluster group"') == 1
+    widget._on_message(widget, {"type": "pass_graph", "index": 99}, [])
+    assert "no pass run number 99" in sent[-1]["error"]
+    widget._on_message(widget, {"type": "dry_run", "values": {"B": 8}}, [])
+    assert "no dry run" in sent[-1]["error"]
+
+
+def test_dry_run_redraws_the_plan_for_other_dims():
+    exe, xs = compiled(batch=3)
+    stub = DryRunExecutable(exe)
+    session = Session(exe.report, stub, exe.source)
+    data = session.build()
+    assert data["dry_run_dims"] == {"B": [1, 3, 64]}
+    reply = session.handle({"type": "dry_run", "values": {"B": 12}})
+    assert stub.calls == [{"x": (12, 8), "w1": (8, 16), "b1": (16,), "w2": (16, 4), "b2": (4,)}]
+    assert reply["memory"]["peak_bytes"] == 4 * exe.report.memory.peak_bytes
+
+
+def test_selection_is_synced_back_to_python():
+    exe, _ = compiled()
+    widget = jl.explore(exe)
+    uid = exe.report.groups[0].ops[0]
+    widget.set_state({"selection": {"kind": "op", "uids": [uid]}})
+    assert widget.selection["uids"] == [uid]
+
+
+def test_saved_html_is_one_offline_file_with_every_layout(tmp_path):
+    exe, _ = compiled()
+    path = jl.explore(exe).save(tmp_path / "report.html")
+    text = path.read_text()
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)
+    state = json.loads(re.search(r'<script type="application/json" id="jl-data">(.*?)</script>', text, re.S).group(1))
+    data = state["data"]
+    assert data["static"] and set(data["graph"]["layouts"]) >= {"none", "all", "0", "1"}
+    assert [p["changed"] for p in data["passes"]] == [r.changed for r in exe.report.passes]
+    assert "explorerWidget.render" in text and "export default" not in text
+
+
+def test_pass_input_repro_replays(tmp_path):
+    x, w = np.ones((2, 3), np.float32), np.full((3, 4), 0.5, np.float32)
+    f = lambda x, w: np.exp(x @ w) + np.exp(x @ w)
+    exe = jl.compile(jl.trace(f, x, w), level="O0", passes="cse,dce")
+    widget = jl.explore(exe)
+    path = widget.repro(tmp_path / "pass1.npz", (x, w), pass_index=1)
+    program, inputs = jl.explore.load_repro(path)
+    assert str(program) == exe.report.passes[1].before
+    np.testing.assert_allclose(jl.compile(program, level="O0")(*inputs)[0], f(x, w), rtol=1e-6)
+
+
+def test_group_repro_replays_the_group_alone(tmp_path):
+    exe, xs = compiled()
+    path = jl.explore(exe).repro(tmp_path / "g0.npz", xs, group=0)
+    program, inputs = jl.explore.load_repro(path)
+    x, w1, b1 = xs[:3]
+    np.testing.assert_allclose(inputs[0], x @ w1, rtol=1e-6)
+    (out,) = jl.compile(program, level="O0")(*inputs)
+    np.testing.assert_allclose(out, np.maximum(x @ w1 + b1, 0), rtol=1e-6)
+
+
+def test_compare_counts_launches_and_bytes():
+    exe, xs = compiled(batch=3)
+    column = figures(exe.report)
+    assert column["launches"] == 2 + 3          # two groups, two matmuls, one cumsum (the reshape is a view)
+    x = np.ones(4, np.float32)
+    simple = jl.compile(jl.trace(lambda a, b: a + b, x, x), level="O0")
+    assert bytes_moved(simple.report.graph, {}) == 3 * 16
+    widget = jl.explore.compare(simple, jl.compile(jl.trace(lambda a, b: a + b, x, x), level="O1"), args=(x, x))
+    cmp = widget.data["compare"]
+    assert widget.view == "compare" and cmp["labels"] == ["O0 cpu", "O1 cpu"]
+    assert all(c["run_seconds"] > 0 for c in cmp["columns"]) and len(cmp["graphs"]) == 2
+
+
+def test_rich_reprs_show_ir_and_graph():
+    x = np.ones((2, 3), np.float32)
+    program = jl.trace(lambda x: np.maximum(x, 0) * 2, x)
+    html = program._repr_html_()
+    assert "np.maximum(%x, %" in html.replace("&#x27;", "'") and "<svg" in html
+    exe = jl.compile(program, level="O0")
+    assert "O0 on cpu" in exe._repr_html_() and "<svg" in exe._repr_html_()

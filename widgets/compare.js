@@ -1,0 +1,42 @@
+// The Compare view: several compilations' figures in one table and their graphs side by side.
+
+import { fmtBytes, fmtSec, h, panZoom } from "./core.js";
+
+const ROWS = [
+  ["level", (v) => v || "–"], ["target", (v) => v || "–"], ["ops", String], ["groups", String], ["kernels", String],
+  ["launches", String], ["bytes_moved", fmtBytes], ["peak_bytes", fmtBytes], ["compile_seconds", fmtSec], ["run_seconds", fmtSec],
+];
+
+export class CompareView {
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.cmp = ctx.data.compare;
+    this.el = h("div", { class: "jl-compare" });
+  }
+
+  mount(parent) {
+    parent.append(this.el);
+    const { labels, columns, graphs } = this.cmp;
+    const best = (key, i) => {
+      const values = columns.map((c) => c[key]).filter((v) => typeof v === "number");
+      return typeof columns[i][key] === "number" && values.length > 1 && columns[i][key] === Math.min(...values) && key !== "ops";
+    };
+    this.el.append(h("table", { class: "jl-table jl-cmp" },
+      h("thead", {}, h("tr", {}, h("th", {}, ""), labels.map((l) => h("th", {}, l)))),
+      h("tbody", {}, ROWS.map(([key, fmt]) => h("tr", {}, h("td", {}, key.replace("_", " ")),
+        columns.map((c, i) => h("td", { class: `jl-num${best(key, i) ? " jl-good" : ""}` }, c[key] === null || c[key] === undefined ? "–" : fmt(c[key]))))))));
+    const boxes = graphs.map((svgText, i) => {
+      const box = h("div", { class: "jl-canvas jl-cmpgraph" });
+      box.innerHTML = svgText || "";
+      const svg = box.querySelector("svg");
+      if (svg) {
+        svg.removeAttribute("width");
+        svg.removeAttribute("height");
+        svg.querySelectorAll("title").forEach((t) => t.remove());
+        requestAnimationFrame(() => panZoom(svg));
+      }
+      return h("div", { class: "jl-cmpcol" }, h("b", {}, labels[i]), box);
+    });
+    this.el.append(h("div", { class: "jl-cmpgraphs" }, boxes));
+  }
+}

@@ -1,0 +1,196 @@
+// Shared helpers of the explorer views: DOM building, number formats, the selection
+// that links every view, pan and zoom for SVG, and a stand-in model for static HTML.
+
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "html") el.innerHTML = v;
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+export function s(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+export function fmtBytes(n) {
+  if (n === null || n === undefined) return "–";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  let v = n;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i += 1; }
+  return `${i === 0 ? v : v.toFixed(v < 10 ? 2 : 1)} ${units[i]}`;
+}
+
+export function fmtSec(x) {
+  if (x === null || x === undefined) return "–";
+  if (x < 1e-3) return `${(x * 1e6).toFixed(0)} µs`;
+  if (x < 1) return `${(x * 1e3).toFixed(x < 0.01 ? 2 : 1)} ms`;
+  return `${x.toFixed(2)} s`;
+}
+
+export function empty(text) {
+  return h("div", { class: "jl-empty" }, text);
+}
+
+export function chip(color, label) {
+  return h("span", { class: "jl-chip" }, h("span", { class: "jl-swatch", style: `background:${color}` }), label);
+}
+
+export function opName(data, uid) {
+  const op = data.ops[String(uid)];
+  return op ? `${op.name.replace(/^np\./, "")} #${uid}` : `op #${uid}`;
+}
+
+export function groupColor(data, gid) {
+  return gid === null || gid === undefined ? null : data.colors[String(gid)] || null;
+}
+
+// A button-like link to an op that selects it in every view.
+export function opLink(ctx, uid) {
+  const op = ctx.data.ops[String(uid)];
+  const color = op ? groupColor(ctx.data, op.group) : null;
+  return h("a", { class: "jl-oplink", href: "#", "data-uid": uid,
+                  style: color ? `border-left: 4px solid ${color}` : null,
+                  onclick: (e) => { e.preventDefault(); ctx.select({ kind: "op", uids: [uid], label: opName(ctx.data, uid) }); } },
+           opName(ctx.data, uid));
+}
+
+// The state every view shares: the data, the selection and the schedule step.
+export function makeContext(model, root) {
+  const listeners = { select: [], step: [], msg: [] };
+  const ctx = {
+    model, root,
+    data: model.get("data"),
+    isStatic: !!model.isStatic || !!model.get("data").static,
+    step: 0,
+    selection: model.get("selection") || {},
+    on(kind, fn) { listeners[kind].push(fn); },
+    select(sel) {
+      model.set("selection", sel || {});
+      model.save_changes();
+    },
+    setStep(step, source) {
+      ctx.step = step;
+      for (const fn of listeners.step) fn(step, source);
+    },
+    request(msg) { model.send(msg); },
+  };
+  model.on("change:selection", () => {
+    ctx.selection = model.get("selection") || {};
+    for (const fn of listeners.select) fn(ctx.selection);
+  });
+  model.on("msg:custom", (msg) => { for (const fn of listeners.msg) fn(msg); });
+  return ctx;
+}
+
+// What the static HTML page gives the views instead of a widget model.
+export function staticModel(state) {
+  const listeners = {};
+  return {
+    isStatic: true,
+    get: (key) => state[key],
+    set(key, value) {
+      state[key] = value;
+      for (const fn of listeners[`change:${key}`] || []) fn();
+    },
+    save_changes() {},
+    on(event, fn) { (listeners[event] = listeners[event] || []).push(fn); },
+    off() {},
+    send() {},
+  };
+}
+
+// Wheel to zoom around the pointer, drag to pan, and a fit() to go back.
+export function panZoom(svg, initial) {
+  const vb0 = svg.viewBox.baseVal;
+  const home = initial || { x: vb0.x, y: vb0.y, w: vb0.width, h: vb0.height };
+  let vb = { ...home };
+  const apply = () => svg.setAttribute("viewBox", `${vb.x} ${vb.y} ${vb.w} ${vb.h}`);
+  const toSvg = (evt) => {
+    const r = svg.getBoundingClientRect();
+    const scale = Math.max(vb.w / r.width, vb.h / r.height);
+    const ox = (r.width * scale - vb.w) / 2;
+    const oy = (r.height * scale - vb.h) / 2;
+    return { x: vb.x - ox + (evt.clientX - r.left) * scale, y: vb.y - oy + (evt.clientY - r.top) * scale };
+  };
+  svg.addEventListener("wheel", (evt) => {
+    evt.preventDefault();
+    const p = toSvg(evt);
+    const k = Math.exp(Math.sign(evt.deltaY) * 0.15);
+    vb = { x: p.x - (p.x - vb.x) * k, y: p.y - (p.y - vb.y) * k, w: vb.w * k, h: vb.h * k };
+    apply();
+  }, { passive: false });
+  let drag = null;
+  svg.addEventListener("pointerdown", (evt) => {
+    if (evt.button !== 0) return;
+    drag = { start: toSvg(evt), vb: { ...vb }, moved: false, id: evt.pointerId };
+  });
+  svg.addEventListener("pointermove", (evt) => {
+    if (!drag) return;
+    const p = toSvg(evt);
+    const dx = p.x - drag.start.x;
+    const dy = p.y - drag.start.y;
+    if (!drag.moved && Math.hypot(dx, dy) < 3 * (vb.w / svg.getBoundingClientRect().width || 1)) return;
+    if (!drag.moved) svg.setPointerCapture(drag.id);
+    drag.moved = true;
+    vb = { ...vb, x: vb.x - dx, y: vb.y - dy };
+    apply();
+  });
+  const end = () => {
+    if (drag && drag.moved) svg.dataset.dragged = "1";
+    drag = null;
+  };
+  svg.addEventListener("pointerup", end);
+  svg.addEventListener("pointercancel", end);
+  svg.addEventListener("click", (evt) => {
+    if (svg.dataset.dragged) { evt.stopPropagation(); delete svg.dataset.dragged; }
+  }, true);
+  apply();
+  return {
+    fit() { vb = { x: vb0.x, y: vb0.y, w: vb0.width, h: vb0.height }; apply(); },
+    home() { vb = { ...home }; apply(); },
+    focus(box) {
+      const w = Math.max(box.width * 3, home.w * 0.3);
+      const hh = w * (home.h / home.w);
+      vb = { x: box.x + box.width / 2 - w / 2, y: box.y + box.height / 2 - hh / 2, w, h: hh };
+      apply();
+    },
+  };
+}
+
+export function tooltip(root) {
+  const tip = h("div", { class: "jl-tip", role: "tooltip" });
+  root.append(tip);
+  return {
+    show(evt, content) {
+      tip.replaceChildren(content);
+      tip.style.display = "block";
+      const r = root.getBoundingClientRect();
+      const x = Math.min(evt.clientX - r.left + 14, r.width - tip.offsetWidth - 4);
+      tip.style.left = `${Math.max(0, x)}px`;
+      tip.style.top = `${evt.clientY - r.top + 14}px`;
+    },
+    hide() { tip.style.display = "none"; },
+  };
+}

@@ -1,0 +1,56 @@
+// The Kernels view: each compiled kernel's backend, compile time, cache outcome and
+// per-call time, and its generated source, syntax highlighted.
+
+import { chip, empty, fmtSec, h } from "./core.js";
+
+export class KernelsView {
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.kernels = ctx.data.kernels || [];
+    this.source = h("div", { class: "jl-source" });
+    this.el = h("div", { class: "jl-kernels" });
+    ctx.on("select", (sel) => this.follow(sel));
+  }
+
+  group(gid) {
+    return this.ctx.data.groups.find((g) => g.id === gid);
+  }
+
+  show(k) {
+    this.current = k.key;
+    this.el.querySelectorAll("tr[data-key]").forEach((tr) => tr.classList.toggle("jl-current", tr.dataset.key === k.key));
+    this.source.replaceChildren(h("div", { class: "jl-muted" }, `${k.key} · ${k.backend}${k.choice ? ` · ${k.choice}` : ""}`),
+      h("pre", { class: "jl-code-block", html: k.html || "" }));
+  }
+
+  choose(k) {
+    this.show(k);
+    const g = this.group(k.group);
+    this.ctx.select({ kind: "kernel", id: k.key, uids: g ? g.ops : [], label: `kernel ${k.key.slice(0, 16)}`, source: "kernels" });
+  }
+
+  follow(sel) {
+    if (!sel || sel.source === "kernels" || !sel.uids || !sel.uids.length) return;
+    const gid = this.ctx.data.ops[String(sel.uids[0])]?.group;
+    const k = this.kernels.find((x) => x.group === gid && gid !== null && gid !== undefined);
+    if (k && this.el.isConnected) this.show(k);
+  }
+
+  mount(parent) {
+    parent.append(this.el);
+    if (!this.kernels.length) {
+      this.el.append(empty("No kernels recorded: O0 runs each op with its numpy reference implementation (compile at O1 or O2)."));
+      return;
+    }
+    const rows = this.kernels.map((k) => h("tr", { "data-key": k.key, onclick: () => this.choose(k) },
+      h("td", {}, k.group !== null && k.group !== undefined ? chip(this.ctx.data.colors[String(k.group)], `group ${k.group}`) : "–"),
+      h("td", { class: "jl-key", title: k.key }, k.key.length > 28 ? `${k.key.slice(0, 26)}…` : k.key),
+      h("td", {}, k.backend), h("td", { class: "jl-num" }, fmtSec(k.compile_seconds)),
+      h("td", { class: k.cache_hit ? "jl-good" : "jl-warn" }, k.cache_hit ? "hit" : `miss${k.miss_reason ? `: ${k.miss_reason}` : ""}`),
+      h("td", { class: "jl-num" }, k.per_call_seconds === null || k.per_call_seconds === undefined ? "–" : fmtSec(k.per_call_seconds))));
+    this.el.append(h("table", { class: "jl-table" },
+      h("thead", {}, h("tr", {}, ["group", "key", "backend", "compile", "cache", "per call"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, rows)), this.source);
+    this.show(this.kernels[0]);
+  }
+}

@@ -1,0 +1,186 @@
+// The Memory view: live bytes over the schedule (peak, lower bound, pool reserve), the
+// buffer layout as a Gantt chart, and a dry run for other values of symbolic dims.
+
+import { chip, empty, fmtBytes, h, opLink, s } from "./core.js";
+
+const W = 760;
+const PAD = { l: 64, r: 12, t: 14, b: 24 };
+
+function steps(mem) {
+  const last = Math.max(0, ...mem.buffers.map((b) => b.last + 1));
+  return Math.max(mem.live_bytes.length, last, 1);
+}
+
+function axisLabel(x, y, text, anchor = "end") {
+  return s("text", { x, y, class: "jl-axis", "text-anchor": anchor }, text);
+}
+
+// Live bytes per step with the peak marked; calls onStep when clicked; moveCursor(step) follows the scrubber.
+export function timeline(mem, onStep, height = 170) {
+  const n = steps(mem);
+  const pool = mem.pool || {};
+  const top = Math.max(1, mem.peak_bytes, mem.lower_bound_bytes, ...mem.live_bytes, ...Object.values(pool).flat());
+  const x = (i) => PAD.l + (i / Math.max(1, n - 1)) * (W - PAD.l - PAD.r);
+  const y = (v) => height - PAD.b - (v / top) * (height - PAD.t - PAD.b);
+  const svg = s("svg", { class: "jl-chart jl-timeline", viewBox: `0 0 ${W} ${height}`, width: "100%" });
+  svg.append(s("line", { x1: PAD.l, x2: W - PAD.r, y1: y(0), y2: y(0), class: "jl-axisline" }));
+  svg.append(axisLabel(PAD.l - 4, y(top) + 4, fmtBytes(top)), axisLabel(PAD.l - 4, y(0), "0"));
+  svg.append(axisLabel(W - PAD.r, height - 6, `step (${n})`), axisLabel(PAD.l, height - 6, "0", "start"));
+  if (mem.live_bytes.length) {
+    const pts = mem.live_bytes.map((v, i) => `${x(i)},${y(v)}`);
+    svg.append(s("polygon", { class: "jl-live-area", points: `${x(0)},${y(0)} ${pts.join(" ")} ${x(mem.live_bytes.length - 1)},${y(0)}` }));
+    svg.append(s("polyline", { class: "jl-live-line", points: pts.join(" ") }));
+  }
+  for (const [key, series] of Object.entries(pool)) {
+    svg.append(s("polyline", { class: `jl-pool jl-pool-${key}`, points: series.map((v, i) => `${x(i)},${y(v)}`).join(" ") }));
+    svg.append(axisLabel(W - PAD.r, y(series[series.length - 1] || 0) - 3, `pool ${key}`));
+  }
+  svg.append(s("line", { class: "jl-bound", x1: PAD.l, x2: W - PAD.r, y1: y(mem.lower_bound_bytes), y2: y(mem.lower_bound_bytes) }),
+    axisLabel(W - PAD.r, y(mem.lower_bound_bytes) + 12, `lower bound ${fmtBytes(mem.lower_bound_bytes)}`));
+  if (mem.peak_step !== null && mem.peak_step !== undefined) {
+    const px = x(mem.peak_step);
+    const py = y(mem.live_bytes[mem.peak_step]);
+    svg.append(s("circle", { class: "jl-peak", cx: px, cy: py, r: 4 }),
+      axisLabel(px + 6, Math.max(12, py - 4), `peak ${fmtBytes(mem.live_bytes[mem.peak_step])} at step ${mem.peak_step}`, px > W * 0.6 ? "end" : "start"));
+  }
+  const cursor = s("line", { class: "jl-cursor", x1: x(0), x2: x(0), y1: PAD.t, y2: y(0) });
+  svg.append(cursor);
+  svg.addEventListener("click", (evt) => {
+    const r = svg.getBoundingClientRect();
+    const px = ((evt.clientX - r.left) / r.width) * W;
+    const step = Math.round(((px - PAD.l) / (W - PAD.l - PAD.r)) * (n - 1));
+    if (onStep) onStep(Math.min(n - 1, Math.max(0, step)));
+  });
+  return {
+    el: svg,
+    moveCursor(step) {
+      cursor.setAttribute("x1", x(step));
+      cursor.setAttribute("x2", x(step));
+      svg.dataset.cursor = String(step);
+    },
+  };
+}
+
+function lanes(buffers) {
+  // Draws buffers without arena offsets (dynamic mode) in the first free lane.
+  const ends = [];
+  return buffers.map((b) => {
+    let lane = ends.findIndex((end) => end < b.first);
+    if (lane < 0) { lane = ends.length; ends.push(0); }
+    ends[lane] = b.last;
+    return lane;
+  });
+}
+
+export function gantt(ctx, mem, height = 260) {
+  const n = steps(mem);
+  const placed = mem.buffers.filter((b) => b.kind !== "view" && !b.alias_of);
+  const dynamic = placed.some((b) => b.offset === null || b.offset === undefined);
+  const lane = dynamic ? lanes(placed) : null;
+  const top = dynamic ? Math.max(1, ...lane) + 1 : Math.max(1, ...placed.map((b) => b.offset + b.bytes));
+  const x = (i) => PAD.l + (i / n) * (W - PAD.l - PAD.r);
+  const y = (v) => height - PAD.b - (v / top) * (height - PAD.t - PAD.b);
+  const svg = s("svg", { class: "jl-chart jl-gantt", viewBox: `0 0 ${W} ${height}`, width: "100%" });
+  svg.append(axisLabel(PAD.l - 4, y(top) + 4, dynamic ? `${top} lanes` : fmtBytes(top)), axisLabel(PAD.l - 4, y(0), "0"),
+    axisLabel(W - PAD.r, height - 6, dynamic ? "step · one lane per live buffer (pool, no fixed offsets)" : "step · y = arena offset"));
+  placed.forEach((b, i) => {
+    const lo = dynamic ? lane[i] : b.offset;
+    const hi = dynamic ? lane[i] + 0.9 : b.offset + b.bytes;
+    const color = ctx.data.colors[String(b.group)] || "var(--jl-neutral)";
+    const rect = s("rect", { class: "jl-buffer", "data-buffer": b.name, "data-uid": b.producer ?? "",
+      x: x(b.first), width: Math.max(1.5, x(b.last + 1) - x(b.first)), y: y(hi), height: Math.max(1.5, y(lo) - y(hi)), fill: color },
+      s("title", {}, `${b.name}: ${fmtBytes(b.bytes)} at ${b.offset ?? "pool"}, steps ${b.first}–${b.last}, ${b.kind}${b.producer_name ? `, from ${b.producer_name}` : ""}`));
+    rect.addEventListener("click", () => ctx.select({ kind: "buffer", id: b.name, uids: b.producer === null ? [] : [b.producer], label: `buffer ${b.name}`, source: "memory" }));
+    svg.append(rect);
+  });
+  const cursor = s("line", { class: "jl-cursor", x1: x(0), x2: x(0), y1: PAD.t, y2: y(0) });
+  svg.append(cursor);
+  const highlight = (sel) => {
+    const uids = new Set(sel && sel.uids ? sel.uids : []);
+    svg.querySelectorAll(".jl-buffer").forEach((r) => r.classList.toggle("selected",
+      (sel && sel.kind === "buffer" && r.dataset.buffer === sel.id) || uids.has(Number(r.dataset.uid))));
+  };
+  return { el: svg, highlight, moveCursor(step) { cursor.setAttribute("x1", x(step + 0.5)); cursor.setAttribute("x2", x(step + 0.5)); } };
+}
+
+export class MemoryView {
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.mem = ctx.data.memory;
+    this.dry = null;
+    this.charts = h("div", { class: "jl-memcharts" });
+    this.el = h("div", { class: "jl-memory" });
+    ctx.on("step", (step) => this.moveCursor(step));
+    ctx.on("select", (sel) => this.gantt && this.gantt.highlight(sel));
+    ctx.on("msg", (msg) => this.onReply(msg));
+  }
+
+  summary(mem) {
+    const item = (label, value) => h("div", { class: "jl-stat" }, h("div", { class: "jl-muted" }, label), h("b", {}, value));
+    return h("div", { class: "jl-stats" },
+      item("peak", fmtBytes(mem.peak_bytes)), item("lower bound (largest live set)", fmtBytes(mem.lower_bound_bytes)),
+      item("naive (every buffer apart)", fmtBytes(mem.naive_bytes)), item("mode", mem.mode + (mem.heuristic ? ` · ${mem.heuristic}` : "")),
+      Object.keys(mem.heuristics || {}).length ? item("heuristics", Object.entries(mem.heuristics).map(([k, v]) => `${k} ${fmtBytes(v)}`).join(" · ")) : null);
+  }
+
+  atPeak(mem) {
+    const byName = new Map(mem.buffers.map((b) => [b.name, b]));
+    const rows = mem.live_at_peak.map((name) => byName.get(name)).filter(Boolean).map((b) => h("li", {},
+      chip(this.ctx.data.colors[String(b.group)] || "var(--jl-neutral)", `${b.name} ${fmtBytes(b.bytes)}`), " from ",
+      b.producer !== null ? opLink(this.ctx, b.producer) : b.kind));
+    return rows.length ? h("div", {}, h("h4", {}, `live at the peak (step ${mem.peak_step})`), h("ul", { class: "jl-peaklist" }, rows)) : null;
+  }
+
+  dryRun() {
+    const dims = this.ctx.data.dry_run_dims || {};
+    const names = Object.keys(dims);
+    if (!names.length) return h("div", { class: "jl-muted" }, "dry run: no symbolic dims (trace with jl.spec or dynamic= to explore other shapes)");
+    if (this.ctx.isStatic) return h("div", { class: "jl-muted" }, "dry run: needs a running kernel (not available in a saved page)");
+    this.values = Object.fromEntries(names.map((n) => [n, dims[n][1]]));
+    this.dryStatus = h("span", { class: "jl-muted" });
+    let timer = null;
+    const sliders = names.map((n) => {
+      const label = h("b", {}, `${n} = ${dims[n][1]}`);
+      const input = h("input", { type: "range", min: dims[n][0], max: dims[n][2], value: dims[n][1], "data-dim": n,
+        oninput: (e) => {
+          this.values[n] = Number(e.target.value);
+          label.textContent = `${n} = ${e.target.value}`;
+          clearTimeout(timer);
+          timer = setTimeout(() => { this.dryStatus.textContent = " planning…"; this.ctx.request({ type: "dry_run", values: { ...this.values } }); }, 200);
+        } });
+      return h("label", { class: "jl-dim" }, label, input);
+    });
+    return h("div", { class: "jl-dryrun" }, h("b", {}, "dry run "), sliders, this.dryStatus);
+  }
+
+  onReply(msg) {
+    if (msg.type !== "dry_run") return;
+    if (msg.error) { this.dryStatus.textContent = ` ${msg.error}`; return; }
+    this.dryStatus.textContent = ` plan for ${Object.entries(msg.values).map(([k, v]) => `${k}=${v}`).join(", ")}: peak ${fmtBytes(msg.memory.peak_bytes)} (nothing ran)`;
+    this.drawCharts(msg.memory);
+  }
+
+  drawCharts(mem) {
+    this.timeline = timeline(mem, (step) => this.ctx.setStep(step, "memory"));
+    this.gantt = gantt(this.ctx, mem);
+    this.charts.replaceChildren(this.summary(mem), h("h4", {}, "live memory per step"), this.timeline.el,
+      this.atPeak(mem), h("h4", {}, "buffer layout"), this.gantt.el);
+    this.gantt.highlight(this.ctx.selection);
+    this.moveCursor(this.ctx.step);
+  }
+
+  moveCursor(step) {
+    if (this.timeline) this.timeline.moveCursor(step);
+    if (this.gantt) this.gantt.moveCursor(step);
+  }
+
+  mount(parent) {
+    parent.append(this.el);
+    if (!this.mem) {
+      this.el.append(empty("No memory plan recorded: memory planning runs at O1 and O2 (this is an O0 compilation or a plain program)."));
+      return;
+    }
+    this.el.append(this.dryRun(), this.charts);
+    this.drawCharts(this.mem);
+  }
+}
