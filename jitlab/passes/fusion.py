@@ -84,6 +84,8 @@ class _Marker:
     def run(self) -> list[Cluster]:
         ops = [op for op in self.program.body.ops if not op.has(Trait.TERMINATOR)]
         for op in ops:
+            if op.opdef.dialect == "jit":         # already a group or an alias
+                continue
             reason = self._why_not_compiled(op)
             if reason is not None:
                 if not op.has(Trait.CONSTANT) and op.name != "np.weight":

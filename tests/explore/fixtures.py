@@ -104,6 +104,6 @@ class DryRunExecutable:
 def compiled(batch=3):
     """(Executable with a full report, its inputs)."""
     program = jl.parse(GROUPED)
-    exe = jl.compile(program, level="O1")
+    exe = jl.compile(program, level="O1", passes="verify,infer-shapes,dce")   # keep the hand-made groups
     fill(exe.report, batch)
     return exe, inputs(batch)

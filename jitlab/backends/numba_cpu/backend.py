@@ -81,14 +81,26 @@ class NumbaCPUBackend(Backend):
         return select(group, _compile_generated(group, options), bool(options.get("autotune", False)))
 
 
+_MODULE_HEADER = """\
+import math  # noqa: F401
+
+import numba  # noqa: F401
+import numpy as np
+from numba import njit, prange  # noqa: F401
+
+from jitlab.backends.numba_cpu.helpers import {helpers}  # noqa: F401
+
+FLAGS = {flags}
+"""
+
+
 def _module_source(group: Operation, par: str, seq: str) -> str:
     ops = ", ".join(op.name for op in group.block.ops if not op.has(Trait.TERMINATOR))
     flags = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
+    decorator = '@njit({}fastmath=FLAGS, error_model="numpy", cache=True)'
     return (f'"""jit.group {group.attrs["id"]} ({group.attrs["key"]}): {ops}."""\n\n'
-            "import math  # noqa: F401\n\nimport numba  # noqa: F401\nimport numpy as np\nfrom numba import njit, prange  # noqa: F401\n\n"
-            f"from jitlab.backends.numba_cpu.helpers import {', '.join(HELPER_NAMES)}  # noqa: F401\n\n"
-            f"FLAGS = {flags}\n\n\n@njit(parallel=True, fastmath=FLAGS, error_model=\"numpy\", cache=True)\n{par}\n\n\n"
-            f"@njit(fastmath=FLAGS, error_model=\"numpy\", cache=True)\n{seq}\n")
+            + _MODULE_HEADER.format(helpers=", ".join(HELPER_NAMES), flags=flags)
+            + f"\n\n{decorator.format('parallel=True, ')}\n{par}\n\n\n{decorator.format('')}\n{seq}\n")
 
 
 def _key_parts(group: Operation, signature: str, source: str) -> dict[str, str]:
