@@ -66,20 +66,23 @@ class GradFunction:
     def __call__(self, *args, **kwargs):
         if _find_context((args, kwargs)) is not None:
             return self.trace_call(args, kwargs)
-        return self._eager(*self._float_scalars_to_arrays(args), **kwargs)
+        return self._eager(*self._scalars_to_arrays(args), **kwargs)
 
-    def _float_scalars_to_arrays(self, args: tuple) -> list:
-        """Python floats to differentiate become f64 arrays, so they are inputs, not constants."""
+    def _scalars_to_arrays(self, args: tuple) -> list:
+        """Python scalars to differentiate become arrays, so they are inputs, not constants."""
         args = list(args)
         for i in self._positions:
             if 0 <= i < len(args):
                 leaves, _, tree = flatten(args[i], is_leaf=_is_array)
-                args[i] = unflatten(tree, [np.asarray(x) if isinstance(x, float) else x for x in leaves])
+                args[i] = unflatten(tree, [np.asarray(x) if isinstance(x, (bool, int, float)) else x
+                                           for x in leaves])
         return args
 
     def trace_call(self, args: tuple, kwargs: dict) -> Any:
         """Traces fn and its backward graph into the trace its arguments belong to."""
         ctx = _find_context((args, kwargs))
+        if ctx is None:
+            raise TraceError(f"{self.__name__}: argnums {self.argnums} select no array to differentiate")
         args = list(args)
         taken: set = set()
         wrt = [self._wrt_argument(ctx, args, i, taken) for i in self._positions]

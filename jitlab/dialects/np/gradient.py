@@ -23,10 +23,11 @@ def _scatter_add_infer(ctx, types, attrs):
     if axis != attrs["axis"]:
         raise ctx.error(f"axis must be stored non-negative, got {attrs['axis']}")
     want = t.shape[:axis] + idx.shape + t.shape[axis + 1:]
+    what = f"updates {updates} must have shape [{','.join(map(str, want))}] (x's, with the indices' dims at axis)"
     if len(updates.shape) != len(want):
-        raise ctx.error(f"updates {updates} must have shape [{','.join(map(str, want))}]")
-    for i, (a, b) in enumerate(zip(updates.shape, want)):
-        ctx.equal(a, b, f"dim {i} of updates {updates}")
+        raise ctx.error(what)
+    for a, b in zip(updates.shape, want):
+        ctx.equal(a, b, what)
     return [t]
 
 
