@@ -45,9 +45,11 @@ def zeros(ctx: TraceContext, shape: Sequence[Dim], dtype) -> Tracer:
 def sum_to(g: Tracer, shape: Sequence[Dim]) -> Tracer:
     """Sums a broadcast gradient back to `shape`: over leading dims and dims that were 1."""
     lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
-    if axes:
-        g = np.sum(g, axis=axes, keepdims=True)
+    ones = tuple(lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
+    if ones:
+        g = np.sum(g, axis=tuple(range(lead)) + ones, keepdims=True)
+    elif lead:
+        g = np.sum(g, axis=tuple(range(lead)))
     return np.reshape(g, tuple(shape))
 
 

@@ -53,6 +53,25 @@ def test_grad_pass_appends_gradients_as_outputs():
     assert text.splitlines()[1:5] == MLP.splitlines()[1:5]
 
 
+def test_backward_graph_of_a_broadcast_product():
+    source = ("func @f(%x: f32[2,3], %w: f32[3]) -> (f32[]) {\n"
+              "  %0 = np.mul(%x, %w) : f32[2,3]\n"
+              "  %1 = np.tanh(%0) : f32[2,3]\n"
+              "  %2 = np.sum(%1) {axes = [0, 1]} : f32[]\n"
+              "  func.return(%2)\n}\n")
+    expected = source.replace("-> (f32[])", "-> (f32[], f32[3])").replace("  func.return(%2)\n", (
+        "  %3 = np.constant() {value = dense<f32[] 1.0>} : f32[]\n"
+        "  %4 = np.expand_dims(%3) {axes = [0, 1]} : f32[1,1]\n"
+        "  %5 = np.broadcast_to(%4) {shape = [2, 3]} : f32[2,3]\n"
+        "  %6 = np.mul(%1, %1) : f32[2,3]\n"
+        "  %7 = np.sub(%3, %6) : f32[2,3]\n"
+        "  %8 = np.mul(%5, %7) : f32[2,3]\n"
+        "  %9 = np.mul(%8, %x) : f32[2,3]\n"
+        "  %grad_w = np.sum(%9) {axes = [0]} : f32[3]\n"
+        "  func.return(%2, %grad_w)\n"))
+    assert str(jl.opt(jl.parse(source), "grad{wrt=w}")) == expected
+
+
 def test_grad_pass_runs_at_o0_against_numpy():
     rng = np.random.default_rng(0)
     x, w, b = (rng.standard_normal(s).astype(np.float32) for s in [(8, 4), (4, 3), (3,)])

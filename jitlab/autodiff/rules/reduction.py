@@ -24,9 +24,10 @@ def _sum(p: Primal, g):
 def _mean(p: Primal, g):
     x, axes = p.args[0], p.attrs["axes"]
     count = num_elements(tuple(x.shape[a] for a in axes))
-    if not isinstance(count, int):
-        # A symbolic count is known only at run time: sum ones to get it.
-        count = np.sum(np.broadcast_to(p.ctx.constant(1, x.dtype), x.shape), axis=axes, keepdims=True)
+    if isinstance(count, int):
+        return [_spread(p, g / count)]
+    # A symbolic count is known only at run time: sum ones to get it.
+    count = np.sum(np.broadcast_to(p.ctx.constant(1, x.dtype), x.shape), axis=axes, keepdims=True)
     return [_spread(p, g) / count]
 
 
