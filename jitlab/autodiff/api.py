@@ -89,16 +89,20 @@ class GradFunction:
         mark = ctx.program.body.last_op
         value, aux = self._split_output(self.fn(*args, **kwargs))
         loss = ctx.lift(value)
-        check_loss(loss.value, f"the value {getattr(self.fn, '__name__', 'fn')} returns")
-        bctx = BackwardContext(ctx.program, Builder(ctx.program.body, constraints=ctx.program.constraints),
-                               self.__name__)
-        flat = backward(bctx, _ops_after(ctx, mark), [t.value for _, leaves in wrt for t in leaves], loss.value)
-        grads = iter(Tracer(g.value, ctx) for g in flat)
-        trees = [unflatten(tree, [next(grads) for _ in leaves]) for tree, leaves in wrt]
-        g = trees[0] if isinstance(self.argnums, int) else tuple(trees)
+        g = self._gradients(ctx, _ops_after(ctx, mark), wrt, loss)
         if self.with_value:
             return ((loss, aux) if self.has_aux else loss), g
         return (g, aux) if self.has_aux else g
+
+    def _gradients(self, ctx: TraceContext, forward: list[Operation], wrt: list, loss: Tracer):
+        """Appends the backward graph of `forward`; gives the gradients in the arguments' structure."""
+        check_loss(loss.value, f"the value {getattr(self.fn, '__name__', 'fn')} returns")
+        bctx = BackwardContext(ctx.program, Builder(ctx.program.body, constraints=ctx.program.constraints),
+                               self.__name__)
+        flat = backward(bctx, forward, [t.value for _, leaves in wrt for t in leaves], loss.value)
+        grads = iter(Tracer(g.value, ctx) for g in flat)
+        trees = [unflatten(tree, [next(grads) for _ in leaves]) for tree, leaves in wrt]
+        return trees[0] if isinstance(self.argnums, int) else tuple(trees)
 
     def _wrt_argument(self, ctx: TraceContext, args: list, i: int, taken: set):
         """Replaces args[i] by fresh tracers, one per array leaf; returns (structure, tracers)."""

@@ -77,11 +77,17 @@ def take_range(g: Tracer, axis: int, start: Dim, stop: Dim) -> Tracer:
 
 
 def pad_axis(g: Tracer, axis: int, before: Dim, after: Dim) -> Tracer:
-    """Zero-pads (or, for negative amounts, crops) `g` along one axis."""
+    """out[j] = g[j - before] along one axis, zero outside g: pads, or crops where negative."""
     before, after = static(before, "the padding"), static(after, "the padding")
     if before < 0 or after < 0:
-        g = take_range(g, axis, max(0, -before), g.shape[axis] - max(0, -after))
-        before, after = max(0, before), max(0, after)
+        n = static(g.shape[axis], "the cropped dim")
+        total = n + before + after
+        lo, hi = max(0, -before), min(n, total - before)
+        if hi <= lo:
+            return zeros(g.ctx, g.shape[:axis] + (total,) + g.shape[axis + 1:], g.dtype)
+        g = take_range(g, axis, lo, hi)
+        before = max(0, before)
+        after = total - before - (hi - lo)
     if before == 0 and after == 0:
         return g
     widths = [(0, 0)] * g.ndim

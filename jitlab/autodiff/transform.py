@@ -46,7 +46,7 @@ def _active(ops: Sequence[Operation], wrt: Sequence[Value]) -> set[Value]:
 
 def _pull_back(ctx: BackwardContext, op: Operation, cotangents: dict[Value, Tracer], active: set[Value]) -> None:
     """Runs op's VJP rule on its results' cotangents and adds what it gives to its operands'."""
-    gs = [cotangents.pop(r, None) for r in op.results]
+    gs = [cotangents.get(r) for r in op.results]
     wants = tuple(v in active for v in op.operands)
     if all(g is None for g in gs) or not any(wants):
         return
@@ -81,47 +81,52 @@ def check_loss(loss: Value, what: str) -> None:
                          "reduce it first, e.g. with np.sum or np.mean")
 
 
-def _input_index(program: Program, key: int | str) -> int:
+def _lookup(program: Program, key: int | str) -> tuple[str, Value]:
+    """An input by index or name, or a weight by name."""
     names = program.input_names
-    if isinstance(key, str) and not key.isdigit():
-        if key not in names:
-            raise JitlabError(f"@{program.name} has no input {key!r}; its inputs are {', '.join(names)}")
-        return names.index(key)
-    index = int(key)
-    if not 0 <= index < len(names):
-        raise JitlabError(f"@{program.name} has {len(names)} inputs; there is no input {index}")
-    return index
+    if isinstance(key, int) or key.isdigit():
+        if not 0 <= int(key) < len(names):
+            raise JitlabError(f"@{program.name} has {len(names)} inputs; there is no input {key}")
+        return names[int(key)], program.inputs[int(key)]
+    if key in names:
+        return key, program.inputs[names.index(key)]
+    weights = {op.attrs["name"]: op.result for op in program.body.ops if op.name == "np.weight"}
+    if key not in weights:
+        raise JitlabError(f"@{program.name} has no input or weight {key!r}; its inputs are {', '.join(names)}"
+                          + (f", its weights {', '.join(weights)}" if weights else ""))
+    return key, weights[key]
+
+
+def _differentiated(program: Program, wrt: Sequence[int | str] | None) -> list[tuple[str, Value]]:
+    pairs = [(v.name, v) for v in program.inputs if v.dtype.kind == "f"] if wrt is None else \
+        [_lookup(program, k) for k in wrt]
+    for name, v in pairs:
+        if v.dtype.kind != "f":
+            raise DTypeError(f"{name!r} of @{program.name} is {v.type}: only floats can be differentiated")
+    return pairs
 
 
 def append_grads(program: Program, wrt: Sequence[int | str] | None = None, output: int = 0) -> list[Value]:
-    """Appends to `program` the gradients of output `output` w.r.t. inputs `wrt` (names or
-    indices; None: every float input) as extra outputs, and returns them."""
+    """Appends to `program` the gradients of output `output` w.r.t. `wrt` (inputs by index or
+    name, weights by name; None: every float input) as extra outputs, and returns them."""
     assign_names(program)       # inputs need names for messages and for naming their gradients
     outputs = list(program.outputs)
     if not 0 <= output < len(outputs):
         raise JitlabError(f"@{program.name} has {len(outputs)} outputs; there is no output {output}")
     check_loss(outputs[output], f"output {output} of @{program.name}")
-    if wrt is None:
-        indices = [i for i, v in enumerate(program.inputs) if v.dtype.kind == "f"]
-    else:
-        indices = [_input_index(program, k) for k in wrt]
-    inputs = [program.inputs[i] for i in indices]
-    for v in inputs:
-        if v.dtype.kind != "f":
-            raise DTypeError(f"input {v.name!r} of @{program.name} is {v.type}: only float inputs "
-                             "can be differentiated")
+    pairs = _differentiated(program, wrt)
     ret = program.return_op
     ctx = BackwardContext(program, Builder.before_op(ret, program.constraints), program.name)
-    grads = backward(ctx, [op for op in program.body.ops if op is not ret], inputs, outputs[output])
-    for v, g in zip(inputs, grads):
+    grads = backward(ctx, [op for op in program.body.ops if op is not ret], [v for _, v in pairs], outputs[output])
+    for (name, _), g in zip(pairs, grads):
         if g.value.name is None:
-            g.value.name = f"grad_{v.name}"
+            g.value.name = f"grad_{name}"
     program.set_outputs(outputs + [g.value for g in grads])
     return [g.value for g in grads]
 
 
 def grad_program(program: Program, wrt: Sequence[int | str] | None = None, output: int = 0) -> Program:
-    """A copy of `program` that also returns d(output)/d(input) for each input in `wrt`."""
+    """A copy of `program` that also returns d(output)/d(v) for each input or weight v in `wrt`."""
     program = program.clone()
     append_grads(program, wrt, output)
     return program
@@ -133,7 +138,7 @@ class Grad(Pass):
     name = "grad"
     summary = ("Appends the backward graph: the gradients of one scalar output w.r.t. inputs "
                "become extra outputs.")
-    wrt: tuple = ()     # input names or indices ("x:w" in a pipeline); empty: every float input
+    wrt: tuple = ()     # inputs (names or indices) and weights (names), "x:w" in a pipeline; empty: float inputs
     output: int = 0     # which output is the loss
 
     def apply(self, program: Program, ctx: PassContext) -> Program:

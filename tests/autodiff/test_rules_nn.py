@@ -50,6 +50,13 @@ def test_conv2d_strides_pads_dilations_groups(case, seed):
     check_grads(op_fn("np.conv2d", **attrs), normal(seed, x_shape), normal(seed + 1, w_shape))
 
 
+def test_conv2d_with_an_empty_output_or_batch():
+    conv = op_fn("np.conv2d")
+    for x_shape in [(1, 1, 2, 2), (0, 1, 4, 4)]:
+        gx, gw = jl.grad(lambda x, w: np.sum(conv(x, w)), argnums=(0, 1))(np.ones(x_shape), np.ones((2, 1, 3, 3)))
+        assert gx.shape == x_shape and not gx.any() and gw.shape == (2, 1, 3, 3) and not gw.any()
+
+
 @st.composite
 def pool_cases(draw):
     kernel = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))

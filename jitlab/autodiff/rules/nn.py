@@ -58,6 +58,8 @@ def conv_weight_grad(g: Tracer, x: Tracer, w_shape, strides, pads, dilations, gr
     """d conv2d(x, w) / dw applied to g: x convolved with g as the kernel, batch as channels."""
     n = static(x.shape[0], "the batch size of conv2d's weight gradient (batch becomes channels)")
     o, cg, kh, kw = w_shape
+    if 0 in g.shape:
+        return zeros(g.ctx, w_shape, g.dtype)
     # x'[c_local, group * N + n] = x[n, group * C/G + c_local]; g'[o, n] = g[n, o].
     xs = np.reshape(np.transpose(np.reshape(x, (n, groups, cg) + x.shape[2:]), (2, 1, 0, 3, 4)),
                     (cg, groups * n) + x.shape[2:])
