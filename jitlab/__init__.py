@@ -1,6 +1,7 @@
 """jitlab: a deep-learning graph compiler for numpy code, built to be looked into."""
 
 from . import dialects, passes  # noqa: F401  (registers ops and passes)
+from .autodiff import grad, value_and_grad
 from .compiler import compile, opt
 from .errors import (
                      CompileError,
@@ -39,3 +40,4 @@ __all__ = ["CompileError", "CompileReport", "DTypeError", "Executable", "InputEr
            "Program", "ShapeError", "Spec", "Sym", "TensorType", "TraceError", "UnknownOpError",
            "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "explore", "jit", "opt", "parse", "spec",
            "sym", "trace", "verify"]
+__all__ += ["grad", "value_and_grad"]

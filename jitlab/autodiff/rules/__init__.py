@@ -1,0 +1,3 @@
+"""The VJP rules of the `np` dialect, one module per family of ops."""
+
+from . import composite, elementwise, nn, reduction, shape  # noqa: F401  (registers the rules)
