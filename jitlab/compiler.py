@@ -8,6 +8,7 @@ from .backends.base import Kernel, get_backend
 from .errors import JitlabError
 from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
+from .progress import progress
 from .report import CompileReport, KernelRecord, snapshot
 from .runtime.executable import Executable
 from .runtime.o1 import O1Runner
@@ -55,23 +56,31 @@ def lower_groups(program: Program, target: str, report: CompileReport, options: 
     """Compiles every jit.group with its backend; groups with equal keys share a kernel."""
     kernels: dict[int, Kernel] = {}
     by_key: dict[str, tuple[Kernel, KernelRecord]] = {}
-    for op in program.body.ops:
-        if op.name != "jit.group":
-            continue
-        key = op.attrs["key"]
-        if key in by_key:
-            kernel, record = by_key[key]
-            record.reused_by.append(op.attrs["id"])
-        else:
-            kernel = get_backend(op.attrs["backend"]).compile_group(op, options)
-            record = KernelRecord(key, kernel.backend, kernel.source, kernel.compile_seconds, kernel.cache_hit,
-                                  kernel.miss_reason, op.attrs["id"], kernel.choice)
-            report.kernels.append(record)
-            by_key[key] = (kernel, record)
-        kernels[op.uid] = kernel
+    groups = [op for op in program.body.ops if op.name == "jit.group"]
+    distinct = len({op.attrs["key"] for op in groups})
+    with progress(distinct, f"compiling @{program.name}", disable=not options.get("progress", True)) as bar:
+        for op in groups:
+            key = op.attrs["key"]
+            if key in by_key:
+                kernel, record = by_key[key]
+                record.reused_by.append(op.attrs["id"])
+            else:
+                bar.step(f"group {op.attrs['id']}: " + ", ".join(_op_names(op)))
+                kernel = get_backend(op.attrs["backend"]).compile_group(op, options)
+                record = KernelRecord(key, kernel.backend, kernel.source, kernel.compile_seconds,
+                                      kernel.cache_hit, kernel.miss_reason, op.attrs["id"], kernel.choice)
+                report.kernels.append(record)
+                by_key[key] = (kernel, record)
+            kernels[op.uid] = kernel
     report.stats["kernels_compiled"] = len(by_key)
     report.stats["kernels_reused"] = len(kernels) - len(by_key)
     return kernels
+
+
+def _op_names(group) -> list[str]:
+    names = [op.name.split(".", 1)[1] for op in group.block.ops if op.opdef.dialect == "np"
+             and op.name != "np.constant"]
+    return names if len(names) <= 4 else names[:3] + [f"... {len(names) - 3} more"]
 
 
 def opt(program: Program, pipeline: str, verify_each: bool = True, **options) -> Program:
