@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from ..errors import JitlabError
 
+SIMPLIFY = ["canonicalize", "decompose", "canonicalize", "cse", "dce"]
+
 LEVELS: dict[str, list[str]] = {
     "O0": ["verify", "infer-shapes", "dce"],
-    "O1": ["verify", "infer-shapes", "dce"],
-    "O2": ["verify", "infer-shapes", "dce"],
+    "O1": ["verify", "infer-shapes", "dce", *SIMPLIFY],
+    "O2": ["verify", "infer-shapes", "dce", *SIMPLIFY],
 }
 
 
