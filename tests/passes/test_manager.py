@@ -163,3 +163,18 @@ def test_pass_manager_runs_passes_directly():
     report = jl.CompileReport()
     manager.run(jl.parse(TEXT), jl.passes.PassContext(report=report))
     assert report.passes[0].graph_before is None and report.passes[0].changed
+
+
+def test_cse_merges_commuted_operands_except_float_maximum():
+    check = "func @f(%x: {t}[4], %y: {t}[4]) -> ({t}[4], {t}[4], {t}[4], {t}[4]) {{\n" \
+            "  %0 = np.add(%x, %y) : {t}[4]\n  %1 = np.add(%y, %x) : {t}[4]\n" \
+            "  %2 = np.maximum(%x, %y) : {t}[4]\n  %3 = np.maximum(%y, %x) : {t}[4]\n" \
+            "  func.return(%0, %1, %2, %3)\n}}\n"
+    report = jl.CompileReport()
+    source = jl.parse(check.format(t="f32"))
+    floats = jl.opt(source, "cse", report=report)
+    assert str(floats).count("np.add") == 1 and str(floats).count("np.maximum") == 2
+    (record,) = report.passes[0].rewrites
+    assert (record.rule, record.modified) == ("cse", [source.return_op.uid])
+    ints = jl.opt(jl.parse(check.format(t="i32")), "cse")
+    assert str(ints).count("np.add") == 1 and str(ints).count("np.maximum") == 1
