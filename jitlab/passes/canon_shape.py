@@ -22,10 +22,13 @@ def compose(p: tuple[int, ...], q: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _composed_slice(a1, s1, a2, s2, out):
-    """(starts, stops, steps) of x[a1::s1][a2::s2] for positive steps, with `out` its result."""
+    """(starts, stops, steps) of x[a1::s1][a2::s2], `out` being its result: element j is
+    x[a1 + s1 * (a2 + s2 * j)]; the stop is one step short of the last element's
+    neighbour (-1 for a reversed slice reaching index 0, as the IR stores it)."""
     starts = tuple(a + s * b for a, s, b in zip(a1, s1, a2))
     steps = tuple(s * t for s, t in zip(s1, s2))
-    stops = tuple(a if n == 0 else a + s * (n - 1) + 1 for a, s, n in zip(starts, steps, out.type.shape))
+    stops = tuple(a if n == 0 else a + s * (n - 1) + (1 if s > 0 else -1)
+                  for a, s, n in zip(starts, steps, out.type.shape))
     return starts, stops, steps
 
 
@@ -90,7 +93,6 @@ CANONICALIZE.add(
          P.slice(V.x, starts=lambda a1, s1, a2, s2, r: _composed_slice(a1, s1, a2, s2, r)[0],
                  stops=lambda a1, s1, a2, s2, r: _composed_slice(a1, s1, a2, s2, r)[1],
                  steps=lambda s1, s2: tuple(s * t for s, t in zip(s1, s2))),
-         where=[check("$s1 and $s2 to be positive", lambda s1, s2: min(s1 + s2, default=1) > 0)],
          doc="a slice of a slice is one slice"),
     Rule("pad-noop", P.pad(V.x, pads=V.p), V.x, where=[check("$p to be all 0", lambda p: not any(p))],
          doc="padding by nothing"),

@@ -172,16 +172,32 @@ CASES = [
           func.return(%1)
         }
         """),
-    case('slice-slice-reversed-kept',
+    case('slice-slice-reversed',
          """
-        func @f(%x: f32[4]) -> (f32[3]) {
+        func @f(%x: f32[4]) -> (f32[3], f32[4]) {
           %0 = np.slice(%x) {starts = [3], stops = [-1], steps = [-1]} : f32[4]
           %1 = np.slice(%0) {starts = [1], stops = [4], steps = [1]} : f32[3]
-          func.return(%1)
+          %2 = np.slice(%0) {starts = [3], stops = [-1], steps = [-1]} : f32[4]
+          func.return(%1, %2)
+        }
+        """,
+         """
+        func @f(%x: f32[4]) -> (f32[3], f32[4]) {
+          %1 = np.slice(%x) {starts = [2], stops = [-1], steps = [-1]} : f32[3]
+          func.return(%1, %x)
+        }
+        """),
+    case('slice-of-exp-kept',
+         """
+        func @f(%x: f32[4]) -> (f32[2]) {
+          %0 = np.slice(%x) {starts = [1], stops = [4], steps = [1]} : f32[3]
+          %1 = np.exp(%0) : f32[3]
+          %2 = np.slice(%1) {starts = [0], stops = [2], steps = [1]} : f32[2]
+          func.return(%2)
         }
         """,
          None,
-         misses=[('slice-slice', 'needs $s1 and $s2 to be positive')]),
+         misses=[('slice-slice', 'operand 0 of np.slice is np.exp, not np.slice')]),
     case('pad-noop',
          """
         func @f(%x: f32[4]) -> (f32[4]) {
