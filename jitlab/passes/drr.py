@@ -26,6 +26,7 @@ in Python; a list for ops with several results. The same target object used twic
 built once. The target must have the root's result types, and may not need symbolic
 constraints the program does not already have; otherwise the rule does not apply.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -41,8 +42,7 @@ from ..ir.core import Operation, OpResult, Value
 from ..ir.dtypes import as_dtype
 from ..ir.opdef import get_opdef
 from ..ir.types import TensorType
-from .drr_lang import (  # noqa: F401  (the language, re-exported for rule authors)
-    ORDER_SENSITIVE,
+from .drr_lang import (
     Cast,
     Const,
     Constant,
@@ -72,6 +72,10 @@ from .drr_lang import (  # noqa: F401  (the language, re-exported for rule autho
     target_names,
 )
 from .rewriter import Pattern, Rewriter, is_trivially_dead
+
+__all__ = ["Cast", "Const", "Constant", "Constraint", "Many", "Native", "OpPat", "P", "Rule", "V", "Var", "check",
+           "const_array", "dtype_kind", "exactly_commutative", "is_float", "is_integer", "is_splat_of", "one_use",
+           "same_type", "splat"]
 
 
 # -- matching -----------------------------------------------------------------------------
@@ -212,7 +216,7 @@ class _Planner:
             return self._constant(node)
         if isinstance(node, Cast):
             value, dtype = self.plan(node.value), as_dtype(self.attr(node.dtype))
-            return value if type_of(value).dtype == dtype else self._op("np.cast", [value], {"dtype": dtype})
+            return value if value.type.dtype == dtype else self._op("np.cast", [value], {"dtype": dtype})
         if isinstance(node, Native):
             return node
         raise PassError(f"rule {self.rule.name}: cannot build target {node!r}")
@@ -227,7 +231,7 @@ class _Planner:
     def _constant(self, node: Constant) -> _Planned:
         like = node.like
         if isinstance(like, (Var, OpPat, Cast, Constant)):
-            dtype = type_of(self.plan(like)).dtype
+            dtype = self.plan(like).type.dtype
         else:
             dtype = as_dtype(like)
         with np.errstate(all="ignore"):
@@ -240,14 +244,10 @@ class _Planner:
         opdef = get_opdef(name)
         try:
             attrs = normalize_attrs(name, opdef.attrs, attrs)
-            types = infer_types(opdef, [type_of(o) for o in operands], attrs, self.constraints)
+            types = infer_types(opdef, [o.type for o in operands], attrs, self.constraints)
         except JitlabError as e:
             raise _Miss(f"the target {name} does not fit: {e}") from None
         return _Planned(name, operands, attrs, types[0])
-
-
-def type_of(planned: Any) -> TensorType:
-    return planned.type
 
 
 def _emit(planned: Any, rw: Rewriter, captures: dict[str, Any], memo: dict[int, Any]) -> Any:
@@ -301,11 +301,11 @@ class Rule(Pattern):
         planner = _Planner(self, captures, constraints)
         targets = self.target if isinstance(self.target, list) else [self.target]
         planned = [planner.plan(t) for t in targets]
-        if len(planned) != len(op.results):
+        if len(planned) != len(op.results) and not any(isinstance(p, Native) for p in planned):
             raise _Miss(f"the rule gives {len(planned)} value(s), {op.name} has {len(op.results)} results")
         for p, r in zip(planned, op.results):
-            if not isinstance(p, Native) and type_of(p) != r.type:
-                raise _Miss(f"the target gives {type_of(p)}, the op gives {r.type}")
+            if not isinstance(p, Native) and p.type != r.type:
+                raise _Miss(f"the target gives {p.type}, the op gives {r.type}")
         added = [pair for pair in constraints if pair not in rw.program.constraints.pairs]
         if added:
             raise _Miss(f"the target needs {added[0][0]} == {added[0][1]}, which the program does not assume")

@@ -41,6 +41,8 @@ class Var:
 
 
 class _Vars:
+    """`V.x` is the capture named x."""
+
     def __getattr__(self, name: str) -> Var:
         if name.startswith("__"):
             raise AttributeError(name)
