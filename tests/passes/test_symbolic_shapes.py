@@ -78,3 +78,8 @@ def test_canonicalize_uses_and_keeps_the_declared_constraints():
   func.return(%1)
 }
 """
+
+
+def test_contradictory_declared_constraints_are_a_parse_error_at_their_place():
+    with pytest.raises(jl.ParseError, match=r"line 1, column 47: the constraints cannot all hold: .*B == 2"):
+        jl.parse("func @f(%x: f32[B]) -> (f32[B]) where B == 2, B == 3 {\n  func.return(%x)\n}\n")
