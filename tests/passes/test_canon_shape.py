@@ -284,6 +284,62 @@ CASES = [
         """,
          None,
          misses=[('sum-trivial-int', 'a float sum adds +0.0')]),
+    case('concatenate-two-kept',
+         """
+        func @f(%x: f32[4]) -> (f32[8]) {
+          %0 = np.concatenate(%x, %x) {axis = 0} : f32[8]
+          func.return(%0)
+        }
+        """,
+         None,
+         misses=[('concatenate-one', 'np.concatenate has 2 operand(s), the pattern 1')]),
+    case('split-two-kept',
+         """
+        func @f(%x: f32[4]) -> (f32[1], f32[3]) {
+          %0, %1 = np.split(%x) {axis = 0, sizes = [1, 3]} : f32[1], f32[3]
+          func.return(%0, %1)
+        }
+        """,
+         None,
+         misses=[('split-one', 'the rule gives 1 value(s), np.split has 2 results')]),
+    case('tile-twice-kept',
+         """
+        func @f(%x: f32[4]) -> (f32[8]) {
+          %0 = np.tile(%x) {reps = [2]} : f32[8]
+          func.return(%0)
+        }
+        """,
+         None,
+         misses=[('tile-noop', 'needs $n to be all 1')]),
+    case('broadcast-kept',
+         """
+        func @f(%x: f32[4]) -> (f32[2,4]) {
+          %0 = np.broadcast_to(%x) {shape = [2, 4]} : f32[2,4]
+          func.return(%0)
+        }
+        """,
+         None,
+         misses=[('broadcast-noop', 'f32[4] vs f32[2,4]'), ('broadcast-broadcast', 'operand 0 of np.broadcast_to is input %x')]),
+    case('transpose-kept',
+         """
+        func @f(%x: f32[2,3]) -> (f32[3,2]) {
+          %0 = np.transpose(%x) {perm = [1, 0]} : f32[3,2]
+          func.return(%0)
+        }
+        """,
+         None,
+         misses=[('transpose-identity', 'needs $p to be the identity')]),
+    case('view-of-exp-kept',
+         """
+        func @f(%x: f32[2,3]) -> (f32[6]) {
+          %0 = np.reshape(%x) {shape = [3, 2]} : f32[3,2]
+          %1 = np.exp(%0) : f32[3,2]
+          %2 = np.reshape(%1) {shape = [6]} : f32[6]
+          func.return(%2)
+        }
+        """,
+         None,
+         misses=[('view-chain', 'np.exp, not np.reshape or np.expand_dims or np.squeeze')]),
 ]
 
 
