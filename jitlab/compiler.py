@@ -8,6 +8,7 @@ from .backends.base import Kernel, get_backend
 from .errors import JitlabError
 from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
+from .passes.manager import split_instrumentation
 from .progress import progress
 from .report import CompileReport, KernelRecord, snapshot
 from .runtime.executable import Executable
@@ -27,8 +28,11 @@ def resolve_target(target: str) -> str:
 
 
 def compile(program: Program, level: str = "O1", target: str = "auto", passes: str | None = None,
-            verify_each: bool = False, **options) -> Executable:
-    """Runs the level's pipeline (or `passes`) on a copy of `program` and returns an Executable."""
+            verify_each: bool | None = None, **options) -> Executable:
+    """Runs the level's pipeline (or `passes`) on a copy of `program` and returns an Executable.
+
+    Pass-manager options (print_after_all, print_after_change, stop_after) go to the
+    pass manager; every other option is handed to the passes in their context."""
     if not isinstance(program, Program):
         raise JitlabError(f"jl.compile takes a jl.Program, got {type(program).__name__} "
                           "(use jl.trace, jl.parse or jl.onnx.load first)")
@@ -37,8 +41,10 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     target = resolve_target(target)
     start = time.perf_counter()
     report = CompileReport(program=program.name, level=level, target=target)
-    ctx = PassContext(report=report, target=target, options=dict(options))
-    manager = PassManager.parse(passes if passes is not None else pipeline_for(level), verify_each=verify_each)
+    instrumentation, options = split_instrumentation(options)
+    ctx = PassContext(report=report, target=target, options=options)
+    manager = PassManager.parse(passes if passes is not None else pipeline_for(level), verify_each=verify_each,
+                                **instrumentation)
     compiled = manager.run(program.clone(), ctx)
     report.graph = snapshot(compiled)
     report.seconds["passes"] = time.perf_counter() - start
@@ -83,9 +89,13 @@ def _op_names(group) -> list[str]:
     return names if len(names) <= 4 else names[:3] + [f"... {len(names) - 3} more"]
 
 
-def opt(program: Program, pipeline: str, verify_each: bool = True, **options) -> Program:
-    """Runs a pass pipeline on a copy of `program`, as mlir-opt does, and returns the result."""
+def opt(program: Program, pipeline: str, verify_each: bool = True, report: CompileReport | None = None,
+        **options) -> Program:
+    """Runs a pass pipeline on a copy of `program`, as mlir-opt does, and returns the result;
+    each pass run is appended to `report.passes` when a report is given."""
     if not isinstance(program, Program):
         raise JitlabError(f"jl.opt takes a jl.Program, got {type(program).__name__}")
-    ctx = PassContext(options=dict(options))
-    return PassManager.parse(pipeline, verify_each=verify_each).run(program.clone(), ctx)
+    instrumentation, options = split_instrumentation(options)
+    ctx = PassContext(report=report if report is not None else CompileReport(program=program.name),
+                      options=options)
+    return PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(program.clone(), ctx)

@@ -49,6 +49,7 @@ class RewriteRecord:
     root_name: str
     created: list[int] = field(default_factory=list)
     erased: list[int] = field(default_factory=list)
+    modified: list[int] = field(default_factory=list)   # ops left in place whose operands or attrs changed
 
 
 @dataclass

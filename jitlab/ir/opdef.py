@@ -169,10 +169,39 @@ class ConstraintSet:
             self.add(a, b, "declared")
 
     def add(self, a: Dim, b: Dim, reason: str) -> None:
+        """Records a == b (the symbolic side first); a ShapeError if the constraints
+        already give the two sides different values."""
+        if isinstance(a, int):
+            a, b = b, a
         if (a, b) in self.pairs or (b, a) in self.pairs or a == b:
             return
+        va, vb = self.value_of(a), self.value_of(b)
+        if va is not None and vb is not None and va != vb:
+            known = " and ".join(f"{d} == {v}" for d, v in ((a, va), (b, vb)) if not isinstance(d, int))
+            raise ShapeError(f"{reason}: needs {a} == {b}, but the program already requires {known}")
         self.pairs.append((a, b))
         self.reasons.append(reason)
+
+    def value_of(self, d: Dim) -> int | None:
+        """The int that `d` equals through the recorded constraints, if any."""
+        seen, frontier = {d}, [d]
+        while frontier:
+            x = frontier.pop()
+            if isinstance(x, int):
+                return x
+            for p, q in self.pairs:
+                other = q if p == x else p if q == x else None
+                if other is not None and other not in seen:
+                    seen.add(other)
+                    frontier.append(other)
+        return None
+
+    def reason(self, a: Dim, b: Dim) -> str:
+        """Why a == b was recorded ("declared" for a parsed header)."""
+        for (p, q), why in zip(self.pairs, self.reasons):
+            if (p, q) in ((a, b), (b, a)):
+                return why
+        return ""
 
     def __iter__(self):
         return iter(self.pairs)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import JitlabError, ParseError
+from ..errors import JitlabError, ParseError, ShapeError
 from .attributes import Dense
 from .core import Block, Location, Operation, Region, Value
 from .dtypes import DTYPE_NAMES, dtype_from_name
@@ -129,9 +129,13 @@ class Parser:
         constraints = ConstraintSet()
         if self.accept("where"):
             while True:
-                a = self.parse_dim()
+                start, a = self.tok, self.parse_dim()
                 self.expect("==", "'=='")
-                constraints.add(a, self.parse_dim(), "declared")
+                try:
+                    constraints.add(a, self.parse_dim(), "declared")
+                except ShapeError as e:
+                    raise ParseError(f"the constraints cannot all hold: {e}", start.line, start.col,
+                                     _line_text(self.text, start.line)) from None
                 if not self.accept(","):
                     break
         program = Program(name, [t for _, t, _ in args], [n for n, _, _ in args], constraints=constraints)

@@ -1,9 +1,12 @@
 """Passes: the pass manager, pattern rewriting, and one module per pass family."""
 
-from . import alias_views, basic, fusion  # noqa: F401  (register the passes)
+from . import alias_views, basic, canonicalize, decompose, fusion  # noqa: F401  (register the passes)
 from .manager import PASSES, Pass, PassContext, PassManager, function_pass, parse_pipeline, register_pass
 from .pipelines import LEVELS, pipeline_for
+from .provenance import history, produced_by, why_not
 from .rewriter import GreedyDriver, Pattern, Rewriter, apply_patterns
+from .rules import CANONICALIZE, DECOMPOSE, RULES, RuleSet, rule_pass
 
-__all__ = ["LEVELS", "PASSES", "GreedyDriver", "Pass", "PassContext", "PassManager", "Pattern", "Rewriter",
-           "apply_patterns", "function_pass", "parse_pipeline", "pipeline_for", "register_pass"]
+__all__ = ["CANONICALIZE", "DECOMPOSE", "LEVELS", "PASSES", "RULES", "GreedyDriver", "Pass", "PassContext",
+           "PassManager", "Pattern", "Rewriter", "RuleSet", "apply_patterns", "function_pass", "parse_pipeline",
+           "history", "pipeline_for", "produced_by", "register_pass", "rule_pass", "why_not"]

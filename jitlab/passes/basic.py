@@ -10,6 +10,7 @@ from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.verifier import verify
 from ..report import RewriteRecord
+from .drr_lang import exactly_commutative
 from .manager import Pass, PassContext, register_pass
 from .rewriter import Rewriter, is_trivially_dead
 
@@ -75,14 +76,18 @@ class DCE(Pass):
 
 def _cse_key(op: Operation):
     attrs = tuple(sorted(op.attrs.items()))
-    return (op.name, tuple(id(v) for v in op.operands), attrs, tuple(r.type for r in op.results))
+    operands = [id(v) for v in op.operands]
+    if exactly_commutative(op):         # a + b and b + a are the same value
+        operands.sort()
+    return (op.name, tuple(operands), attrs, tuple(r.type for r in op.results))
 
 
 @register_pass
 @dataclass
 class CSE(Pass):
     name = "cse"
-    summary = "Replaces an op by an identical earlier one (same name, operands, attributes)."
+    summary = ("Replaces an op by an identical earlier one (same name, operands, attributes; operands in "
+               "either order for exactly commutative ops).")
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
         rw = Rewriter(program)
@@ -109,4 +114,5 @@ class CSE(Pass):
                 continue
             rw.reset()
             rw.replace_op(op, earlier.results)
-            ctx.log.rewrites.append(RewriteRecord("cse", op.uid, op.name, [], [op.uid]))
+            users = [u.uid for u in dict.fromkeys(rw.modified) if u.parent is not None]
+            ctx.log.rewrites.append(RewriteRecord("cse", op.uid, op.name, [], [op.uid], users))

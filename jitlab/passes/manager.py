@@ -123,16 +123,37 @@ def _make_pass(cls: type[Pass], options: str) -> Pass:
 
 
 @dataclass
+class Settings:
+    """Process-wide defaults of the pass manager (the test suite turns verify_each on)."""
+
+    verify_each: bool = False
+
+
+SETTINGS = Settings()
+INSTRUMENTATION = ("verify_each", "print_after_all", "print_after_change", "stop_after", "snapshots", "out")
+
+
+def split_instrumentation(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(pass-manager options such as print_after_all, every other option)."""
+    ours = {k: v for k, v in options.items() if k in INSTRUMENTATION}
+    return ours, {k: v for k, v in options.items() if k not in INSTRUMENTATION}
+
+
+@dataclass
 class PassManager:
-    """Runs passes in order, recording each run into the report."""
+    """Runs passes in order, recording each run into the report.
+
+    verify_each: verify the IR after every pass (None: `SETTINGS.verify_each`);
+    print_after_all / print_after_change: print the IR after every pass / every pass
+    that changed it to `out`; stop_after: the name of the pass to stop after."""
 
     passes: list[Pass]
-    verify_each: bool = True
+    verify_each: bool | None = None
     print_after_all: bool = False
     print_after_change: bool = False
     stop_after: str | None = None
     snapshots: bool = True
-    out: TextIO = field(default=sys.stdout, repr=False)
+    out: TextIO | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, pipeline: str, **options) -> PassManager:
@@ -140,6 +161,10 @@ class PassManager:
 
     def run(self, program: Program, ctx: PassContext | None = None) -> Program:
         ctx = ctx or PassContext()
+        names = [p.name for p in self.passes]
+        if self.stop_after is not None and self.stop_after not in names:
+            raise PassError(f"stop_after names {self.stop_after!r}, which is not in the pipeline "
+                            f"({', '.join(names) or 'empty'})")
         for p in self.passes:
             program = self.run_one(p, program, ctx)
             if self.stop_after == p.name:
@@ -155,13 +180,15 @@ class PassManager:
         start = time.perf_counter()
         try:
             program = p.apply(program, ctx)
-        except JitlabError:
+        except JitlabError as e:
+            if hasattr(e, "add_note"):
+                e.add_note(f"(raised by pass {p.name}{p.options_text()})")
             raise
         except Exception as e:
             raise PassError(f"pass {p.name} failed: {type(e).__name__}: {e}") from e
         seconds = time.perf_counter() - start
         after = print_program(program)
-        if self.verify_each:
+        if self.verify_each if self.verify_each is not None else SETTINGS.verify_each:
             self._verify(p, program, after)
         record = PassRecord(p.name, p.options_text(), before, after, seconds, before != after, ops_before,
                             dict(program.op_counts("dialect")), ctx.log.rewrites[mark[0]:],
@@ -169,14 +196,21 @@ class PassManager:
                             snapshot(program) if self.snapshots else None, ctx.log.notes[notes_mark:])
         ctx.report.passes.append(record)
         if self.print_after_all or (self.print_after_change and record.changed):
-            print(f"// ----- IR after {p.name}{p.options_text()} -----\n{after}", file=self.out)
+            print(f"// ----- IR after {p.name}{p.options_text()} -----\n{after}", file=self.out or sys.stdout)
         return program
 
     def _verify(self, p: Pass, program: Program, text: str) -> None:
         try:
             verify(program)
         except VerifyError as e:
-            raise PassError(f"pass {p.name} left the IR invalid: {e}\n--- IR after {p.name} ---\n{text}") from None
+            shown = _mark_line(text, str(e).rsplit("\n", 1)[-1].strip())
+            raise PassError(f"pass {p.name} left the IR invalid: {e}\n--- IR after {p.name} ---\n{shown}") from None
+
+
+def _mark_line(text: str, op_line: str) -> str:
+    """The IR text with the offending op's line marked."""
+    return "\n".join(line + "    // <-- here" if op_line and line.strip() == op_line else line
+                     for line in text.rstrip("\n").split("\n"))
 
 
 def run_pipeline(program: Program, pipeline: str, ctx: PassContext | None = None, **options) -> Program:

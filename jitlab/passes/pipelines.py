@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from ..errors import JitlabError
 
+SIMPLIFY = ["canonicalize", "decompose", "canonicalize", "cse", "dce"]
+FUSE = ["mark-subgraphs", "fuse", "alias-views", "dce"]
+
 LEVELS: dict[str, list[str]] = {
     "O0": ["verify", "infer-shapes", "dce"],
-    "O1": ["verify", "infer-shapes", "dce", "mark-subgraphs", "fuse", "alias-views", "dce"],
-    "O2": ["verify", "infer-shapes", "dce", "mark-subgraphs", "fuse", "alias-views", "dce"],
+    "O1": ["verify", "infer-shapes", "dce", *SIMPLIFY, *FUSE],
+    "O2": ["verify", "infer-shapes", "dce", *SIMPLIFY, *FUSE],
 }
 
 

@@ -47,9 +47,22 @@ def bind_symbols(names: Sequence[str], types: Sequence[TensorType], shapes: Sequ
     for a, b in constraints:
         va, vb = evaluate(a, bindings), evaluate(b, bindings)
         if va != vb:
-            raise InputError(f"the program requires {a} == {b}, but the inputs give {va} and {vb} "
-                             f"({_show(bindings)})")
+            why = constraints.reason(a, b) if hasattr(constraints, "reason") else ""
+            why = f" ({why})" if why and why != "declared" else ""
+            raise InputError(f"the program requires {a} == {b}{why}, but the inputs give {va} and {vb} "
+                             f"({_show(bindings)}): {_origins(names, types, a, b)}")
     return bindings
+
+
+def _origins(names: Sequence[str], types: Sequence[TensorType], *dims) -> str:
+    """Where each symbol of `dims` comes from: 'B is dim 0 of input 'x''."""
+    symbols = sorted({s for d in dims if isinstance(d, Sym) for s in d.symbols})
+    found = []
+    for s in symbols:
+        where = next((f"dim {axis} of input '{name}'" for name, t in zip(names, types)
+                      for axis, d in enumerate(t.shape) if isinstance(d, Sym) and s in d.symbols), "no input")
+        found.append(f"{s} is {where}")
+    return ", ".join(found)
 
 
 def _show(bindings: dict[str, int]) -> str:

@@ -24,7 +24,7 @@ def _axis_infer(ctx, types, attrs):
 
 
 def _softmax(x, axis):
-    if x.shape[axis] == 0:
+    if x.shape[axis] == 0:          # np.max has no identity; the result is empty anyway
         return x.copy()
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return (e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype)

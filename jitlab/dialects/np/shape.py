@@ -14,6 +14,13 @@ from .common import INT as INT_KINDS
 from .common import attr, check_axes, check_dtype, normalize_axis, same_dtype
 
 VIEW = (Trait.PURE, Trait.VIEW)
+
+
+def _contiguous(a) -> np.ndarray:
+    """A C-contiguous array of `a`, keeping rank 0 (np.ascontiguousarray makes it rank 1)."""
+    return np.asarray(a, order="C")
+
+
 INJECTIVE = (Trait.PURE, Trait.INJECTIVE)
 
 
@@ -40,7 +47,7 @@ def _transpose_infer(ctx, types, attrs):
 
 
 defop("np.transpose", attrs={"perm": attr(INTS)}, traits=INJECTIVE, infer=_transpose_infer,
-      reference=lambda x, perm: np.ascontiguousarray(np.transpose(x, perm)), operand_names=("x",),
+      reference=lambda x, perm: _contiguous(np.transpose(x, perm)), operand_names=("x",),
       doc="Permutes axes: out.shape[i] = x.shape[perm[i]].")
 
 
@@ -57,7 +64,7 @@ def _broadcast_infer(ctx, types, attrs):
 
 
 defop("np.broadcast_to", attrs={"shape": attr(SHAPE)}, traits=INJECTIVE, infer=_broadcast_infer,
-      reference=lambda x, shape: np.ascontiguousarray(np.broadcast_to(x, shape)),
+      reference=lambda x, shape: _contiguous(np.broadcast_to(x, shape)),
       operand_names=("x",), doc="Repeats size-1 (and missing leading) dims up to `shape`.")
 
 
@@ -147,7 +154,7 @@ def _split_infer(ctx, types, attrs):
 
 def _split(x, axis, sizes):
     bounds = np.cumsum(sizes)[:-1]
-    return tuple(np.ascontiguousarray(p) for p in np.split(x, bounds, axis=axis))
+    return tuple(_contiguous(p) for p in np.split(x, bounds, axis=axis))
 
 
 defop("np.split", attrs={"axis": attr(INT), "sizes": attr(SHAPE)}, traits=INJECTIVE,
@@ -191,7 +198,7 @@ def _slice_infer(ctx, types, attrs):
 
 def _slice(x, starts, stops, steps):
     index = tuple(slice(a, None if b == -1 else b, s) for a, b, s in zip(starts, stops, steps))
-    return np.ascontiguousarray(x[index])
+    return _contiguous(x[index])
 
 
 defop("np.slice", attrs={"starts": attr(SHAPE), "stops": attr(SHAPE), "steps": attr(INTS)},
@@ -241,6 +248,8 @@ def _pad_infer(ctx, types, attrs):
 
 
 def _pad(x, pads, mode, value):
+    if x.ndim == 0:                 # np.pad rejects an empty pad_width
+        return x.copy()
     width = [(pads[2 * i], pads[2 * i + 1]) for i in range(x.ndim)]
     if mode == "constant":
         return np.pad(x, width, mode="constant", constant_values=np.asarray(value).astype(x.dtype))
