@@ -9,6 +9,7 @@ a widget in notebooks and text in terminals (tqdm.auto picks).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
@@ -39,12 +40,17 @@ class Progress:
         self.current = None
 
 
+def _interactive() -> bool:
+    """A person is watching: a notebook kernel, or a terminal on stderr."""
+    return "ipykernel" in sys.modules or sys.stderr.isatty()
+
+
 @contextmanager
 def progress(total: int, desc: str = "compiling", *, min_total: int = MIN_TOTAL, file: IO[str] | None = None,
              disable: bool = False) -> Iterator[Progress]:
     """A progress bar over `total` items, shown only when there are at least `min_total` of them."""
     bar = None
-    if total >= min_total and not disable:
+    if total >= min_total and not disable and (file is not None or _interactive()):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total, desc=desc, unit="kernel", leave=False, file=file, dynamic_ncols=True)

@@ -128,10 +128,12 @@ class O1Runner:
             env[slot] = value
         for step in self.steps:
             step.run(env, bindings)
-        return [env[i] for i in self.outputs]
+        # Constants and weights are shared, read-only arrays: the caller gets a copy of those.
+        return [env[i].copy() if i in self.constants else env[i] for i in self.outputs]
 
 
 def _constant(program: Program, op: Operation) -> np.ndarray:
+    # np.asarray, not np.ascontiguousarray: the latter turns a 0-d array into shape (1,).
     if op.name == "np.weight":
-        return np.ascontiguousarray(program.weights[op.attrs["name"]])
-    return np.ascontiguousarray(op.attrs["value"].array)
+        return np.asarray(program.weights[op.attrs["name"]], order="C")
+    return np.asarray(op.attrs["value"].array, order="C")

@@ -54,5 +54,6 @@ def test_o1_lists_every_pass_and_matches_o0(name):
     assert [r.name for r in records] == LEVELS["O1"]
     assert all(r.before and r.after for r in records)
     assert not any(op.has(jl.ir.Trait.COMPOSITE) for op in exe.program.walk())
+    # Fused kernels sum float32 rows in another order than numpy's pairwise sums.
     for a, e in zip(exe(*args), fn(*args) if isinstance(fn(*args), tuple) else (fn(*args),)):
-        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-5)
