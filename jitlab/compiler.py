@@ -8,6 +8,7 @@ from .errors import JitlabError
 from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
 from .report import CompileReport, snapshot
+from .runtime import memexec  # noqa: F401  (the interpreter's mem op handlers)
 from .runtime.executable import Executable
 from .runtime.reference import Interpreter
 
