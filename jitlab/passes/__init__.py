@@ -1,6 +1,6 @@
 """Passes: the pass manager, pattern rewriting, and one module per pass family."""
 
-from . import basic  # noqa: F401  (registers the passes)
+from . import basic, memory, schedule  # noqa: F401  (registers the passes)
 from .manager import PASSES, Pass, PassContext, PassManager, function_pass, parse_pipeline, register_pass
 from .pipelines import LEVELS, pipeline_for
 from .rewriter import GreedyDriver, Pattern, Rewriter, apply_patterns

@@ -9,6 +9,9 @@ LEVELS: dict[str, list[str]] = {
     "O1": ["verify", "infer-shapes", "dce"],
     "O2": ["verify", "infer-shapes", "dce"],
 }
+# Scheduling and memory planning run last, on the final graph (issue 5).
+LEVELS["O1"] += ["schedule", "plan-memory{mode=dynamic}"]
+LEVELS["O2"] += ["schedule", "plan-memory{mode=static}"]
 
 
 def pipeline_for(level: str) -> str:
