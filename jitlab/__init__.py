@@ -21,6 +21,7 @@ from .errors import (
 from .frontend.jit import JitFunction, Spec, jit, spec, trace
 from .ir import Program, Sym, TensorType, parse, sym, verify
 from .report import CompileReport, MemoryPlan
+from .runtime.dryrun import dry_run
 from .runtime.executable import Executable
 
 __version__ = "0.1.0"
@@ -28,5 +29,5 @@ __version__ = "0.1.0"
 __all__ = ["CompileError", "CompileReport", "DTypeError", "Executable", "InputError", "JitFunction",
            "JitlabError", "MemoryPlan", "OutOfMemoryError", "ParseError", "PassError", "PluginError",
            "Program", "ShapeError", "Spec", "Sym", "TensorType", "TraceError", "UnknownOpError",
-           "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "jit", "opt", "parse", "spec",
+           "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "dry_run", "jit", "opt", "parse", "spec",
            "sym", "trace", "verify"]

@@ -9,6 +9,7 @@ from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
 from .report import CompileReport, snapshot
 from .runtime import memexec  # noqa: F401  (the interpreter's mem op handlers)
+from .runtime.dryrun import parse_bytes
 from .runtime.executable import Executable
 from .runtime.reference import Interpreter
 
@@ -33,6 +34,8 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     if level not in LEVEL_NAMES:
         raise JitlabError(f"unknown level {level!r}; levels are {', '.join(LEVEL_NAMES)}")
     target = resolve_target(target)
+    memory_limit = options.pop("memory_limit", None)
+    memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
     start = time.perf_counter()
     report = CompileReport(program=program.name, level=level, target=target)
     ctx = PassContext(report=report, target=target, options=dict(options))
@@ -44,7 +47,10 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     def run(arrays, bindings):
         return Interpreter(compiled, bindings).run(arrays)
 
-    return Executable(compiled, level, target, report, run, source=program)
+    exe = Executable(compiled, level, target, report, run, source=program, memory_limit=memory_limit)
+    if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
+        exe.check_memory({})      # static shapes: fail now, before anything runs
+    return exe
 
 
 def opt(program: Program, pipeline: str, verify_each: bool = True, **options) -> Program:

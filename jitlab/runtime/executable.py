@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..ir.program import Program
-from ..report import CompileReport
+from ..report import CompileReport, MemoryPlan
 from .signature import check_dims_nonnegative, check_inputs
 
 Runner = Callable[[list[np.ndarray], dict[str, int]], Sequence[np.ndarray]]
@@ -17,7 +17,7 @@ class Executable:
     """Call it with numpy arrays (one per program input); it returns a tuple of arrays."""
 
     def __init__(self, program: Program, level: str, target: str, report: CompileReport, runner: Runner,
-                 source: Program | None = None):
+                 source: Program | None = None, memory_limit: int | None = None):
         self.program = program
         self.source = source if source is not None else program
         self.level, self.target = level, target
@@ -25,6 +25,7 @@ class Executable:
         self._runner = runner
         self.input_names = list(program.input_names)
         self._checked_bindings: set[tuple] = set()
+        self.memory_limit = memory_limit      # bytes; a call whose planned peak is over it fails before running
 
     def __call__(self, *args) -> tuple[np.ndarray, ...]:
         arrays, bindings = check_inputs(self.program, args, self.input_names)
@@ -32,8 +33,24 @@ class Executable:
             key = tuple(sorted(bindings.items()))
             if key not in self._checked_bindings:
                 check_dims_nonnegative(self.program, bindings)
+                self.check_memory(bindings)
                 self._checked_bindings.add(key)
         return tuple(self._runner(arrays, bindings))
+
+    def dry_run(self, shapes: dict | None = None) -> MemoryPlan:
+        """The memory plan of a call with inputs of these shapes (by input name); nothing is
+        run or allocated, so the shapes may be far beyond this machine."""
+        from .dryrun import bindings_for_shapes, plan_for_level
+
+        return plan_for_level(self.program, self.level, bindings_for_shapes(self.program, shapes, self.input_names))
+
+    def check_memory(self, bindings: dict[str, int]) -> None:
+        """Raises OutOfMemoryError when a call with these symbol values would need more than memory_limit."""
+        if self.memory_limit is not None:
+            from .dryrun import check_budget, plan_for_level
+
+            check_budget(plan_for_level(self.program, self.level, bindings), self.memory_limit,
+                         f"@{self.program.name} at {self.level}")
 
     def __repr__(self) -> str:
         return (f"<Executable @{self.program.name} {self.level} on {self.target}: "
