@@ -201,45 +201,55 @@ def _bottleneck(x, p: dict, name: str, stride: int):
     return relu(h + shortcut)
 
 
-@model("resnet50", batch=1, size=32, width=8, classes=10)
-def resnet50(batch: int = 1, size: int = 224, width: int = 64, classes: int = 1000,
-             blocks: tuple[int, ...] = RESNET50_BLOCKS) -> Model:
-    """ResNet-50's graph (bottleneck blocks 3-4-6-3, conv/batch norm/relu, max pool, residual
-    adds, global average pool, fc) on NCHW images of `size`; `width` is the stem's channel
-    count (64 in ResNet-50; smaller keeps tests light)."""
-    rng = _rng(6)
-    stem = _conv_bn(rng, 3, width, 7)
+def _resnet_params(rng, width: int, classes: int, blocks: tuple[int, ...]) -> dict:
     stages, c_in = [], width
     for i, n in enumerate(blocks):
         w = width * 2 ** i
         stages.append([_bottleneck_params(rng, c_in if j == 0 else 4 * w, w, 2 if i and j == 0 else 1)
                        for j in range(n)])
         c_in = 4 * w
-    fc_w, fc_b = _normal(rng, (c_in, classes), c_in ** -0.5), _normal(rng, classes, 0.01)
+    return {"stem": _conv_bn(rng, 3, width, 7), "stages": stages,
+            "fc_w": _normal(rng, (c_in, classes), c_in ** -0.5), "fc_b": _normal(rng, classes, 0.01)}
+
+
+@model("resnet50", batch=1, size=32, width=8, classes=10)
+def resnet50(batch: int = 1, size: int = 224, width: int = 64, classes: int = 1000,
+             blocks: tuple[int, ...] = RESNET50_BLOCKS) -> Model:
+    """ResNet-50's graph (bottleneck blocks 3-4-6-3, conv/batch norm/relu, max pool, residual
+    adds, global average pool, fc) on NCHW images of `size`; `width` is the stem's channel
+    count (64 in ResNet-50; smaller keeps tests light)."""
+    p = _resnet_params(_rng(6), width, classes, blocks)
 
     def resnet(x):
-        h = max_pool2d(relu(_conv_bn_apply(x, stem, "stem", 2, 3)))
-        for i, stage in enumerate(stages):
-            for j, p in enumerate(stage):
-                h = _bottleneck(h, p, f"layer{i + 1}.{j}", 2 if i and j == 0 else 1)
-        return h.mean(axis=(2, 3)) @ fc_w + fc_b
+        h = max_pool2d(relu(_conv_bn_apply(x, p["stem"], "stem", 2, 3)))
+        for i, stage in enumerate(p["stages"]):
+            for j, block in enumerate(stage):
+                h = _bottleneck(h, block, f"layer{i + 1}.{j}", 2 if i and j == 0 else 1)
+        return h.mean(axis=(2, 3)) @ p["fc_w"] + p["fc_b"]
 
     return _named(resnet, "resnet50"), (_normal(_rng(7), (batch, 3, size, size)),)
 
 
 # -- a transformer block ----------------------------------------------------------------------
+def _transformer_params(rng, d_model: int, d_ff: int) -> dict:
+    def norm():
+        return 1 + _normal(rng, d_model, 0.1), _normal(rng, d_model, 0.1)
+
+    def dense(n_in, n_out):
+        return _normal(rng, (n_in, n_out), n_in ** -0.5), _normal(rng, n_out, 0.02)
+
+    (wqkv, bqkv), (wo, bo), (w1, b1), (w2, b2) = (dense(d_model, 3 * d_model), dense(d_model, d_model),
+                                                  dense(d_model, d_ff), dense(d_ff, d_model))
+    return {"ln1": norm(), "ln2": norm(), "wqkv": wqkv, "bqkv": bqkv, "wo": wo, "bo": bo,
+            "w1": w1, "b1": b1, "w2": w2, "b2": b2}
+
+
 @model("transformer", batch=1, seq=16, d_model=32, heads=4, d_ff=64)
 def transformer(batch: int = 1, seq: int = 128, d_model: int = 256, heads: int = 4, d_ff: int = 1024) -> Model:
     """A pre-norm transformer encoder block: attention with `heads` heads and a gelu MLP,
     each with a residual connection, on x of shape (batch, seq, d_model)."""
-    rng = _rng(8)
+    p = _transformer_params(_rng(8), d_model, d_ff)
     d_head = d_model // heads
-    p = {"ln1": (1 + _normal(rng, d_model, 0.1), _normal(rng, d_model, 0.1)),
-         "ln2": (1 + _normal(rng, d_model, 0.1), _normal(rng, d_model, 0.1)),
-         "wqkv": _normal(rng, (d_model, 3 * d_model), d_model ** -0.5), "bqkv": _normal(rng, 3 * d_model, 0.02),
-         "wo": _normal(rng, (d_model, d_model), d_model ** -0.5), "bo": _normal(rng, d_model, 0.02),
-         "w1": _normal(rng, (d_model, d_ff), d_model ** -0.5), "b1": _normal(rng, d_ff, 0.02),
-         "w2": _normal(rng, (d_ff, d_model), d_ff ** -0.5), "b2": _normal(rng, d_model, 0.02)}
 
     def heads_first(t, b, s):
         return t.reshape(b, s, heads, d_head).transpose(0, 2, 1, 3)

@@ -36,26 +36,25 @@ MODES = ("static", "dynamic")
 def buffer_records(life: Lifetimes, placement: Mapping[int, tuple[str, int]] | None = None) -> list[BufferRecord]:
     """One record per value: owners with their lifetime, views and in-place results pointing
     at their owner; `placement` gives owners their (region, offset)."""
-    g = life.graph
     placement = placement or {}
     pos = {n: s for s, n in enumerate(life.order)}
-    end = max(len(life.order) - 1, 0)
-    records = []
-    for i, v in enumerate(g.values):
-        buf = life.buffer_of(i)
-        op = getattr(v, "op", None)
-        producer = (op.uid, op.name) if op is not None else (None, "")
-        region, offset = placement.get(buf, (None, None))
-        if buf == i:
-            records.append(BufferRecord(v.name, g.bytes[i], offset, life.first[i], life.last[i], *producer,
-                                        kind=life.kind(i), region=region))
-            continue
-        born = pos[g.producer[i]] if g.producer[i] >= 0 else 0
-        last = end if i in g.outputs else max((pos[u] for u in g.users[i]), default=born)
-        kind = "view" if g.kind[i] == "view" else "inplace"
-        records.append(BufferRecord(v.name, g.bytes[i], offset, born, last, *producer, kind=kind,
-                                    alias_of=g.values[buf].name, region=region))
-    return records
+    return [_record(life, i, pos, placement.get(life.buffer_of(i), (None, None)))
+            for i in range(len(life.graph.values))]
+
+
+def _record(life: Lifetimes, i: int, pos: dict[int, int], place: tuple) -> BufferRecord:
+    g = life.graph
+    v, buf = g.values[i], life.buffer_of(i)
+    op = getattr(v, "op", None)
+    producer = (op.uid, op.name) if op is not None else (None, "")
+    region, offset = place
+    if buf == i:
+        return BufferRecord(v.name, g.bytes[i], offset, life.first[i], life.last[i], *producer,
+                            kind=life.kind(i), region=region)
+    born = pos[g.producer[i]] if g.producer[i] >= 0 else 0
+    last = max(len(life.order) - 1, 0) if i in g.outputs else max((pos[u] for u in g.users[i]), default=born)
+    return BufferRecord(v.name, g.bytes[i], offset, born, last, *producer,
+                        kind="view" if g.kind[i] == "view" else "inplace", alias_of=g.values[buf].name, region=region)
 
 
 def _plan(life: Lifetimes, mode: str, alignment: int, placement=None) -> MemoryPlan:
@@ -118,18 +117,24 @@ def dynamic_plan(program: Program, bindings: Mapping[str, int] | None = None,
     life = StepGraph(program, bindings).analyze()
     plan = _plan(life, "dynamic", alignment)
     core = PoolCore(chunk_bytes, alignment)
-    blocks, held = {}, 0
-    for ev in step_events(life):
-        for b in ev.allocs:
-            blocks[b] = core.allocate(life.graph.bytes[b])
-            held += blocks[b].size if life.kind(b) == "output" else 0
-        plan.pool.append(core.stats(held).as_dict())
-        for b in ev.frees:
-            core.free(blocks[b].chunk, blocks[b].start)
+    plan.pool = replay_pool(life, core)
     plan.arena_bytes = core.peak_reserved
     plan.arena_lower_bound_bytes = core.peak_in_use
     plan.peak_bytes = plan.fixed_bytes + core.peak_reserved
     return plan
+
+
+def replay_pool(life: Lifetimes, core: PoolCore) -> list[dict]:
+    """Runs the step events through `core` as the executor would; its stats after each step's allocations."""
+    blocks, held, timeline = {}, 0, []
+    for ev in step_events(life):
+        for b in ev.allocs:
+            blocks[b] = core.allocate(life.graph.bytes[b])
+            held += blocks[b].size if life.kind(b) == "output" else 0
+        timeline.append(core.stats(held).as_dict())
+        for b in ev.frees:
+            core.free(blocks[b].chunk, blocks[b].start)
+    return timeline
 
 
 def eager_plan(program: Program, bindings: Mapping[str, int] | None = None) -> MemoryPlan:
@@ -171,21 +176,24 @@ class PlanMemory(Pass):
     alignment: int = DEFAULT_ALIGNMENT
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
-        if self.mode not in MODES:
-            raise PassError(f"pass plan-memory: mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if self.alignment < 1 or self.alignment & (self.alignment - 1) or self.alignment > 4096:
-            raise PassError(f"pass plan-memory: alignment must be a power of two up to 4096, got {self.alignment}")
+        self._check_options()
         rw = Rewriter(program)
         for op in [op for op in program.body.ops if is_mem_op(op)]:
             rw.erase_op(op)
         bindings = hint_bindings(program, ctx.options.get("bindings"))
         if self.mode == "static":
-            ctx.report.memory = static_plan(program, bindings, self.alignment)
+            plan = static_plan(program, bindings, self.alignment)
         else:
             insert_mem_ops(program, StepGraph(program, bindings).analyze(), rw)
-            ctx.report.memory = dynamic_plan(program, bindings, self.alignment)
-        plan = ctx.report.memory
+            plan = dynamic_plan(program, bindings, self.alignment)
+        ctx.report.memory = plan
         ctx.log.notes.append(f"plan-memory ({self.mode}): peak {plan.peak_bytes} bytes, lower bound "
                              f"{plan.lower_bound_bytes}, naive {plan.naive_bytes}"
                              + (f" (symbols assumed {bindings})" if bindings else ""))
         return program
+
+    def _check_options(self) -> None:
+        if self.mode not in MODES:
+            raise PassError(f"pass plan-memory: mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.alignment < 1 or self.alignment & (self.alignment - 1) or self.alignment > 4096:
+            raise PassError(f"pass plan-memory: alignment must be a power of two up to 4096, got {self.alignment}")

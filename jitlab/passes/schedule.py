@@ -108,23 +108,17 @@ class DFS(Policy):
 def topological_order(g: StepGraph, deps: Dependences, policy: Policy) -> list[int]:
     """Kahn's algorithm over the non-lazy steps, asking `policy` for the next ready one."""
     indeg = [sum(not deps.lazy[p] for p in ps) for ps in deps.preds]
-    done = [False] * len(g.ops)
     order: list[int] = []
-
-    def emit(n: int) -> None:
-        done[n] = True
-        order.append(n)
-        policy.on_emit(n)
-
+    placed = [False] * len(g.ops)
     policy.push([n for n in range(len(g.ops)) if indeg[n] == 0 and not deps.lazy[n]])
     while policy:
         n = policy.pop()
-        for p in deps.preds[n]:
-            if not done[p]:
-                emit(p)
-        emit(n)
+        for m in [p for p in deps.preds[n] if not placed[p]] + [n]:
+            placed[m] = True
+            order.append(m)
+            policy.on_emit(m)
         policy.push([s for s in deps.succs[n] if _release(indeg, s)])
-    order.extend(n for n in range(len(g.ops)) if not done[n])
+    order.extend(n for n in range(len(g.ops)) if not placed[n])
     return order
 
 
