@@ -30,7 +30,9 @@ FIXED = ("input", "weight", "constant")
 
 def nbytes(t: TensorType, bindings: Mapping[str, int]) -> int:
     """Bytes of a value of type `t` under `bindings`, in Python ints (never overflows)."""
-    return math.prod(evaluate_shape(t.shape, bindings)) * t.dtype.itemsize
+    # Call-time bindings never make a dim negative (the signature check refuses them), but
+    # sizes assumed at compile time can (S-100 with S=64): such a value is taken as empty.
+    return math.prod(max(d, 0) for d in evaluate_shape(t.shape, bindings)) * t.dtype.itemsize
 
 
 def round_up(n: int, alignment: int) -> int:

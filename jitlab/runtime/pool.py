@@ -20,6 +20,7 @@ import itertools
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -60,8 +61,7 @@ class PoolStats:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(NamedTuple):
     """A handed-out block: chunk id, offset in the chunk, rounded size and requested size."""
 
     chunk: int

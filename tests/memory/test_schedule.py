@@ -125,3 +125,10 @@ def test_symbolic_programs_are_compared_at_assumed_sizes():
     assert record.peaks["memory"] == 64 * 8 * 4 * 2 + 64 * 4
     record = jl.compile(program, level="O1", bindings={"B": 2}).report.schedule
     assert record.bindings == {"B": 2} and record.peaks["memory"] == 2 * 8 * 4 * 2 + 2 * 4
+
+
+def test_assumed_sizes_that_make_a_dim_negative_count_as_empty():
+    program = jl.trace(lambda x: np.exp(x[100:]), jl.spec(("S",)))
+    exe = jl.compile(program, level="O2")                       # compared at S=64: S-100 < 0
+    assert exe.report.schedule.peaks["memory"] == 64 * 4
+    assert exe.dry_run({"x": (164,)}).lower_bound_bytes == 164 * 4 + 64 * 4     # exp in place
