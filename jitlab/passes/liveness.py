@@ -64,13 +64,12 @@ class StepGraph:
         self.ops = compute_steps(program)
         self.values: list[Value] = list(program.inputs) + [r for op in self.ops for r in op.results]
         index = {v: i for i, v in enumerate(self.values)}
-        self.index = index
         self.bytes = [nbytes(v.type, self.bindings) for v in self.values]
         self.kind = [_base_kind(v) for v in self.values]
         self.producer = [-1] * len(program.inputs) + [n for n, op in enumerate(self.ops) for _ in op.results]
         self.operands = [[index[v] for v in op.operands] for op in self.ops]
         self.results = [[index[r] for r in op.results] for op in self.ops]
-        self.users: list[list[int]] = [[] for _ in self.values]
+        self.users: list[list[int]] = [[] for _ in self.values]      # steps using each value, each once
         for n, operands in enumerate(self.operands):
             for v in dict.fromkeys(operands):
                 self.users[v].append(n)
@@ -86,12 +85,12 @@ class StepGraph:
             if op.has(Trait.VIEW):
                 for r in self.results[n]:
                     self.root[r] = self.root[self.operands[n][0]]
-        self.aliases: dict[int, list[int]] = {}
+        aliases: dict[int, list[int]] = {}
         for v, r in enumerate(self.root):
-            self.aliases.setdefault(r, []).append(v)
+            aliases.setdefault(r, []).append(v)
         self.root_kind: dict[int, str] = {}
         self.root_users: dict[int, list[int]] = {}
-        for r, members in self.aliases.items():
+        for r, members in aliases.items():
             kind = self.kind[r]
             if kind not in FIXED and any(v in self.outputs for v in members):
                 kind = "output"

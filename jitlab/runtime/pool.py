@@ -11,6 +11,12 @@ Two kinds of allocation:
   it) as long as it likes: the block returns to the pool only when the last numpy array
   over it is garbage, so a result is never overwritten under the caller's feet, and the
   next call can reuse memory that is already paged in instead of faulting in fresh pages.
+
+An executor frees temporaries where the program's mem.free ops say and calls `reset()`
+after each call (also a failed one): that returns whatever is left and merges the chunks
+the first call grew into one chunk as large as its peak, so later calls take nothing from
+the system. Live blocks are never moved (arrays point into them): defragmentation gives
+back chunks that are entirely free and replaces them by one chunk large enough.
 """
 
 from __future__ import annotations
