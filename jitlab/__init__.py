@@ -23,6 +23,7 @@ from .explore import explore
 from .frontend.jit import JitFunction, Spec, jit, spec, trace
 from .ir import Program, Sym, TensorType, parse, sym, verify
 from .report import CompileReport, MemoryPlan
+from .runtime.dryrun import dry_run
 from .runtime.executable import Executable
 
 __version__ = "0.1.0"
@@ -38,6 +39,6 @@ def load_ipython_extension(ipython) -> None:
 __all__ = ["CompileError", "CompileReport", "DTypeError", "Executable", "InputError", "JitFunction",
            "JitlabError", "MemoryPlan", "OutOfMemoryError", "ParseError", "PassError", "PluginError",
            "Program", "ShapeError", "Spec", "Sym", "TensorType", "TraceError", "UnknownOpError",
-           "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "explore", "jit", "opt", "parse", "spec",
-           "sym", "trace", "verify"]
+           "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "dry_run", "explore", "jit", "opt",
+           "parse", "spec", "sym", "trace", "verify"]
 __all__ += ["grad", "value_and_grad"]

@@ -11,6 +11,8 @@ from .passes import PassContext, PassManager, pipeline_for
 from .passes.manager import split_instrumentation
 from .progress import progress
 from .report import CompileReport, KernelRecord, snapshot
+from .runtime import memexec  # noqa: F401  (the interpreter's mem op handlers)
+from .runtime.dryrun import parse_bytes
 from .runtime.executable import Executable
 from .runtime.o1 import O1Runner
 from .runtime.reference import Interpreter
@@ -39,6 +41,8 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     if level not in LEVEL_NAMES:
         raise JitlabError(f"unknown level {level!r}; levels are {', '.join(LEVEL_NAMES)}")
     target = resolve_target(target)
+    memory_limit = options.pop("memory_limit", None)
+    memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
     start = time.perf_counter()
     report = CompileReport(program=program.name, level=level, target=target)
     instrumentation, options = split_instrumentation(options)
@@ -55,7 +59,10 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
         start = time.perf_counter()
         run = O1Runner(compiled, lower_groups(compiled, target, report, options))
         report.seconds["kernels"] = time.perf_counter() - start
-    return Executable(compiled, level, target, report, run, source=program)
+    exe = Executable(compiled, level, target, report, run, source=program, memory_limit=memory_limit)
+    if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
+        exe.check_memory({})      # static shapes: fail now, before anything runs
+    return exe
 
 
 def lower_groups(program: Program, target: str, report: CompileReport, options: dict) -> dict[int, Kernel]:

@@ -122,6 +122,9 @@ class ScheduleRecord:
     strategy: str
     peaks: dict[str, int] = field(default_factory=dict)
     orders: dict[str, list[int]] = field(default_factory=dict)
+    timelines: dict[str, list[int]] = field(default_factory=dict)   # live bytes per step, per order
+    bindings: dict[str, int] = field(default_factory=dict)          # symbol values the peaks assume
+    source: str = ""              # which candidate the memory-aware order came from
 
 
 @dataclass
@@ -137,6 +140,8 @@ class BufferRecord:
     producer_name: str = ""
     kind: str = "temp"            # input, output, weight, temp, view
     alias_of: str | None = None
+    region: str | None = None     # what `offset` counts from: "arena", or the output whose buffer a
+                                  # temporary borrows before that output is written (static plans)
 
 
 @dataclass
@@ -154,6 +159,10 @@ class MemoryPlan:
     heuristics: dict[str, int] = field(default_factory=dict)
     pool: list[dict[str, int]] = field(default_factory=list)  # per step pool stats (dynamic mode)
     bindings: dict[str, int] = field(default_factory=dict)
+    arena_bytes: int = 0          # static: the arena's size; dynamic: the pool's reserved peak
+    arena_lower_bound_bytes: int = 0   # largest live set of the buffers the arena or pool holds
+    fixed_bytes: int = 0          # inputs, weights and constants: live throughout, never allocated
+    order: list[int] = field(default_factory=list)            # op uid of each step
 
     def largest_live_at_peak(self, n: int = 5) -> list[BufferRecord]:
         if not self.live_bytes:

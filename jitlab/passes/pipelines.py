@@ -9,8 +9,8 @@ FUSE = ["mark-subgraphs", "fuse", "alias-views", "dce"]
 
 LEVELS: dict[str, list[str]] = {
     "O0": ["verify", "infer-shapes", "dce"],
-    "O1": ["verify", "infer-shapes", "dce", *SIMPLIFY, *FUSE],
-    "O2": ["verify", "infer-shapes", "dce", *SIMPLIFY, *FUSE],
+    "O1": ["verify", "infer-shapes", "dce", *SIMPLIFY, *FUSE, "schedule", "plan-memory{mode=dynamic}"],
+    "O2": ["verify", "infer-shapes", "dce", *SIMPLIFY, *FUSE, "schedule", "plan-memory{mode=static}"],
 }
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..ir.program import Program
-from ..report import CompileReport
+from ..report import CompileReport, MemoryPlan
 from .signature import check_dims_nonnegative, check_inputs
 
 Runner = Callable[[list[np.ndarray], dict[str, int]], Sequence[np.ndarray]]
@@ -17,7 +17,7 @@ class Executable:
     """Call it with numpy arrays (one per program input); it returns a tuple of arrays."""
 
     def __init__(self, program: Program, level: str, target: str, report: CompileReport, runner: Runner,
-                 source: Program | None = None):
+                 source: Program | None = None, memory_limit: int | None = None):
         self.program = program
         self.source = source if source is not None else program
         self.level, self.target = level, target
@@ -28,6 +28,7 @@ class Executable:
         types = [v.type for v in program.inputs]
         # Static programs check each argument with two comparisons; errors take the slow path.
         self._static = [(t.dtype, t.shape) for t in types] if all(t.is_static for t in types) else None
+        self.memory_limit = memory_limit      # bytes; a call whose planned peak is over it fails before running
 
     def _fast_inputs(self, args) -> list[np.ndarray] | None:
         if self._static is None or len(args) != len(self._static):
@@ -46,6 +47,7 @@ class Executable:
             key = tuple(sorted(bindings.items()))
             if key not in self._checked_bindings:
                 check_dims_nonnegative(self.program, bindings)
+                self.check_memory(bindings)
                 self._checked_bindings.add(key)
         return tuple(self._runner(arrays, bindings))
 
@@ -53,6 +55,21 @@ class Executable:
         from ..explore.reprs import executable_html
 
         return executable_html(self)
+
+    def dry_run(self, shapes: dict | None = None) -> MemoryPlan:
+        """The memory plan of a call with inputs of these shapes (by input name); nothing is
+        run or allocated, so the shapes may be far beyond this machine."""
+        from .dryrun import bindings_for_shapes, plan_for_level
+
+        return plan_for_level(self.program, self.level, bindings_for_shapes(self.program, shapes, self.input_names))
+
+    def check_memory(self, bindings: dict[str, int]) -> None:
+        """Raises OutOfMemoryError when a call with these symbol values would need more than memory_limit."""
+        if self.memory_limit is not None:
+            from .dryrun import check_budget, plan_for_level
+
+            check_budget(plan_for_level(self.program, self.level, bindings), self.memory_limit,
+                         f"@{self.program.name} at {self.level}")
 
     def __repr__(self) -> str:
         return (f"<Executable @{self.program.name} {self.level} on {self.target}: "

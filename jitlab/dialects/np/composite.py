@@ -24,16 +24,13 @@ def _axis_infer(ctx, types, attrs):
 
 
 def _softmax(x, axis):
-    if x.shape[axis] == 0:          # np.max has no identity; the result is empty anyway
-        return x.copy()
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    # initial=-inf: an empty axis has no max, and the result is empty anyway.
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))
     return (e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype)
 
 
 def _log_softmax(x, axis):
-    if x.shape[axis] == 0:
-        return x.copy()
-    shifted = x - np.max(x, axis=axis, keepdims=True)
+    shifted = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     return (shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))).astype(x.dtype)
 
 

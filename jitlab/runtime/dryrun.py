@@ -1,0 +1,116 @@
+"""Dry run and memory budget: a level's schedule, memory plan and peak for any input shapes,
+computed from types alone (nothing is run or allocated, so the shapes may be far larger
+than the machine), and the early OutOfMemoryError when the peak is over a limit."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from ..errors import InputError, JitlabError, OutOfMemoryError
+from ..ir.program import Program
+from ..ir.types import TensorType
+from ..passes.memory import dynamic_plan, eager_plan, static_plan
+from ..report import MemoryPlan
+from .signature import bind_symbols, check_dims_nonnegative
+
+PLANNERS = {"O0": eager_plan, "O1": dynamic_plan, "O2": static_plan}
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10**3, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6, "mib": 1 << 20,
+          "g": 1 << 30, "gb": 10**9, "gib": 1 << 30, "t": 1 << 40, "tb": 10**12, "tib": 1 << 40}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_bytes(limit: int | str) -> int:
+    """A byte count from an int or a string such as "4GiB", "512 MB" or "1.5G" (K/M/G/T are binary)."""
+    if isinstance(limit, bool) or not isinstance(limit, (int, str)):
+        raise JitlabError(f"memory_limit must be an int or a string like '4GiB', got {type(limit).__name__}")
+    if isinstance(limit, int):
+        value = limit
+    else:
+        m = _SIZE.match(limit)
+        if m is None or m.group(2).lower() not in _UNITS:
+            raise JitlabError(f"cannot read memory_limit {limit!r}: give a number and a unit "
+                              "(B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)")
+        value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise JitlabError(f"memory_limit must be positive, got {limit!r}")
+    return value
+
+
+def format_bytes(n: int) -> str:
+    """`n` bytes for people: 1536 -> '1.50 KiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n} B" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def bindings_for_shapes(program: Program, shapes: Mapping[str, Sequence[int]] | None,
+                        names: Sequence[str] | None = None) -> dict[str, int]:
+    """The symbol values that input `shapes` (by input name) give; static inputs may be left out."""
+    names = list(names or program.input_names)
+    shapes = dict(shapes or {})
+    unknown = sorted(set(shapes) - set(names))
+    if unknown:
+        raise InputError(f"dry run: @{program.name} has no input named {', '.join(map(repr, unknown))}; "
+                         f"its inputs are {', '.join(names)}")
+    types = [v.type for v in program.inputs]
+    given = [_shape_for(name, t, shapes.get(name)) for name, t in zip(names, types)]
+    bindings = bind_symbols(names, types, given, program.constraints)
+    check_dims_nonnegative(program, bindings)
+    return bindings
+
+
+def _shape_for(name: str, t: TensorType, shape: Sequence[int] | None) -> tuple[int, ...]:
+    if shape is None:
+        if not t.is_static:
+            raise InputError(f"dry run: input '{name}' is {t}; give its shape")
+        return t.shape
+    try:
+        dims = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise InputError(f"dry run: the shape of input '{name}' must be a tuple of ints, got {shape!r}") from None
+    if len(dims) != t.rank or any(d < 0 for d in dims):
+        raise InputError(f"dry run: input '{name}' is {t}, got shape {list(dims)}")
+    return dims
+
+
+def plan_for_level(program: Program, level: str, bindings: Mapping[str, int] | None = None) -> MemoryPlan:
+    """The memory plan that `level` executes `program` (already compiled for it) with."""
+    if level not in PLANNERS:
+        raise JitlabError(f"unknown level {level!r}; levels are {', '.join(PLANNERS)}")
+    return PLANNERS[level](program, bindings)
+
+
+def dry_run(program: Program, shapes: Mapping[str, Sequence[int]] | None = None, level: str = "O1",
+            target: str = "auto") -> MemoryPlan:
+    """Compiles `program`'s pipeline for `level` (passes only: no kernel is built) for the
+    shapes given, and returns its memory plan; nothing runs and nothing is allocated."""
+    from ..compiler import resolve_target
+    from ..passes import PassContext, PassManager, pipeline_for
+
+    if not isinstance(program, Program):
+        raise JitlabError(f"dry_run takes a jl.Program, got {type(program).__name__} (use exe.dry_run "
+                          "for an Executable)")
+    bindings = bindings_for_shapes(program, shapes)
+    ctx = PassContext(target=resolve_target(target), options={"bindings": bindings})
+    compiled = PassManager.parse(pipeline_for(level), verify_each=False, snapshots=False).run(program.clone(), ctx)
+    return plan_for_level(compiled, level, bindings)
+
+
+def check_budget(plan: MemoryPlan, limit: int, where: str) -> None:
+    """Raises OutOfMemoryError naming the peak and the largest live tensors when `plan` needs more than `limit`."""
+    if plan.peak_bytes <= limit:
+        return
+    largest = plan.largest_live_at_peak(5)
+    step = max(range(len(plan.live_bytes)), key=plan.live_bytes.__getitem__) if plan.live_bytes else 0
+    tensors = "; ".join(f"%{b.name} {format_bytes(b.bytes)} ({b.kind}"
+                        + (f", from {b.producer_name}" if b.producer_name else "") + ")" for b in largest)
+    shapes = ", ".join(f"{k}={v}" for k, v in sorted(plan.bindings.items()))
+    error = OutOfMemoryError(
+        f"{where}: the planned peak of {format_bytes(plan.peak_bytes)} ({plan.mode} plan"
+        + (f", {shapes}" if shapes else "") + f") is over the memory limit of {format_bytes(limit)}; "
+        f"largest tensors live at step {step}: {tensors or 'none'}")
+    error.peak_bytes, error.limit_bytes, error.plan = plan.peak_bytes, limit, plan
+    raise error

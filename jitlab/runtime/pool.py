@@ -1,0 +1,302 @@
+"""The memory pool of dynamic mode (O1): numpy arrays carved out of a few large chunks.
+
+`PoolCore` does the bookkeeping on offsets only (best fit over a free list, splitting,
+coalescing on free, growth by chunks, defragmentation); it never touches memory, which
+lets the dry run replay an execution's allocations for shapes that could never be
+allocated. `MemoryPool` backs the core with numpy chunks and hands out arrays.
+
+Two kinds of allocation:
+- `allocate` gives a temporary; the executor returns it with `free` after its last use.
+- `allocate_output` gives a result for the caller. The caller may keep it (or views of
+  it) as long as it likes: the block returns to the pool only when the last numpy array
+  over it is garbage, so a result is never overwritten under the caller's feet, and the
+  next call can reuse memory that is already paged in instead of faulting in fresh pages.
+
+An executor frees temporaries where the program's mem.free ops say and calls `reset()`
+after each call (also a failed one): that returns whatever is left and merges the chunks
+the first call grew into one chunk as large as its peak, so later calls take nothing from
+the system. Live blocks are never moved (arrays point into them): defragmentation gives
+back chunks that are entirely free and replaces them by one chunk large enough.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from ..errors import JitlabError
+
+DEFAULT_ALIGNMENT = 64
+DEFAULT_CHUNK_BYTES = 1 << 20
+PAGE = 4096            # chunk bases are page aligned, so any alignment up to a page holds for addresses
+
+
+class PoolError(JitlabError):
+    """Misuse of the memory pool: a free of a foreign array, a double free, a bad alignment."""
+
+
+def round_up(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment
+
+
+@dataclass
+class PoolStats:
+    """The pool's state at one moment, for the memory timeline."""
+
+    in_use: int            # bytes in blocks handed out (rounded to the alignment)
+    requested: int         # bytes the live blocks were asked for
+    reserved: int          # bytes in chunks taken from the system
+    peak_in_use: int
+    peak_reserved: int
+    largest_free: int
+    fragmentation: float   # 1 - largest free block / all free bytes (0 when nothing is free)
+    blocks: int            # live blocks
+    held: int              # bytes of results the caller still holds
+    chunks: int
+    system_allocs: int     # chunks ever taken from the system
+    system_frees: int      # chunks ever given back
+    defrags: int           # times fragmented free space was consolidated
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class Block(NamedTuple):
+    """A handed-out block: chunk id, offset in the chunk, rounded size and requested size."""
+
+    chunk: int
+    start: int
+    size: int
+    requested: int
+
+
+class PoolCore:
+    """Best-fit allocation over chunks of address space, with nothing behind the addresses."""
+
+    def __init__(self, chunk_bytes: int = DEFAULT_CHUNK_BYTES, alignment: int = DEFAULT_ALIGNMENT,
+                 on_grow: Callable[[int, int], None] | None = None, on_release: Callable[[int], None] | None = None):
+        _check_alignment(alignment)
+        self.chunk_bytes, self.alignment = chunk_bytes, alignment
+        self.on_grow = on_grow or (lambda chunk, size: None)        # called with each new chunk's id and size
+        self.on_release = on_release or (lambda chunk: None)        # called with each chunk given back
+        self.chunks: dict[int, int] = {}                      # chunk id -> size
+        self._ids = itertools.count()
+        self._by_size: list[tuple[int, int, int]] = []        # free (size, chunk, start), sorted
+        self._free_start: dict[tuple[int, int], int] = {}     # (chunk, start) -> size
+        self._free_end: dict[tuple[int, int], int] = {}       # (chunk, end) -> start
+        self.used: dict[tuple[int, int], Block] = {}
+        self.in_use = self.requested = self.peak_in_use = self.peak_reserved = 0
+        self.system_allocs = self.system_frees = self.defrags = 0
+
+    @property
+    def reserved(self) -> int:
+        return sum(self.chunks.values())
+
+    @property
+    def free_bytes(self) -> int:
+        return self.reserved - self.in_use
+
+    def allocate(self, nbytes: int, alignment: int | None = None) -> Block:
+        """A block of at least `nbytes` (at least one alignment unit) at an aligned offset."""
+        align = self.alignment if alignment is None else alignment
+        _check_alignment(align)
+        align = max(align, self.alignment)
+        size = round_up(max(nbytes, 1), self.alignment)
+        found = self._best_fit(size, align)
+        if found is None:
+            released = self._release_empty_chunks() if self.free_bytes >= size else 0
+            self.defrags += bool(released)
+            self._grow(max(size + align - self.alignment, released))
+            found = self._best_fit(size, align)
+        return self._take(found, size, align, nbytes)
+
+    def free(self, chunk: int, start: int) -> None:
+        block = self.used.pop((chunk, start), None)
+        if block is None:
+            raise PoolError(f"no live block at offset {start} of chunk {chunk} (freed twice?)")
+        self.in_use -= block.size
+        self.requested -= block.requested
+        self._add_free(chunk, start, block.size)
+
+    def consolidate(self) -> None:
+        """With nothing in use, replaces several chunks by one as large as the peak in use, so
+        the next run of the same program fits in one chunk without growing."""
+        if self.used or len(self.chunks) <= 1:
+            return
+        self._release_empty_chunks()
+        self._grow(round_up(self.peak_in_use, PAGE))
+        self.defrags += 1
+
+    def stats(self, held: int = 0) -> PoolStats:
+        free = self.free_bytes
+        largest = self._by_size[-1][0] if self._by_size else 0
+        return PoolStats(self.in_use, self.requested, self.reserved, self.peak_in_use, self.peak_reserved,
+                         largest, 1 - largest / free if free else 0.0, len(self.used), held, len(self.chunks),
+                         self.system_allocs, self.system_frees, self.defrags)
+
+    # -- internals -----------------------------------------------------------------
+    def _best_fit(self, size: int, align: int) -> tuple[int, int, int] | None:
+        """The smallest free block that holds `size` bytes at an `align`-ed offset."""
+        i = bisect.bisect_left(self._by_size, (size, -1, -1))
+        for entry in itertools.islice(self._by_size, i, None):
+            fsize, _, start = entry
+            if round_up(start, align) - start + size <= fsize:
+                return entry
+        return None
+
+    def _take(self, entry: tuple[int, int, int], size: int, align: int, nbytes: int) -> Block:
+        fsize, chunk, start = entry
+        self._remove_free(chunk, start, fsize)
+        begin = round_up(start, align)
+        if begin > start:
+            self._add_free(chunk, start, begin - start)
+        if begin + size < start + fsize:
+            self._add_free(chunk, begin + size, start + fsize - begin - size)
+        block = Block(chunk, begin, size, nbytes)
+        self.used[(chunk, begin)] = block
+        self.in_use += size
+        self.requested += nbytes
+        self.peak_in_use = max(self.peak_in_use, self.in_use)
+        return block
+
+    def _grow(self, size: int) -> int:
+        chunk = next(self._ids)
+        self.chunks[chunk] = max(self.chunk_bytes, round_up(size, PAGE))
+        self.system_allocs += 1
+        self.peak_reserved = max(self.peak_reserved, self.reserved)
+        self._add_free(chunk, 0, self.chunks[chunk])
+        self.on_grow(chunk, self.chunks[chunk])
+        return chunk
+
+    def _release_empty_chunks(self) -> int:
+        empty = [c for c, size in self.chunks.items() if self._free_start.get((c, 0)) == size]
+        released = 0
+        for c in empty:
+            self._remove_free(c, 0, self.chunks[c])
+            released += self.chunks.pop(c)
+            self.system_frees += 1
+            self.on_release(c)
+        return released
+
+    def _add_free(self, chunk: int, start: int, size: int) -> None:
+        end = start + size
+        right = self._free_start.get((chunk, end))
+        if right is not None:
+            self._remove_free(chunk, end, right)
+            end += right
+        left = self._free_end.get((chunk, start))
+        if left is not None:
+            self._remove_free(chunk, left, start - left)
+            start = left
+        self._free_start[(chunk, start)] = end - start
+        self._free_end[(chunk, end)] = start
+        bisect.insort(self._by_size, (end - start, chunk, start))
+
+    def _remove_free(self, chunk: int, start: int, size: int) -> None:
+        del self._free_start[(chunk, start)]
+        del self._free_end[(chunk, start + size)]
+        i = bisect.bisect_left(self._by_size, (size, chunk, start))
+        del self._by_size[i]
+
+    def free_blocks(self) -> list[tuple[int, int, int]]:
+        """Free (chunk, start, size) blocks, for checks and displays."""
+        return sorted((c, s, size) for (c, s), size in self._free_start.items())
+
+
+def _check_alignment(alignment: int) -> None:
+    if alignment < 1 or alignment & (alignment - 1) or alignment > PAGE:
+        raise PoolError(f"alignment must be a power of two up to {PAGE} bytes, got {alignment}")
+
+
+class _Lease:
+    """Owns one result block: arrays over it keep it alive, and with it the chunk's memory."""
+
+    __slots__ = ("__array_interface__", "chunk_memory", "__weakref__")
+
+
+class MemoryPool:
+    """Hands out numpy arrays from pooled chunks; see the module docstring for the two kinds."""
+
+    def __init__(self, chunk_bytes: int = DEFAULT_CHUNK_BYTES, alignment: int = DEFAULT_ALIGNMENT):
+        self.core = PoolCore(chunk_bytes, alignment, on_grow=self._new_chunk, on_release=self._drop_chunk)
+        self._memory: dict[int, np.ndarray] = {}
+        self._blocks: dict[int, tuple[Block, np.ndarray]] = {}   # id of a temporary -> its block and itself
+        self._released: list[Block] = []              # output blocks whose last array died
+        self._held: dict[tuple[int, int], Block] = {}
+
+    def allocate(self, shape: Sequence[int], dtype, alignment: int | None = None) -> np.ndarray:
+        """A temporary array; give it back with `free` when it is dead."""
+        block, array = self._carve(shape, dtype, alignment)
+        self._blocks[id(array)] = (block, array)
+        return array
+
+    def allocate_output(self, shape: Sequence[int], dtype, alignment: int | None = None) -> np.ndarray:
+        """An array for the caller: its block returns to the pool when the last array over it dies."""
+        self._collect()
+        dtype = np.dtype(dtype)
+        block = self.core.allocate(_nbytes(shape, dtype), alignment)
+        lease = _Lease()
+        lease.chunk_memory = self._memory[block.chunk]
+        address = lease.chunk_memory.__array_interface__["data"][0] + block.start
+        lease.__array_interface__ = {"shape": tuple(int(d) for d in shape), "typestr": dtype.str, "version": 3,
+                                     "data": (address, False)}
+        self._held[(block.chunk, block.start)] = block
+        weakref.finalize(lease, self._released.append, block)
+        return np.asarray(lease)
+
+    def free(self, array: np.ndarray) -> None:
+        """Returns a temporary to the pool: the very array `allocate` gave (not a view of it)."""
+        self._collect()
+        entry = self._blocks.pop(id(array), None)
+        if entry is None or entry[1] is not array:
+            raise PoolError("free of an array this pool did not hand out as a temporary, or freed twice")
+        self.core.free(entry[0].chunk, entry[0].start)
+
+    def reset(self) -> None:
+        """Frees every temporary (after a failed run, say) and merges the chunks into one when
+        nothing is in use; results the caller holds stay valid."""
+        self._collect()
+        for block, _ in self._blocks.values():
+            self.core.free(block.chunk, block.start)
+        self._blocks.clear()
+        self.core.consolidate()
+
+    def stats(self) -> PoolStats:
+        self._collect()
+        return self.core.stats(held=sum(b.size for b in self._held.values()))
+
+    def _carve(self, shape, dtype, alignment) -> tuple[Block, np.ndarray]:
+        self._collect()
+        dtype = np.dtype(dtype)
+        block = self.core.allocate(_nbytes(shape, dtype), alignment)
+        memory = self._memory[block.chunk][block.start:block.start + block.requested]
+        return block, memory.view(dtype).reshape(tuple(shape))
+
+    def _collect(self) -> None:
+        """Frees output blocks whose arrays died (finalizers only queue them: they may run at
+        any allocation, even in the middle of the pool's own bookkeeping)."""
+        while self._released:
+            block = self._released.pop()
+            del self._held[(block.chunk, block.start)]
+            self.core.free(block.chunk, block.start)
+
+    def _new_chunk(self, chunk: int, size: int) -> None:
+        raw = np.empty(size + PAGE, dtype=np.uint8)
+        skip = -raw.ctypes.data % PAGE
+        self._memory[chunk] = raw[skip:skip + size]
+
+    def _drop_chunk(self, chunk: int) -> None:
+        del self._memory[chunk]
+
+
+def _nbytes(shape: Sequence[int], dtype: np.dtype) -> int:
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return count * dtype.itemsize
