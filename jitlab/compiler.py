@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .backends.base import Kernel, get_backend
+from .backends.base import Kernel, backend_for_target, get_backend
 from .errors import JitlabError
 from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
@@ -79,7 +79,8 @@ def lower_groups(program: Program, target: str, report: CompileReport, options: 
                 record.reused_by.append(op.attrs["id"])
             else:
                 bar.step(f"group {op.attrs['id']}: " + ", ".join(_op_names(op)))
-                kernel = get_backend(op.attrs["backend"]).compile_group(op, options)
+                backend = get_backend(op.attrs["backend"]) if op.attrs["backend"] else backend_for_target(target)
+                kernel = backend.compile_group(op, options)
                 record = KernelRecord(key, kernel.backend, kernel.source, kernel.compile_seconds,
                                       kernel.cache_hit, kernel.miss_reason, op.attrs["id"], kernel.choice)
                 report.kernels.append(record)

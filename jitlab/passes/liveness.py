@@ -189,10 +189,13 @@ class Lifetimes:
     def live_bytes(self, size=None) -> list[int]:
         """Bytes live at each step (inputs, weights and constants included); `size(buf)` overrides sizes."""
         size = size or self.graph.bytes.__getitem__
-        delta = [0] * (len(self.order) + 1)
+        n = len(self.order)
+        delta = [0] * (n + 1)
         for buf in self.first:
+            if self.first[buf] >= n:       # a program with no steps has no live sets to count
+                continue
             delta[self.first[buf]] += size(buf)
-            delta[self.last[buf] + 1] -= size(buf)
+            delta[min(self.last[buf] + 1, n)] -= size(buf)
         live, total = [], 0
         for d in delta[:-1]:
             total += d

@@ -34,10 +34,10 @@ def test_dry_run_of_shapes_no_machine_has_allocates_nothing(level):
     constants = 3 * 4                             # 0.5, 2 and 0 as f32 scalars
     if level == "O0":                             # the interpreter keeps every value to the end
         assert plan.lower_bound_bytes == plan.naive_bytes == plan.peak_bytes == 8 * 4 * n + constants   # x, y and six results
-    else:                                         # two inputs and two buffers of N floats at the peak
-        assert plan.lower_bound_bytes == 16 * n + constants
+    else:                                         # one fused group: two inputs and its output (constants inlined)
+        assert plan.lower_bound_bytes == 12 * n
     if level == "O2":
-        assert plan.peak_bytes == 16 * n + constants
+        assert plan.peak_bytes == 12 * n
 
 
 def test_dry_run_equals_the_compile_time_plan_for_the_compiled_shapes():
@@ -73,7 +73,10 @@ def test_dry_run_of_a_program_per_level():
     eager = jl.dry_run(program, shapes, level="O0")
     assert eager.peak_bytes == eager.naive_bytes == eager.lower_bound_bytes
     static = jl.dry_run(program, shapes, level="O2")
-    assert static == jl.compile(program, level="O2").dry_run(shapes)
+    compiled = jl.compile(program, level="O2").dry_run(shapes)
+    # Each compilation makes its own group ops (fresh uids): compare everything but who produced what.
+    strip = lambda plan: [(b.name, b.bytes, b.offset, b.first, b.last, b.kind) for b in plan.buffers]  # noqa: E731
+    assert (static.peak_bytes, strip(static)) == (compiled.peak_bytes, strip(compiled))
     assert static.peak_bytes < eager.peak_bytes
     resnet, _ = models.resnet50(width=8, size=64)
     plan = jl.dry_run(jl.trace(resnet, jl.spec(("B", 3, 64, 64))), {"x": (1 << 16, 3, 64, 64)}, level="O2")
@@ -126,7 +129,7 @@ def test_budget_fails_at_call_time_for_symbolic_shapes_before_running():
     small = np.ones(256, np.float32)
     np.testing.assert_array_equal(exe(small, small)[0], models.chain(n=1)[0](small, small))
     big = np.ones(1 << 14, np.float32)
-    with pytest.raises(OutOfMemoryError, match=r"@chain at O2: the planned peak of 256.01 KiB \(static plan, "
+    with pytest.raises(OutOfMemoryError, match=r"@chain at O2: the planned peak of 192.00 KiB \(static plan, "
                                                r"N=16384\) is over the memory limit of 64.00 KiB"):
         exe(big, big)
     jitted = jl.jit(models.chain(n=1)[0], level="O1", memory_limit=1 << 14)

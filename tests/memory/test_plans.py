@@ -128,7 +128,8 @@ def test_dynamic_mode_ir_frees_right_after_the_last_use():
 
 def test_inputs_weights_and_outputs_are_never_freed():
     fn, args = models.build("layernorm", quick=True)
-    program = jl.compile(jl.trace(fn, *args), level="O1").program
+    unfused = "verify,infer-shapes,dce,schedule,plan-memory{mode=dynamic}"   # many temporaries to free
+    program = jl.compile(jl.trace(fn, *args), level="O1", passes=unfused).program
     freed = {op.operands[0] for op in program.body.ops if op.name == "mem.free"}
     assert freed and not freed & set(program.inputs) and not freed & set(program.outputs)
     assert all(v.op.name != "np.weight" for v in freed)
@@ -155,7 +156,8 @@ def test_outputs_that_are_inputs_views_weights_or_repeated():
     static, dynamic = check_levels(jl.trace(f, x), [x])
     kinds = {b.name: b.kind for b in static.report.memory.buffers}
     assert kinds["x"] == "input" and kinds["w"] == "weight"
-    assert {b.kind for b in static.report.memory.buffers if b.producer_name == "np.exp"} == {"output"}
+    exp_buffers = [b for b in static.report.memory.buffers if b.producer_name in ("np.exp", "jit.group")]
+    assert exp_buffers and {b.kind for b in exp_buffers} == {"output"}
     assert "mem.free" not in str(dynamic.program)
 
 

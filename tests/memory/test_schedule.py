@@ -101,10 +101,11 @@ def test_a_group_is_one_step_and_its_insides_are_its_own():
   func.return(%3)
 }
 """
-    exe = jl.compile(jl.parse(text), level="O2")
+    unfused = "verify,infer-shapes,schedule,plan-memory{mode=%s}"    # keep the hand-made group as it is
+    exe = jl.compile(jl.parse(text), level="O2", passes=unfused % "static")
     assert [b.name for b in exe.report.memory.buffers] == ["x", "0", "3"]
     assert len(exe.report.schedule.order) == 2
-    exe1 = jl.compile(jl.parse(text), level="O1")
+    exe1 = jl.compile(jl.parse(text), level="O1", passes=unfused % "dynamic")
     assert "mem.reuse(%0) {value = \"3\"}" in str(exe1.program)
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_allclose(exe1(x)[0], np.tanh(-np.exp(x)), rtol=1e-6)
@@ -122,9 +123,9 @@ def test_symbolic_programs_are_compared_at_assumed_sizes():
     program = jl.trace(lambda x: np.exp(x).sum(axis=1), jl.spec(("B", 8)))
     record = jl.compile(program, level="O1").report.schedule
     assert record.bindings == {"B": 64}
-    assert record.peaks["memory"] == 64 * 8 * 4 * 2 + 64 * 4
+    assert record.peaks["memory"] == 64 * 8 * 4 + 64 * 4          # exp and sum are one group: in and out
     record = jl.compile(program, level="O1", bindings={"B": 2}).report.schedule
-    assert record.bindings == {"B": 2} and record.peaks["memory"] == 2 * 8 * 4 * 2 + 2 * 4
+    assert record.bindings == {"B": 2} and record.peaks["memory"] == 2 * 8 * 4 + 2 * 4
 
 
 def test_assumed_sizes_that_make_a_dim_negative_count_as_empty():

@@ -51,7 +51,7 @@ def test_o1_lists_every_pass_and_matches_o0(name):
     program = jl.trace(fn, *args)
     exe = jl.compile(program, level="O1")
     records = exe.report.passes
-    assert [r.name for r in records] == LEVELS["O1"]
+    assert [r.name for r in records] == [name.split("{")[0] for name in LEVELS["O1"]]
     assert all(r.before and r.after for r in records)
     assert not any(op.has(jl.ir.Trait.COMPOSITE) for op in exe.program.walk())
     # Fused kernels sum float32 rows in another order than numpy's pairwise sums.

@@ -61,7 +61,7 @@ def test_one_o1_program_serves_every_batch_size():
         np.testing.assert_allclose(f(x, w), transformer_norm(x, w), rtol=1e-5, atol=1e-6)
     assert f.cache_size == 1
     passes = [r.name for r in f.last.report.passes]
-    assert passes == jl.passes.LEVELS["O1"]
+    assert passes == [name.split("{")[0] for name in jl.passes.LEVELS["O1"]]
     assert "np.mean" not in str(f.last.program) and "np.transpose" not in str(f.last.program)
 
 

@@ -134,6 +134,45 @@ class KernelSource:
 
     # -- values ---------------------------------------------------------------------
     def emit(self, value: Value, m: Map) -> str:
+        """The name holding `value` at map `m`, emitting whatever it needs first.
+
+        Dependencies are emitted bottom-up from an explicit stack, so a chain of
+        thousands of ops needs no deep recursion."""
+        for dep, dm in self._dependencies(value, m):
+            self._emit_one(dep, dm)
+        return self._emit_one(value, m)
+
+    def _operand_maps(self, op: Operation, m: Map) -> list[Map]:
+        reduced = _strength_reduce(op)
+        operands = op.operands[:1] if reduced is not None else op.operands
+        return [self._flat_map(v, m) for v in operands] if self.flat else operand_maps(op, m)[:len(operands)]
+
+    def _dependencies(self, value: Value, m: Map) -> list[tuple[Value, Map]]:
+        """Values (with maps) `value` needs that are not emitted yet, operands before users."""
+        order: list[tuple[Value, Map]] = []
+        seen: set = set()
+        stack = [(value, normalize(value, m), False)]
+        while stack:
+            v, vm, expanded = stack.pop()
+            key = (id(v), vm)
+            if expanded:
+                order.append((v, vm))
+                continue
+            if key in seen or self.lookup(key) is not None or not self._needs_operands(v, key):
+                continue
+            seen.add(key)
+            stack.append((v, vm, True))
+            for operand, om in zip(v.op.operands, self._operand_maps(v.op, vm)):
+                stack.append((operand, normalize(operand, om), False))
+        return order[:-1]
+
+    def _needs_operands(self, value: Value, key) -> bool:
+        if value in self.args or not isinstance(value, OpResult) or key in self.scratch:
+            return False
+        op = value.op
+        return not (op.has(Trait.CONSTANT) or op.has(Trait.REDUCTION))
+
+    def _emit_one(self, value: Value, m: Map) -> str:
         m = normalize(value, m)
         key = (id(value), m)
         found = self.lookup(key)
@@ -154,10 +193,9 @@ class KernelSource:
             raise CompileError(f"{op.name} result used before its reduction loop ran")
         reduced = _strength_reduce(op)
         if reduced is not None:
-            return self.emit(op.operands[0], m) if reduced == "x" else self._square(op, m, key)
+            return self._emit_one(op.operands[0], m) if reduced == "x" else self._square(op, m, key)
         rule = SCALAR_RULES.get(op.name)
-        maps = [self._flat_map(v, m) for v in op.operands] if self.flat else operand_maps(op, m)
-        operands = [self.emit(v, om) for v, om in zip(op.operands, maps)]
+        operands = [self._emit_one(v, om) for v, om in zip(op.operands, self._operand_maps(op, m))]
         if rule is None:                       # injective and view ops forward their operand
             return operands[0]
         needs = frozenset().union(*(self.vars_of.get(o, frozenset()) for o in operands))
@@ -183,8 +221,7 @@ class KernelSource:
         self.place(needs).add(f"{scratch}[{self._row_index()}] = {name}")
 
     def _square(self, op: Operation, m: Map, key) -> str:
-        base = self.emit(op.operands[0], (self._flat_map(op.operands[0], m) if self.flat
-                                          else operand_maps(op, m)[0]))
+        base = self._emit_one(op.operands[0], self._operand_maps(op, m)[0])
         return self.define(key, f"({base} * {base})", self.vars_of.get(base, frozenset()))
 
     def _flat_map(self, value: Value, m: Map) -> Map:
