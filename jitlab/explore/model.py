@@ -43,8 +43,10 @@ def producing_pass(report: CompileReport) -> dict[int, dict[str, str]]:
 
 def op_entry(node: OpNode, origin: dict[str, str] | None, rejected: str | None) -> dict[str, Any]:
     """What a view shows about one op on hover and selection."""
+    # A jit.group op stands for its group: the schedule and the memory plan name it, the graph draws the group.
+    group = int(node.attrs["id"]) if node.name == "jit.group" else node.group
     return {"uid": node.uid, "name": node.name, "results": node.results, "types": node.types,
-            "operands": node.operands, "attrs": node.attrs, "group": node.group, "loc": node.loc,
+            "operands": node.operands, "attrs": node.attrs, "group": group, "loc": node.loc,
             "view": node.view, "origin": origin or {"pass": "trace"}, "rejected": rejected}
 
 
