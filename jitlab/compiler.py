@@ -57,7 +57,11 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
             return Interpreter(compiled, bindings).run(arrays)
     else:
         start = time.perf_counter()
-        run = O1Runner(compiled, lower_groups(compiled, target, report, options))
+        run = None
+        if level == "O2" and report.memory is not None and report.memory.mode == "static":
+            run = backend_for_target(target).compile_program(compiled, report, options)
+        if run is None:
+            run = O1Runner(compiled, lower_groups(compiled, target, report, options))
         report.seconds["kernels"] = time.perf_counter() - start
     exe = Executable(compiled, level, target, report, run, source=program, memory_limit=memory_limit)
     if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):

@@ -55,6 +55,11 @@ class Backend:
     def compile_group(self, group: Operation, options: dict[str, Any]) -> Kernel:
         raise CompileError(f"the {self.name} backend cannot compile groups")
 
+    def compile_program(self, program, report, options: dict[str, Any]):
+        """O2: a runner for the whole scheduled, statically planned program, or None when
+        this backend has none (the program then runs group by group, as at O1)."""
+        return None
+
     # -- runtime hooks ----------------------------------------------------------------
     def allocate(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         return np.empty(shape, dtype)

@@ -74,6 +74,11 @@ class NumbaCPUBackend(Backend):
             return "matrix-vector products run as numpy library kernels"
         return None
 
+    def compile_program(self, program, report, options: dict[str, Any]):
+        from .o2 import compile_program
+
+        return compile_program(program, report, options)
+
     def compile_group(self, group: Operation, options: dict[str, Any]) -> Kernel:
         contraction = next((op for op in group.block.ops if op.has(Trait.CONTRACTION)), None)
         if contraction is not None:
@@ -94,17 +99,25 @@ FLAGS = {flags}
 """
 
 
+def module_header() -> str:
+    """The imports and flags every generated kernel module starts with."""
+    flags = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
+    return _MODULE_HEADER.format(helpers=", ".join(HELPER_NAMES), flags=flags)
+
+
 def _module_source(group: Operation, par: str, seq: str) -> str:
     ops = ", ".join(op.name for op in group.block.ops if not op.has(Trait.TERMINATOR))
-    flags = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
     decorator = '@njit({}fastmath=FLAGS, error_model="numpy", cache=True)'
-    return (f'"""jit.group {group.attrs["id"]} ({group.attrs["key"]}): {ops}."""\n\n'
-            + _MODULE_HEADER.format(helpers=", ".join(HELPER_NAMES), flags=flags)
+    return (f'"""jit.group {group.attrs["id"]} ({group.attrs["key"]}): {ops}."""\n\n' + module_header()
             + f"\n\n{decorator.format('parallel=True, ')}\n{par}\n\n\n{decorator.format('')}\n{seq}\n")
 
 
 def _key_parts(group: Operation, signature: str, source: str) -> dict[str, str]:
-    return {"structure": group.attrs["key"], "signature": signature, "backend": "numba_cpu",
+    return _key_parts_for(group.attrs["key"], signature, source)
+
+
+def _key_parts_for(structure: str, signature: str, source: str) -> dict[str, str]:
+    return {"structure": structure, "signature": signature, "backend": "numba_cpu",
             "source": hashlib.sha256(source.encode()).hexdigest()[:16],
             "versions": f"jitlab {__version__}, numba {numba.__version__}, llvmlite {llvmlite.__version__}, "
                         f"numpy {np.__version__}"}
@@ -240,7 +253,7 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
     operand_index = [block.args.index(v) for v in con.operands]
     has_epilogue = any(op is not con and not op.has(Trait.TERMINATOR) for op in block.ops)
     gen = _Generated(group, block, {con.result: "m0"}, options) if has_epilogue else None
-    in_place = _epilogue_target(con, outputs)
+    in_place = epilogue_target(con, outputs)
     result_shape = con.result.type.shape
     result_dtype = con.result.type.dtype
 
@@ -263,7 +276,7 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
                   gen.cache_hit if gen else True, gen.miss_reason if gen else "", choice)
 
 
-def _epilogue_target(con: Operation, outputs: list[Value]) -> int | None:
+def epilogue_target(con: Operation, outputs: list[Value]) -> int | None:
     """An output the contraction may be written into and the epilogue update in place:
     same shape and dtype, and the contraction result read only elementwise at the same index."""
     for user in con.result.users:

@@ -30,23 +30,34 @@ def _im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
                         cols[row, y * ow + xx] = x[c, src_y, src_x] if inside else 0
 
 
-def conv2d_into(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides, pads, dilations, groups: int) -> None:
-    """NCHW convolution by im2col + one BLAS call per image and group, written into `out`."""
+@njit(cache=True)
+def conv2d_nb(x, w, out, sh, sw, ph, pw, dh, dw, groups):
+    """NCHW convolution by im2col + one BLAS call per image and group, written into `out`;
+    a 1x1 kernel with stride 1 and no padding reads the image directly."""
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
-    _, _, oh, ow = out.shape
+    oh, ow = out.shape[2], out.shape[3]
     og = o // groups
-    direct = kh == kw == 1 and strides == (1, 1) and pads == (0, 0, 0, 0)
-    cols = None if direct else np.empty((cg * kh * kw, oh * ow), x.dtype)
+    direct = kh == 1 and kw == 1 and sh == 1 and sw == 1 and ph == 0 and pw == 0
+    cols = np.empty((cg * kh * kw, oh * ow), x.dtype)
+    # Integer indices on leading dims of C-contiguous reshapes keep every operand contiguous: no copies.
+    images = x.reshape(n, groups, cg, h, wd)
+    flat_images = x.reshape(n, groups, cg, h * wd)
     wmat = w.reshape(groups, og, cg * kh * kw)
-    out_view = out.reshape(n, groups, og, oh * ow)
+    results = out.reshape(n, groups, og, oh * ow)
     for b in range(n):
         for g in range(groups):
-            image = x[b, g * cg:(g + 1) * cg]
             if direct:
-                source = image.reshape(cg, h * wd)
+                np.dot(wmat[g], flat_images[b, g], results[b, g])
             else:
-                _im2col(image, kh, kw, strides[0], strides[1], pads[0], pads[1], dilations[0], dilations[1],
-                        oh, ow, cols)
-                source = cols
-            np.matmul(wmat[g], source, out=out_view[b, g])
+                _im2col(images[b, g], kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols)
+                np.dot(wmat[g], cols, results[b, g])
+
+
+def conv2d_into(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides, pads, dilations, groups: int) -> None:
+    """The conv2d library kernel; pads are (top, left, bottom, right) and must be symmetric here."""
+    if pads[0] != pads[2] or pads[1] != pads[3]:
+        x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+        pads = (0, 0, 0, 0)
+    conv2d_nb(x, np.ascontiguousarray(w), out, strides[0], strides[1], pads[0], pads[1], dilations[0],
+              dilations[1], groups)

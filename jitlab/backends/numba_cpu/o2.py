@@ -1,0 +1,76 @@
+"""Compiling a whole program for O2: its segments as one cached module, and the runner."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+import numba
+import numpy as np
+
+from ...ir.opdef import Trait
+from ...ir.program import Program
+from ...report import CompileReport, KernelRecord
+from ...runtime.kernel_cache import default_cache
+from ...runtime.o2 import O2Runner
+from .backend import _compile_or_recover, _key_parts_for, is_readonly
+from .whole_graph import Fallback, Segment, whole_graph
+
+
+def _signature(program: Program, seg: Segment) -> tuple:
+    values = {v.name: v for v in program.inputs}
+    for op in program.body.ops:
+        values.update({r.name: r for r in op.results})
+    sig = []
+    for p in seg.params:
+        if p == "arena":
+            sig.append(numba.types.Array(numba.uint8, 1, "C"))
+        elif p == "offsets":
+            sig.append(numba.types.Array(numba.int64, 1, "C"))
+        elif p.startswith("s:"):
+            sig.append(numba.types.int64)
+        else:
+            v = values[p[2:]]
+            sig.append(numba.types.Array(numba.from_dtype(v.type.dtype), v.type.rank, "C", readonly=is_readonly(v)))
+    return tuple(sig)
+
+
+def _constants(program: Program) -> dict[str, np.ndarray]:
+    out = {}
+    for op in program.body.ops:
+        if op.name == "np.weight":
+            out[op.result.name] = np.asarray(program.weights[op.attrs["name"]], order="C")
+        elif op.has(Trait.CONSTANT):
+            out[op.result.name] = np.asarray(op.attrs["value"].array, order="C")
+    return out
+
+
+def compile_program(program: Program, report: CompileReport, options: dict[str, Any]) -> O2Runner:
+    """Generates, caches and compiles the segments of `program`; the report says what fell back."""
+    from ...passes.memory import static_plan
+
+    start = time.perf_counter()
+    graph = whole_graph(program, report.memory)
+    parts = _key_parts_for("program:" + hashlib.sha256(graph.source.encode()).hexdigest()[:16], "", graph.source)
+    entry = (options.get("cache") or default_cache()).load(parts, graph.source)
+    segments = [item for item in graph.items if isinstance(item, Segment)]
+    for seg in segments:
+        _compile_or_recover(getattr(entry.module, seg.name), _signature(program, seg), entry.module.__file__)
+    fallbacks = [item for item in graph.items if isinstance(item, Fallback)]
+    for item in fallbacks:
+        report.warnings.append(f"O2: {item.op.name} (%{item.op.results[0].name}) falls back to numpy: {item.reason}")
+    report.stats["o2_segments"] = len(segments)
+    report.stats["o2_fallbacks"] = len(fallbacks)
+    report.kernels.append(KernelRecord(parts["structure"], "numba_cpu", graph.source, time.perf_counter() - start,
+                                       entry.hit, entry.miss_reason, None,
+                                       f"O2: {len(segments)} compiled segment(s), {len(fallbacks)} numpy fallback(s)"))
+    bindings = dict(report.memory.bindings) if report.memory else {}
+    compile_time = {tuple(sorted(bindings.items())): report.memory}
+
+    def planner(b: dict[str, int]):
+        key = tuple(sorted(b.items()))
+        return compile_time[key] if key in compile_time else static_plan(program, b)
+
+    return O2Runner(program, graph.items, entry.module, graph.buffer_index, report.memory, planner,
+                    _constants(program))

@@ -1,0 +1,286 @@
+"""O2 on the CPU: the scheduled program as generated numba functions over one arena.
+
+The static memory plan gives every intermediate an offset in one byte arena (or in an
+output buffer it borrows). Each maximal run of ops that compile — fused groups,
+contractions with their epilogues (BLAS from inside numba), views — becomes one
+`segment` function: a call enters compiled code once for the whole run. An op that
+cannot be compiled ends a segment; it runs with numpy between segments, and the
+report says which op and why. Offsets and symbolic sizes are arguments, so one
+compiled segment serves every binding of the program's symbols.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ...ir.core import Operation, OpResult, Value
+from ...ir.opdef import Trait
+from ...ir.program import Program
+from ...ir.shapes import Sym
+from ...report import BufferRecord, MemoryPlan
+from .backend import PARALLEL_THRESHOLD, epilogue_target, module_header
+from .codegen import generate
+
+
+@dataclass
+class Segment:
+    """One generated function and what to pass it."""
+
+    name: str
+    ops: list[Operation]
+    params: list[str]                       # "arena", "offsets", "v:<value>", "s:<symbol>"
+    fn: object = None
+
+
+@dataclass
+class Fallback:
+    """An op O2 cannot compile: it runs with numpy between segments."""
+
+    op: Operation
+    reason: str
+
+
+@dataclass
+class WholeGraph:
+    """The program as segments and fallbacks in order, with the source of every segment."""
+
+    items: list = field(default_factory=list)
+    source: str = ""
+    buffer_index: dict[str, int] = field(default_factory=dict)   # value name -> slot in the offsets array
+
+
+def why_not_compiled(op: Operation) -> str | None:
+    """None if O2 compiles this top-level op into a segment, else why it stays outside."""
+    if op.name == "jit.group":
+        con = next((o for o in op.block.ops if o.has(Trait.CONTRACTION)), None)
+        if con is not None and con.name == "np.matmul" and not _dot_ok(con):
+            return "a batched matmul with broadcast batch dims has no single BLAS call"
+        return None
+    if op.has(Trait.VIEW) or op.has(Trait.CONSTANT) or op.name in ("np.weight", "func.return"):
+        return None
+    return f"{op.name} has no compiled kernel; it runs with numpy between compiled segments"
+
+
+def _dot_ok(con: Operation) -> bool:
+    a, b = (v.type for v in con.operands)
+    return a.rank >= 2 and b.rank == 2 or (a.rank == b.rank and a.shape[:-2] == b.shape[:-2])
+
+
+def _sym(d, prefix: str = "s_") -> str:
+    """A dim as a numba expression over the symbol parameters."""
+    if not isinstance(d, Sym):
+        return str(int(d))
+    terms = []
+    for mono, coeff in d.terms:
+        factors = [str(coeff)] + [prefix + s for s in mono]
+        terms.append("*".join(factors))
+    return "(" + " + ".join(terms) + ")"
+
+
+def _shape(t) -> str:
+    dims = [_sym(d) for d in t.shape]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _size(t) -> str:
+    return " * ".join([_sym(d) for d in t.shape] + [str(t.dtype.itemsize)])
+
+
+class _Builder:
+    """Emits the segments of one program."""
+
+    def __init__(self, program: Program, plan: MemoryPlan):
+        self.program = program
+        self.buffers: dict[str, BufferRecord] = {b.name: b for b in plan.buffers}
+        self.graph = WholeGraph()
+        self.kernels: dict[str, str] = {}          # group key -> function name prefix
+        self.plans: dict[str, tuple] = {}          # group key -> (loop plan, flat)
+        self.sources: list[str] = []
+        self.symbols = sorted({s for v in program.inputs for s in v.type.symbols})
+        self.outputs = {v.name for v in program.outputs}
+
+    def build(self) -> WholeGraph:
+        run: list[Operation] = []
+        for op in self.program.body.ops:
+            if op.has(Trait.TERMINATOR):
+                continue
+            reason = why_not_compiled(op)
+            if reason is None:
+                run.append(op)
+                continue
+            self._close(run)
+            run = []
+            self.graph.items.append(Fallback(op, reason))
+        self._close(run)
+        self.graph.source = "\n\n\n".join(self.sources) + "\n"
+        return self.graph
+
+    def _close(self, ops: list[Operation]) -> None:
+        work = [op for op in ops if op.name == "jit.group" or op.has(Trait.VIEW)]
+        if not work:
+            return
+        name = f"segment{sum(isinstance(i, Segment) for i in self.graph.items)}"
+        seg = Segment(name, ops, [])
+        self.graph.items.append(seg)
+        self.sources.append(_SegmentSource(self, seg).render())
+
+
+class _SegmentSource:
+    """The source of one segment function."""
+
+    def __init__(self, builder: _Builder, seg: Segment):
+        self.b, self.seg = builder, seg
+        self.lines: list[str] = []
+        self.local: dict[str, str] = {}           # value name -> local variable
+        self.external: list[str] = []             # value names passed in
+
+    def render(self) -> str:
+        for op in self.seg.ops:
+            if op.name == "jit.group":
+                self._group(op)
+            elif op.has(Trait.VIEW):
+                src = self.array(op.operands[0])
+                self._define(op.result, f"{src}.reshape({_shape(op.result.type)})")
+        params = ["arena", "offsets"] + [f"v:{n}" for n in self.external] + [f"s:{s}" for s in self.b.symbols]
+        self.seg.params = params
+        names = ["arena", "offsets"] + [self._param(n) for n in self.external] + [f"s_{s}" for s in self.b.symbols]
+        header = f"@njit(fastmath=FLAGS, error_model=\"numpy\", cache=True)\ndef {self.seg.name}({', '.join(names)}):"
+        return header + "\n" + "\n".join("    " + line for line in self.lines or ["pass"])
+
+    @staticmethod
+    def _param(name: str) -> str:
+        return "p_" + name.replace(".", "_").replace("$", "_")
+
+    def _define(self, value: Value, expr: str) -> str:
+        var = f"t_{len(self.local)}"
+        self.lines.append(f"{var} = {expr}")
+        self.local[value.name] = var
+        return var
+
+    def array(self, value: Value) -> str:
+        """The local holding `value`'s array: passed in, or a view into the arena or an output."""
+        if value.name in self.local:
+            return self.local[value.name]
+        record = self.b.buffers.get(value.name)
+        producer = value.op if isinstance(value, OpResult) else None
+        produced_here = producer is not None and producer in self.seg.ops
+        if not produced_here or record is None or record.kind in ("input", "weight", "constant") \
+                or record.kind == "output" or (producer is not None and producer.has(Trait.CONSTANT)):
+            if value.name not in self.external:
+                self.external.append(value.name)
+            self.local[value.name] = self._param(value.name)
+            return self.local[value.name]
+        return self._place(value, record)
+
+    def _place(self, value: Value, record: BufferRecord) -> str:
+        if record.alias_of is not None:
+            source = next(v for v in self._values() if v.name == record.alias_of)
+            return self._define(value, f"{self.array(source)}.reshape({_shape(value.type)})")
+        slot = self.b.graph.buffer_index.setdefault(value.name, len(self.b.graph.buffer_index))
+        base = "arena" if record.region in (None, "arena") else f"{self.array(self._value(record.region))}" \
+            ".reshape(-1).view(np.uint8)"
+        dtype = f"np.{value.type.dtype.name}"
+        return self._define(value, f"{base}[offsets[{slot}]:offsets[{slot}] + {_size(value.type)}]"
+                                   f".view({dtype}).reshape({_shape(value.type)})")
+
+    def _values(self):
+        yield from self.b.program.inputs
+        for op in self.b.program.body.ops:
+            yield from op.results
+
+    def _value(self, name: str) -> Value:
+        return next(v for v in self._values() if v.name == name)
+
+    # -- groups ---------------------------------------------------------------------
+    def _group(self, op: Operation) -> None:
+        ins = [self.array(v) for v in op.operands]
+        outs = [self.array(r) for r in op.results]
+        con = next((o for o in op.block.ops if o.has(Trait.CONTRACTION)), None)
+        extra: list[str] = []
+        if con is not None:
+            extra = [self._contraction(op, con, ins, outs)]
+            if not any(o is not con and not o.has(Trait.TERMINATOR) for o in op.block.ops):
+                return
+        prefix = self._kernel(op, {con.result: "m0"} if con is not None else {})
+        dims, size = self._dims(op, con)
+        arrays = ins + outs + extra
+        if self.b.plans[op.attrs["key"]][1]:          # a flat kernel reads every array 1-D
+            arrays = [f"{a}.reshape(-1)" for a in arrays]
+        args = ", ".join(arrays + dims)
+        if isinstance(size, int):
+            which = "par" if size >= PARALLEL_THRESHOLD else "seq"
+            self.lines.append(f"{prefix}_{which}({args})")
+        else:
+            self.lines.append(f"if {size} >= {PARALLEL_THRESHOLD}:")
+            self.lines.append(f"    {prefix}_par({args})")
+            self.lines.append("else:")
+            self.lines.append(f"    {prefix}_seq({args})")
+
+    def _kernel(self, op: Operation, materialized: dict) -> str:
+        key = op.attrs["key"]
+        if key not in self.b.kernels:
+            prefix = f"g{len(self.b.kernels)}"
+            par, seq, plan, flat = generate(op.block, prefix, materialized)
+            self.b.kernels[key] = prefix
+            self.b.plans[key] = (plan, flat)
+            self.b.sources.append(_decorate(par, True) + "\n\n\n" + _decorate(seq, False))
+        return self.b.kernels[key]
+
+    def _dims(self, op: Operation, con) -> tuple[list[str], object]:
+        plan, flat = self.b.plans[op.attrs["key"]]
+        if flat:
+            t = op.results[0].type
+            size = math.prod(t.shape) if t.is_static else " * ".join(_sym(d) for d in t.shape)
+            return [_sym(size) if isinstance(size, int) else f"({size})"], size
+        dims = [_sym(d) for d in plan.space]
+        static = all(not isinstance(d, Sym) for d in plan.space)
+        return dims, (math.prod(int(d) for d in plan.space) if static else " * ".join(dims) or "1")
+
+    def _contraction(self, group: Operation, con: Operation, ins: list[str], outs: list[str]) -> str:
+        block = group.block
+        a, b = (ins[block.args.index(v)] for v in con.operands)
+        outputs = list(block.last_op.operands)
+        if con.result in outputs:
+            dst = outs[outputs.index(con.result)]
+        else:
+            k = epilogue_target(con, outputs)
+            if k is not None:
+                dst = outs[k]
+            else:
+                dst = f"m_{len(self.lines)}"
+                self.lines.append(f"{dst} = np.empty({_shape(con.result.type)}, np.{con.result.type.dtype.name})")
+        if con.name == "np.conv2d":
+            at = con.attrs
+            self.lines.append(f"conv2d_nb({a}, {b}, {dst}, {at['strides'][0]}, {at['strides'][1]}, {at['pads'][0]}, "
+                              f"{at['pads'][1]}, {at['dilations'][0]}, {at['dilations'][1]}, {at['groups']})")
+        else:
+            self.lines.append(_dot(a, b, dst, con))
+        return dst
+
+
+def _dot(a: str, b: str, dst: str, con: Operation) -> str:
+    ta, tb = (v.type for v in con.operands)
+    if ta.rank == 2 and tb.rank == 2:
+        return f"np.dot({a}, {b}, {dst})"
+    if tb.rank == 2:        # (..., M, K) @ (K, N): one call over the flattened leading dims
+        k, n = _sym(ta.shape[-1]), _sym(tb.shape[-1])
+        return f"np.dot({a}.reshape(-1, {k}), {b}, {dst}.reshape(-1, {n}))"
+    m, k, n = _sym(ta.shape[-2]), _sym(ta.shape[-1]), _sym(tb.shape[-1])
+    return (f"for _i in range({a}.reshape(-1, {m}, {k}).shape[0]):\n"
+            f"        np.dot({a}.reshape(-1, {m}, {k})[_i], {b}.reshape(-1, {k}, {n})[_i], "
+            f"{dst}.reshape(-1, {m}, {n})[_i])")
+
+
+def _decorate(src: str, parallel: bool) -> str:
+    flags = "parallel=True, " if parallel else ""
+    return f"@njit({flags}fastmath=FLAGS, error_model=\"numpy\", cache=True)\n{src}"
+
+
+def whole_graph(program: Program, plan: MemoryPlan) -> WholeGraph:
+    """Segments and fallbacks for a scheduled, statically planned program."""
+    graph = _Builder(program, plan).build()
+    graph.source = (f'"""O2 segments of @{program.name}."""\n\n' + module_header()
+                    + "from jitlab.backends.numba_cpu.library import conv2d_nb  # noqa: F401\n\n\n" + graph.source)
+    return graph
+

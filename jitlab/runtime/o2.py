@@ -1,0 +1,111 @@
+"""The O2 executor: compiled segments over one arena, numpy fallbacks between them.
+
+Per binding of the program's symbols it keeps the static memory plan, the arena it
+sizes and the offsets array the segments read. A call passes each segment the arena,
+the offsets, the arrays it reads from outside (inputs, weights, earlier results) and
+the symbol values; values a fallback op needs are viewed straight out of the arena.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..ir.core import Value
+from ..ir.program import Program
+from ..ir.shapes import evaluate_shape
+from ..report import MemoryPlan
+from .o1 import _Buffers
+from .reference import concrete_attrs
+
+
+class _Layout:
+    """The plan, arena and offsets for one binding of the symbols."""
+
+    def __init__(self, plan: MemoryPlan, buffer_index: dict[str, int]):
+        self.plan = plan
+        self.records = {b.name: b for b in plan.buffers}
+        self.arena = np.empty(max(plan.arena_bytes, 1), np.uint8)
+        self.offsets = np.zeros(max(len(buffer_index), 1), np.int64)
+        for name, slot in buffer_index.items():
+            self.offsets[slot] = self.records[name].offset or 0       # zero-byte buffers have no offset
+
+
+class O2Runner:
+    """Runs the items of a WholeGraph: segment functions and fallback ops, in order."""
+
+    def __init__(self, program: Program, items: Sequence, module, buffer_index: dict[str, int],
+                 plan: MemoryPlan, planner: Callable[[dict[str, int]], MemoryPlan],
+                 constants: dict[str, np.ndarray]):
+        self.program = program
+        self.values: dict[str, Value] = {v.name: v for v in program.inputs}
+        for op in program.body.ops:
+            self.values.update({r.name: r for r in op.results})
+        self.steps = [(getattr(module, item.name), [tuple(p.split(":", 1)) if ":" in p else (p, p)
+                                                    for p in item.params])
+                      if hasattr(item, "params") else item for item in items]
+        self.buffer_index = buffer_index
+        self.planner = planner
+        self.constants = constants
+        self.layouts: dict[tuple, _Layout] = {}
+        self.input_names = [v.name for v in program.inputs]
+        self.output_names = [v.name for v in program.outputs]
+        produced = {r.name for item in items if hasattr(item, "ops") for op in item.ops for r in op.results}
+        # Root output buffers the segments write: program outputs, and buffers that outputs view.
+        roots = [b.name for b in plan.buffers if b.kind == "output" and b.alias_of is None]
+        self.owned = [n for n in roots if n in produced]
+        self.out_buffers = _Buffers([self.values[n] for n in self.owned])
+
+    def layout(self, bindings: dict[str, int]) -> _Layout:
+        key = tuple(sorted(bindings.items()))
+        if key not in self.layouts:
+            self.layouts[key] = _Layout(self.planner(bindings), self.buffer_index)
+        return self.layouts[key]
+
+    def __call__(self, arrays: list[np.ndarray], bindings: dict[str, int]) -> list[np.ndarray]:
+        layout = self.layout(bindings)
+        env: dict[str, np.ndarray] = dict(self.constants)
+        for name, a in zip(self.input_names, arrays):
+            env[name] = a if a.flags.c_contiguous and a.flags.writeable else np.array(a, order="C")
+        env.update(zip(self.owned, self.out_buffers.get(bindings)))
+        for step in self.steps:
+            if isinstance(step, tuple):
+                fn, params = step
+                fn(*[self._arg(p, env, layout, bindings) for p in params])
+            else:
+                self._fallback(step.op, env, layout, bindings)
+        return [self._value(n, env, layout, bindings).copy() if n in self.constants
+                else self._value(n, env, layout, bindings) for n in self.output_names]
+
+    def _arg(self, param: tuple[str, str], env, layout: _Layout, bindings):
+        kind, name = param
+        if kind == "arena":
+            return layout.arena
+        if kind == "offsets":
+            return layout.offsets
+        return bindings[name] if kind == "s" else self._value(name, env, layout, bindings)
+
+    def _value(self, name: str, env, layout: _Layout, bindings) -> np.ndarray:
+        """A value's array: given, produced by a fallback, or viewed where the plan put it."""
+        if name in env:
+            return env[name]
+        record = layout.records[name]
+        t = self.values[name].type
+        shape = evaluate_shape(t.shape, bindings)
+        if record.alias_of is not None:
+            array = self._value(record.alias_of, env, layout, bindings).reshape(shape)
+        else:
+            base = layout.arena if record.region in (None, "arena") else \
+                self._value(record.region, env, layout, bindings).reshape(-1).view(np.uint8)
+            n = int(np.prod(shape, dtype=np.int64)) * t.dtype.itemsize
+            offset = record.offset or 0
+            array = base[offset:offset + n].view(t.dtype).reshape(shape)
+        env[name] = array
+        return array
+
+    def _fallback(self, op, env, layout: _Layout, bindings) -> None:
+        args = [self._value(v.name, env, layout, bindings) for v in op.operands]
+        out = op.opdef.reference(*args, **concrete_attrs(op.attrs, bindings))
+        for r, value in zip(op.results, out if isinstance(out, (tuple, list)) else (out,)):
+            env[r.name] = value

@@ -1,0 +1,92 @@
+"""O2: whole programs as compiled segments over one arena, equal to O0."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import jitlab as jl
+from jitlab.bench import models
+from tests.programs import assert_same, programs
+
+rng = np.random.default_rng(3)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+
+
+def check(program, inputs, rtol=2e-5, atol=1e-5):
+    expected = jl.compile(program, level="O0")(*inputs)
+    exe = jl.compile(program, level="O2")
+    assert_same(exe(*inputs), expected, rtol=rtol, atol=atol)
+    assert_same(exe(*inputs), expected, rtol=rtol, atol=atol)        # the arena is reused safely
+    return exe
+
+
+@settings(max_examples=20)
+@given(programs(max_ops=8, special_values=True))
+def test_random_programs_match_o0(case):
+    check(case.program, case.inputs)
+
+
+@pytest.mark.parametrize("name", ["chain", "tanh_gelu", "softmax", "layernorm", "mlp", "tiny_chain"])
+def test_bench_programs_are_one_compiled_call(name):
+    fn, args = models.build(name, quick=True)
+    exe = check(jl.trace(fn, *args), args, rtol=1e-4, atol=1e-4)
+    assert exe.report.stats["o2_segments"] == 1 and exe.report.stats["o2_fallbacks"] == 0
+    assert exe.report.memory.mode == "static"
+
+
+def test_fallbacks_are_reported_and_values_cross_the_arena():
+    def fn(x):
+        a = np.tanh(x) * 2.0
+        b = np.cumsum(a, axis=1)           # no compiled kernel: runs between segments
+        return np.exp(b - a).sum(axis=1), a.reshape(-1)
+
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    exe = check(jl.trace(fn, x), [x])
+    assert exe.report.stats["o2_fallbacks"] == 1 and exe.report.stats["o2_segments"] == 2
+    assert any("np.cumsum" in w and "falls back to numpy" in w for w in exe.report.warnings)
+
+
+def test_symbolic_shapes_replan_per_binding():
+    w = rng.standard_normal((8, 4)).astype(np.float32)
+    fn = lambda x: np.tanh(x @ w).sum(axis=1) + x.max(axis=1)  # noqa: E731
+    exe = jl.compile(jl.trace(fn, jl.spec(("B", 8))), level="O2")
+    for b in (3, 1, 17, 0, 3):
+        x = rng.standard_normal((b, 8)).astype(np.float32) if b else np.zeros((0, 8), np.float32)
+        if b == 0:
+            assert exe(x)[0].shape == (0,)
+            continue
+        np.testing.assert_allclose(exe(x)[0], fn(x), rtol=1e-5, atol=1e-5)
+    assert exe.report.stats["o2_segments"] == 1
+
+
+def test_contractions_inside_segments():
+    x = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    w = rng.standard_normal((8, 4)).astype(np.float32)
+    b = rng.standard_normal((2, 8, 5)).astype(np.float32)
+    check(jl.trace(lambda x, w: np.maximum(x @ w + 1.0, 0), x, w), [x, w], rtol=1e-4)
+    check(jl.trace(lambda x, b: np.tanh(x @ b), x, b), [x, b], rtol=1e-4)
+    program = jl.parse("""func @conv(%x: f32[1,3,7,7], %k: f32[4,3,3,3]) -> (f32[1,4,4,4]) {
+  %0 = np.conv2d(%x, %k) {strides = [2, 2], pads = [1, 1, 1, 1]} : f32[1,4,4,4]
+  %1 = np.relu(%0) : f32[1,4,4,4]
+  func.return(%1)
+}
+""")
+    img, k = rng.standard_normal((1, 3, 7, 7)).astype(np.float32), rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    check(program, [img, k], rtol=1e-4)
+
+
+def test_resnet_shaped_graph_at_o2():
+    fn, args = models.resnet50(width=4, size=32)
+    exe = check(jl.trace(fn, *args), list(args), rtol=1e-3, atol=1e-3)
+    assert exe.report.stats["o2_fallbacks"] <= 2, exe.report.warnings
+
+
+def test_outputs_the_user_holds_survive_later_calls():
+    f = jl.jit(lambda x: (np.exp(x) + 1.0, x * 2.0), level="O2")
+    a, b = f(np.zeros(4, np.float32))
+    f(np.ones(4, np.float32))
+    assert a.tolist() == [2.0] * 4 and b.tolist() == [0.0] * 4
