@@ -70,18 +70,21 @@ def _plan(life: Lifetimes, mode: str, alignment: int, placement=None) -> MemoryP
 def static_plan(program: Program, bindings: Mapping[str, int] | None = None,
                 alignment: int = DEFAULT_ALIGNMENT) -> MemoryPlan:
     """One arena for every temporary of the program in its block order (temporaries that die
-    before an output is written may borrow that output's buffer instead)."""
+    before an output is written may borrow that output's buffer instead).
+
+    Borrowing is for static shapes only: code compiled once for a symbolic program reads
+    offsets per binding, but which buffer holds a temporary must not change with the sizes."""
     life = StepGraph(program, bindings).analyze()
     g = life.graph
     items = [Interval(b, round_up(g.bytes[b], alignment), life.first[b], life.last[b])
              for b in life.buffers if life.kind(b) == "temp"]
-    hosts = [Host(b, g.bytes[b] // alignment * alignment, life.first[b])
-             for b in life.buffers if life.kind(b) == "output"]
+    symbolic = any(v.type.symbols for v in program.inputs)
+    outputs = [b for b in life.buffers if life.kind(b) == "output"]
+    hosts = [] if symbolic else [Host(b, g.bytes[b] // alignment * alignment, life.first[b]) for b in outputs]
     winner, placed, arena, sizes = best_packing(items, hosts)
     placement = {b: ("arena" if host is None else g.values[host].name, offset) for b, (host, offset) in placed.items()}
     plan = _plan(life, "static", alignment, placement)
-    outputs = sum(g.bytes[h.key] for h in hosts)
-    plan.peak_bytes = plan.fixed_bytes + outputs + arena
+    plan.peak_bytes = plan.fixed_bytes + sum(g.bytes[b] for b in outputs) + arena
     plan.arena_bytes, plan.heuristic, plan.heuristics = arena, winner, sizes
     plan.arena_lower_bound_bytes = arena_lower_bound(items, len(life.order))
     return plan

@@ -69,6 +69,8 @@ def test_contractions_inside_segments():
     b = rng.standard_normal((2, 8, 5)).astype(np.float32)
     check(jl.trace(lambda x, w: np.maximum(x @ w + 1.0, 0), x, w), [x, w], rtol=1e-4)
     check(jl.trace(lambda x, b: np.tanh(x @ b), x, b), [x, b], rtol=1e-4)
+    # an epilogue with several outputs: the kernel's parameters order matters
+    check(jl.trace(lambda x, w: (np.tanh(x @ w), (x @ w) > 0.5, (x @ w) * 2.0), x, w), [x, w], rtol=1e-4)
     program = jl.parse("""func @conv(%x: f32[1,3,7,7], %k: f32[4,3,3,3]) -> (f32[1,4,4,4]) {
   %0 = np.conv2d(%x, %k) {strides = [2, 2], pads = [1, 1, 1, 1]} : f32[1,4,4,4]
   %1 = np.relu(%0) : f32[1,4,4,4]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from ...errors import CompileError
@@ -24,6 +25,8 @@ from .scalar import SCALAR_RULES, TypeNames, ctor, literal
 EXPENSIVE = frozenset(f"np.{n}" for n in ("exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "tanh", "erf",
                                           "sigmoid", "gelu", "sin", "cos", "tan", "pow", "atan", "asin", "acos",
                                           "sinh", "cosh", "asinh", "acosh", "atanh", "atan2"))
+
+CHUNKS = 4 * numba.config.NUMBA_NUM_THREADS    # row chunks of a parallel reduction kernel
 
 _REDUCE = {
     "np.sum": ("zero", "({acc} + {v})"), "np.mean": ("zero", "({acc} + {v})"),
@@ -241,35 +244,41 @@ class KernelSource:
         plan = self.plan
         loop = "prange" if parallel else "range"
         outer_vars = [f"i{d}" for d in plan.outer]
-        if len(plan.outer) == 1:
+        total = " * ".join(f"n{d}" for d in plan.outer)
+        chunk = None
+        if parallel and plan.reductions and plan.outer:
+            # Rows in a fixed number of chunks: each chunk allocates its own scratch row once.
+            chunk = self.open(["c"], f"for c in prange({CHUNKS}):")
+            first, last = f"c * ({total}) // {CHUNKS}", f"(c + 1) * ({total}) // {CHUNKS}"
+            self.open(["t", *outer_vars], f"for t in range({first}, {last}):")
+            self._split_rows(plan.outer)
+        elif len(plan.outer) == 1:
             self.open(outer_vars, f"for i{plan.outer[0]} in {loop}(n{plan.outer[0]}):")
         elif plan.outer:
-            total = " * ".join(f"n{d}" for d in plan.outer)
             self.open(["t", *outer_vars], f"for t in {loop}({total}):")
-            rest = "t"
-            for d in reversed(plan.outer[1:]):
-                self.current.add(f"i{d} = {rest} % n{d}")
-                rest = f"({rest} // n{d})"
-            self.current.add(f"i{plan.outer[0]} = {rest}")
-        row = self.current
+            self._split_rows(plan.outer)
         for k, red in enumerate(plan.reductions):
             self.phase = k
             self._reduction(red, parallel_inner=False)
         self.phase = None
         self._full_outputs(parallel and not plan.outer)
         self._row_outputs()
-        self._allocate_scratch(row, parallel)
+        self._allocate_scratch(chunk or self.root)
         return "\n".join(self.root.render(""))
 
-    def _allocate_scratch(self, row: Scope, parallel: bool) -> None:
-        """One scratch row per thread, allocated once per call; each row takes its thread's."""
+    def _split_rows(self, outer: list[int]) -> None:
+        """The multi-index of flattened row `t`."""
+        rest = "t"
+        for d in reversed(outer[1:]):
+            self.current.add(f"i{d} = {rest} % n{d}")
+            rest = f"({rest} // n{d})"
+        self.current.add(f"i{outer[0]} = {rest}")
+
+    def _allocate_scratch(self, scope: Scope) -> None:
+        """Scratch rows for expensive values, allocated once per chunk of rows (or per call)."""
         size = " * ".join(f"n{d}" for d in self.plan.inner) or "1"
         for k, (name, dtype) in enumerate(self.scratch_dtypes.items()):
-            if not parallel:
-                self.root.items.insert(k, f"{name} = np.empty({size}, np.{dtype.name})")
-                continue
-            self.root.items.insert(k, f"{name}_all = np.empty((numba.get_num_threads(), {size}), np.{dtype.name})")
-            row.items.insert(0, f"{name} = {name}_all[numba.get_thread_id()]")
+            scope.items.insert(k, f"{name} = np.empty({size}, np.{dtype.name})")
 
     def _inner_loops(self, parallel: bool) -> None:
         for k, d in enumerate(self.plan.inner):

@@ -204,7 +204,7 @@ class _SegmentSource:
                 return
         prefix = self._kernel(op, {con.result: "m0"} if con is not None else {})
         dims, size = self._dims(op, con)
-        arrays = ins + outs + extra
+        arrays = ins + extra + outs             # the kernel's parameters: a*, then m*, then o*
         if self.b.plans[op.attrs["key"]][1]:          # a flat kernel reads every array 1-D
             arrays = [f"{a}.reshape(-1)" for a in arrays]
         args = ", ".join(arrays + dims)
