@@ -1,0 +1,1 @@
+"""Backends: each turns fused groups into kernels for one kind of device."""

@@ -1,0 +1,1 @@
+"""The numba CPU backend: generated kernels compiled with numba."""
