@@ -67,8 +67,8 @@ LN2, LN10 = _ln(2), _ln(10)
 # ln2_hi must be exact for the Cody-Waite range reduction x - k ln 2.
 _KEEP = {np.float32: 16, np.float64: 40}
 _MANT = {np.float32: 23, np.float64: 52}
-# Where exp's result saturates: below lo it is 0 (also after subnormal rounding), above hi inf.
-_EXP_RANGE = {np.float32: (-104.0, 89.0), np.float64: (-746.0, 710.0)}
+# exp's clamp: past hi the result overflows; below lo it is 0 even times a factor up to e**5.
+_EXP_RANGE = {np.float32: (-110.0, 89.0), np.float64: (-750.0, 710.0)}
 # Taylor degree that keeps the truncation of exp on [-ln2/2, ln2/2] under a quarter ulp.
 _EXP_DEGREE = {np.float32: 7, np.float64: 13}
 
@@ -97,18 +97,31 @@ def _make_exp_scaled(F) -> Callable:
     return scaled
 
 
-def _make_exp(F) -> Callable:
-    clamp, scaled = _clamp(F, *_EXP_RANGE[F]), _make_exp_scaled(F)
+def _make_exp_parts(F) -> Callable:
+    clamp = _clamp(F, *_EXP_RANGE[F])
     log2e, (ln2_hi, ln2_lo) = F(1 / math.log(2)), _split(LN2, F, _KEEP[F])
     coeffs = _taylor(F, 0, _EXP_DEGREE[F])
 
     @jit
-    def exp(x):
-        """e**x: x = k ln2 + r with |r| <= ln2/2, e**r by its Taylor polynomial, times 2**k."""
+    def exp_parts(x):
+        """(p, k) with e**x = p 2**k: x = k ln2 + r, |r| <= ln2/2, p = e**r by its Taylor polynomial.
+        Callers multiply into p before applying 2**k so that a subnormal result rounds only once."""
         xc = clamp(x)
         k = np.rint(xc * log2e)
         r = xc - k * ln2_hi - k * ln2_lo
-        y = scaled(poly(r, coeffs), k)
+        return poly(r, coeffs), k
+
+    return exp_parts
+
+
+def _make_exp(F) -> Callable:
+    parts, scaled = _make_exp_parts(F), _make_exp_scaled(F)
+
+    @jit
+    def exp(x):
+        """e**x (NaN stays NaN; the clamp makes +-inf give inf and 0)."""
+        p, k = parts(x)
+        y = scaled(p, k)
         return y if x == x else x
 
     return exp
@@ -372,3 +385,89 @@ def _make_gelu_erf(F) -> Callable:
         return half * x * (two - e * r) if x >= zero else (half * x * r) * e
 
     return gelu
+
+
+def _make_gelu_tanh(F) -> Callable:
+    parts, scaled = _make_exp_parts(F), _make_exp_scaled(F)
+    zero, one = F(0.0), F(1.0)
+    cut = F(-12.0)        # below, x sigmoid(2u) < 12 e**-142 underflows to -0 (and -inf gives NaN, as numpy)
+    k1 = 2 * math.sqrt(2 / math.pi)
+    k3, floor = k1 * 0.044715, _EXP_RANGE[F][0]
+
+    @jit
+    def gelu(x):
+        """x (1 + tanh u) / 2 = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x**3); 2u is formed in
+        float64 and e**-|2u| keeps its rounding, so the negative tail does not cancel."""
+        x64 = np.float64(x)
+        w = -abs(x64 * (k1 + k3 * x64 * x64))
+        w = w if w > floor else floor
+        hi = F(w)
+        p, k = parts(hi)
+        p = p * (one + F(w - np.float64(hi)))
+        q = x / (one + scaled(p, k))
+        return q if x >= zero else (scaled(q * p, k) if x > cut else x * zero)
+
+    return gelu
+
+
+@dataclass(frozen=True)
+class MathImpl:
+    """A scalar numba implementation of an `np` op for one dtype, with its tested accuracy."""
+
+    op: str               # np dialect op name, e.g. "np.exp"
+    variant: str          # the value of the attribute telling forms apart ("tanh" for gelu), else ""
+    dtype: str            # "float32" or "float64"
+    fn: Callable          # numba dispatcher: call it from a numba kernel with a scalar of `dtype`
+    ulps: float           # max error, in ulps of dtype, over all inputs (tests check it)
+    vectorizes: bool      # LLVM vectorizes a numba loop calling fn (tests check it on x86-64)
+    method: str           # how it computes, for the report
+
+
+TABLE: dict[tuple[str, str, str], MathImpl] = {}
+
+
+def implements(op: str, dtype, ulps: float, method: str, variant: str = "", vectorizes: bool = True):
+    """Registers the decorated numba function as the implementation of `op` for `dtype`."""
+    key = (op, variant, np.dtype(dtype).name)
+
+    def register(fn):
+        if key in TABLE:
+            raise ValueError(f"fastmath: {key} is registered twice")
+        TABLE[key] = MathImpl(op, variant, key[2], fn, ulps, vectorizes, method)
+        return fn
+
+    return register
+
+
+def lookup(op: str, dtype, variant: str = "") -> MathImpl | None:
+    """The vectorizable implementation of `op` for `dtype`, or None where the kernel should
+    call numba's own (libm) function or select a library kernel."""
+    return TABLE.get((op, variant, np.dtype(dtype).name))
+
+
+def _both(make: Callable, ulps32: float, ulps64: float, make64: Callable | None = None) -> dict:
+    return {np.float32: (make, ulps32), np.float64: (make64 or make, ulps64)}
+
+
+# op, variant, {dtype: (factory, max ulps measured and tested)}, method. A dtype left out has no
+# vectorizable version: the kernel calls numba's own (libm) function instead.
+_SPECS = [
+    ("np.exp", "", _both(_make_exp, 1, 1), "Cody-Waite reduction, Taylor polynomial, 2**k from bits"),
+    ("np.exp2", "", _both(_make_exp2, 1, 1), "exact reduction, Taylor polynomial, 2**k from bits"),
+    ("np.expm1", "", _both(_make_expm1, 2, 2), "reduction as exp, 2 (h expm1(r) + h - 1/2) with h = 2**(k-1)"),
+    ("np.log", "", _both(_make_log, 1, 1), "mantissa and exponent from bits, atanh series"),
+    ("np.log2", "", _both(_make_log2, 2, 2), "as log, times 1/ln2 split hi + lo"),
+    ("np.log10", "", _both(_make_log10, 2, 2), "as log, constants split hi + lo"),
+    ("np.log1p", "", _both(_make_log1p, 2, 2), "log of 1 + x plus the rounding correction of 1 + x"),
+    ("np.tanh", "", _both(_make_tanh_rational, 5, 3, _make_tanh_expm1),
+     "float32: Eigen/XLA rational 13/6; float64: -t / (t + 2), t = expm1(-2|x|)"),
+    ("np.sigmoid", "", _both(_make_sigmoid, 3, 2), "stable: e**-|x| / (1 + e**-|x|) below 0"),
+    ("np.erf", "", {np.float32: (_make_erf, 3)}, "fitted polynomial below 1, 1 - e**(-x*x) R(x) above"),
+    ("np.gelu", "", {np.float32: (_make_gelu_erf, 6)}, "x erfc(-x / sqrt 2) / 2, erfc fitted as e**(-a*a) R(a)"),
+    # float64 would need 2u in double-double: its rounding costs up to |2u| ulps in the tail.
+    ("np.gelu", "tanh", {np.float32: (_make_gelu_tanh, 6)}, "x sigmoid(2u) with 2u formed in float64"),
+]
+
+for _op, _variant, _impls, _method in _SPECS:
+    for _F, (_make, _ulps) in _impls.items():
+        implements(_op, _F, _ulps, _method, _variant)(_make(_F))
