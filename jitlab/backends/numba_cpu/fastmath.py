@@ -158,10 +158,12 @@ def _make_expm1(F) -> Callable:
         xc = clamp(x)
         k = np.rint(xc * log2e)
         r = xc - k * ln2_hi - k * ln2_lo
-        r = xc if k == zero else r          # keeps -0.0 and tiny x exact
+        r = xc if k == zero else r          # keeps tiny x exact
         q = r + r * r * poly(r, coeffs)
         h = pow2(k - F(1.0))
         y = two * (h * q + (h - half))
+        y = q if k == zero else y           # halving would round a subnormal q
+        y = x if x == zero else y           # -0.0 stays -0.0
         return y if x == x else x
 
     return expm1
@@ -455,7 +457,7 @@ _SPECS = [
     ("np.exp", "", _both(_make_exp, 1, 1), "Cody-Waite reduction, Taylor polynomial, 2**k from bits"),
     ("np.exp2", "", _both(_make_exp2, 1, 1), "exact reduction, Taylor polynomial, 2**k from bits"),
     ("np.expm1", "", _both(_make_expm1, 2, 2), "reduction as exp, 2 (h expm1(r) + h - 1/2) with h = 2**(k-1)"),
-    ("np.log", "", _both(_make_log, 1, 1), "mantissa and exponent from bits, atanh series"),
+    ("np.log", "", _both(_make_log, 1, 1.5), "mantissa and exponent from bits, atanh series"),
     ("np.log2", "", _both(_make_log2, 2, 2), "as log, times 1/ln2 split hi + lo"),
     ("np.log10", "", _both(_make_log10, 2, 2), "as log, constants split hi + lo"),
     ("np.log1p", "", _both(_make_log1p, 2, 2), "log of 1 + x plus the rounding correction of 1 + x"),

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .fastmath import TABLE, MathImpl
 
@@ -165,9 +165,10 @@ def around(points, dtype, steps: int = 4) -> np.ndarray:
     base = np.concatenate([base, -base])
     out = [base]
     up, down = base.copy(), base.copy()
-    for _ in range(steps):
-        up, down = np.nextafter(up, np.inf), np.nextafter(down, -np.inf)
-        out += [up, down]
+    with np.errstate(over="ignore"):
+        for _ in range(steps):
+            up, down = np.nextafter(up, np.inf), np.nextafter(down, -np.inf)
+            out += [up, down]
     return np.concatenate(out)
 
 
@@ -213,6 +214,52 @@ def max_error(impl: MathImpl, x: np.ndarray) -> tuple[float, float]:
     err = ulp_error(got, reference, impl.dtype)
     worst = int(np.argmax(err))
     return float(err[worst]), float(x[worst])
+
+
+_F32_MAX, _F32_TINY = float(np.finfo(np.float32).max), float(np.finfo(np.float32).tiny)
+
+
+@njit(error_model="numpy")
+def _ulps32(got, ref):
+    """ulp_error for one float32 result against a float64 reference."""
+    if got != got or ref != ref:
+        return 0.0 if (got != got) == (ref != ref) else np.inf
+    rounded = np.float32(ref)
+    if got == rounded:
+        return 0.0
+    a = min(abs(np.float64(rounded)), _F32_MAX)
+    unit = 2.0 ** -149 if a < _F32_TINY else math.ldexp(1.0, math.frexp(a)[1] - 24)
+    return abs(np.float64(got) - ref) / unit
+
+
+_sweeps: dict[tuple[int, int], Callable] = {}
+
+
+def _sweep_for(fn: Callable, exact: Callable) -> Callable:
+    """A parallel numba loop over float32 bit patterns [first << 16, (first + chunks) << 16)
+    returning each 2**16 chunk's worst error and where it was."""
+    if (id(fn), id(exact)) not in _sweeps:
+        @njit(parallel=True, error_model="numpy")
+        def sweep(first, chunks):
+            worst, where = np.zeros(chunks), np.zeros(chunks, np.float32)
+            for c in prange(chunks):
+                x = np.arange((first + c) << 16, (first + c + 1) << 16).astype(np.uint32).view(np.float32)
+                for i in range(x.size):
+                    e = _ulps32(fn(x[i]), exact(np.float64(x[i])))
+                    if e > worst[c]:
+                        worst[c], where[c] = e, x[i]
+            return worst, where
+
+        _sweeps[id(fn), id(exact)] = sweep
+    return _sweeps[id(fn), id(exact)]
+
+
+def exhaustive_error(impl: MathImpl) -> tuple[float, float]:
+    """The largest error of a float32 implementation over all 2**32 inputs, and where."""
+    sweep = _sweep_for(impl.fn, oracle(impl).exact)
+    worst, where = sweep(0, 1 << 16)
+    i = int(np.argmax(worst))
+    return float(worst[i]), float(where[i])
 
 
 _PACKED = re.compile(r"\bv?(?:fn?madd\w*|fn?msub\w*|mul|add|sub|div)p[sd]\s.*%([xyz])mm")
