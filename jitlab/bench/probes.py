@@ -28,94 +28,99 @@ def median_ms(fn: Callable, *args, repeats: int = 11) -> float:
     return float(np.median(times)) * 1e3
 
 
-def _reduction_kernels() -> dict[str, Callable]:
-    """Row max and row sum over a contiguous float32 row, written the ways a generator could."""
-    from numba import njit, prange
+def _lanes_kernel(kind: str) -> Callable:
+    """A row reduction keeping LANES partial results in scalars, as a generator would emit it."""
+    from numba import njit
 
-    @njit(parallel=True, error_model="numpy")
-    def max_naive(x, out):
-        for i in prange(x.shape[0]):
-            m = x[i, 0]
+    step = {"max": "m{k} = v if (v > m{k} or v != v) else m{k}", "sum": "m{k} += v"}[kind]
+    init = "np.float32(-np.inf)" if kind == "max" else "np.float32(0)"
+    combine = {"max": "r = m{k} if (m{k} > r or m{k} != m{k}) else r", "sum": "r += m{k}"}[kind]
+    lines = ["def kernel(x, out):", "    for i in range(x.shape[0]):",
+             "        " + ", ".join(f"m{k}" for k in range(LANES)) + " = " + ", ".join([init] * LANES),
+             f"        for j in range(0, x.shape[1] - x.shape[1] % {LANES}, {LANES}):"]
+    lines += [f"            v = x[i, j + {k}]\n            " + step.format(k=k) for k in range(LANES)]
+    lines += ["        r = m0"] + ["        " + combine.format(k=k) for k in range(1, LANES)]
+    lines += [f"        for j in range(x.shape[1] - x.shape[1] % {LANES}, x.shape[1]):",
+              "            v = x[i, j]", "            " + step.format(k=0).replace("m0", "r"), "        out[i] = r"]
+    namespace = {"np": np}
+    exec("\n".join(lines), namespace)
+    return njit(error_model="numpy")(namespace["kernel"])
+
+
+def _reduction_kernels() -> dict[str, Callable]:
+    """Row max and row sum of a contiguous float32 row, written the ways a generator could. The
+    step is written inside each kernel: fast-math flags belong to the instructions of the function
+    they are compiled with, so a step in a called function would not carry the kernel's flags."""
+    from numba import njit
+
+    from ..backends.numba_cpu.bits import maximum
+
+    def rows(fastmath=False):
+        return njit(error_model="numpy", fastmath=fastmath)
+
+    @rows()
+    def max_select(x, out):
+        for i in range(x.shape[0]):
+            m = np.float32(-np.inf)
             for j in range(x.shape[1]):
                 v = x[i, j]
                 m = v if (v > m or v != v) else m
             out[i] = m
 
-    @njit(parallel=True, error_model="numpy", fastmath=True)
-    def max_fastmath(x, out):
-        for i in prange(x.shape[0]):
-            m = x[i, 0]
+    @rows(fastmath=True)
+    def max_select_fast(x, out):
+        for i in range(x.shape[0]):
+            m = np.float32(-np.inf)
             for j in range(x.shape[1]):
-                m = max(m, x[i, j])
+                v = x[i, j]
+                m = v if v > m else m
             out[i] = m
 
-    @njit(parallel=True, error_model="numpy")
-    def max_lanes(x, out):
-        n = x.shape[1]
-        for i in prange(x.shape[0]):
-            acc = np.full(LANES, -np.inf, dtype=x.dtype)
-            for j0 in range(0, n - n % LANES, LANES):
-                for k in range(LANES):
-                    v, m = x[i, j0 + k], acc[k]
-                    acc[k] = v if (v > m or v != v) else m
-            m = acc[0]
-            for k in range(1, LANES):
-                m = acc[k] if (acc[k] > m or acc[k] != acc[k]) else m
-            for j in range(n - n % LANES, n):
-                m = x[i, j] if (x[i, j] > m or x[i, j] != x[i, j]) else m
+    @rows()
+    def max_intrinsic(x, out):
+        for i in range(x.shape[0]):
+            m = np.float32(-np.inf)
+            for j in range(x.shape[1]):
+                m = maximum(m, x[i, j])
             out[i] = m
 
-    @njit(parallel=True, error_model="numpy")
-    def sum_naive(x, out):
-        for i in prange(x.shape[0]):
-            s = np.float32(0)
-            for j in range(x.shape[1]):
-                s += x[i, j]
-            out[i] = s
+    def sum_kernel(fastmath):
+        @rows(fastmath)
+        def kernel(x, out):
+            for i in range(x.shape[0]):
+                s = np.float32(0)
+                for j in range(x.shape[1]):
+                    s += x[i, j]
+                out[i] = s
 
-    @njit(parallel=True, error_model="numpy", fastmath={"reassoc", "contract"})
-    def sum_reassoc(x, out):
-        for i in prange(x.shape[0]):
-            s = np.float32(0)
-            for j in range(x.shape[1]):
-                s += x[i, j]
-            out[i] = s
+        return kernel
 
-    @njit(parallel=True, error_model="numpy")
-    def sum_lanes(x, out):
-        n = x.shape[1]
-        for i in prange(x.shape[0]):
-            acc = np.zeros(LANES, dtype=x.dtype)
-            for j0 in range(0, n - n % LANES, LANES):
-                for k in range(LANES):
-                    acc[k] += x[i, j0 + k]
-            s = acc.sum()
-            for j in range(n - n % LANES, n):
-                s += x[i, j]
-            out[i] = s
-
-    return {"max naive (NaN-propagating select)": max_naive, "max fastmath=True (max())": max_fastmath,
-            f"max {LANES} partial maxima": max_lanes, "sum naive (strict order)": sum_naive,
-            "sum fastmath reassoc": sum_reassoc, f"sum {LANES} partial sums": sum_lanes}
+    return {"max: select (NaN-propagating)": max_select, "max: select, fastmath=True": max_select_fast,
+            f"max: {LANES} partial maxima in scalars": _lanes_kernel("max"),
+            "max: bits.maximum (llvm.maximum)": max_intrinsic, "sum: plain": sum_kernel(False),
+            f"sum: {LANES} partial sums in scalars": _lanes_kernel("sum"),
+            "sum: fastmath={'reassoc'}": sum_kernel({"reassoc"})}
 
 
-def reduction(rows: int = 4096, cols: int = 1024) -> list[dict]:
-    """ms per variant for row max / row sum of a rows x cols float32 matrix, checked against numpy."""
-    from ..backends.numba_cpu.mathcheck import _PACKED
+def reduction(rows: int = 4096, cols: int = 1024, repeats: int = 21) -> list[dict]:
+    """ms per variant (one thread, interleaved medians) for row max / row sum of a float32 matrix,
+    each checked against numpy, with the widest vector register its loop uses."""
+    from ..backends.numba_cpu.mathcheck import vector_width_of
+    from .harness import interleaved_medians
 
     x = np.random.default_rng(0).standard_normal((rows, cols)).astype(np.float32)
     out = np.empty(rows, np.float32)
-    results = [{"variant": "numpy x.max(axis=1)", "ms": median_ms(lambda: x.max(axis=1)), "vector": "-"},
-               {"variant": "numpy x.sum(axis=1)", "ms": median_ms(lambda: x.sum(axis=1)), "vector": "-"}]
+    calls = {"numpy x.max(axis=1)": lambda: x.max(axis=1), "numpy x.sum(axis=1)": lambda: x.sum(axis=1)}
+    vector = {name: "-" for name in calls}
     for label, kernel in _reduction_kernels().items():
         kernel(x, out)
         expected = x.max(axis=1) if label.startswith("max") else x.sum(axis=1, dtype=np.float64)
-        assert np.allclose(out, expected, rtol=1e-4, atol=1e-3), label
-        asm = kernel.inspect_asm(kernel.signatures[0])
-        widths = {m.group(1) for m in _PACKED.finditer(asm)}
-        vector = next((f"{r}mm" for r in "zyx" if r in widths), "no")
-        results.append({"variant": label, "ms": median_ms(kernel, x, out), "vector": vector})
-    return results
+        if not np.allclose(out, expected, rtol=1e-4, atol=1e-3):
+            raise AssertionError(f"reduction probe {label} computed a wrong result")
+        vector[label] = vector_width_of(kernel) or "no"
+        calls[label] = lambda kernel=kernel: kernel(x, out)
+    medians = interleaved_medians(calls, repeats)
+    return [{"variant": name, "ms": seconds * 1e3, "vector": vector[name]} for name, seconds in medians.items()]
 
 
 def _mlp_inputs():

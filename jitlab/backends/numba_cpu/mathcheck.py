@@ -267,16 +267,19 @@ def exhaustive_error(impl: MathImpl) -> tuple[float, float]:
     return float(worst[i]), float(where[i])
 
 
-_PACKED = re.compile(r"\bv?(?:fn?madd\w*|fn?msub\w*|mul|add|sub|div)p[sd]\s.*%([xyz])mm")
+_PACKED = re.compile(r"\bv?(?:fn?madd\w*|fn?msub\w*|mul|add|sub|div|max|min|blendv|cmp\w*)p[sd]\s.*%([xyz])mm")
 
 
 def vector_width(fn: Callable, dtype) -> str:
     """The widest register of packed float arithmetic in a numba loop calling fn: "zmm", "ymm",
     "xmm", or "" where the loop stays scalar."""
-    x = np.zeros(4, dtype)
-    evaluate(fn, x)
-    loop = loop_for(fn)
-    asm = loop.inspect_asm(loop.signatures[-1])
+    evaluate(fn, np.zeros(4, dtype))
+    return vector_width_of(loop_for(fn))
+
+
+def vector_width_of(dispatcher) -> str:
+    """The widest register of packed float arithmetic in a compiled (serial) numba function."""
+    asm = dispatcher.inspect_asm(dispatcher.signatures[-1])
     found = {m.group(1) for m in _PACKED.finditer(asm)}
     return next((f"{r}mm" for r in "zyx" if r in found), "")
 
