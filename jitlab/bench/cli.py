@@ -127,8 +127,8 @@ def format_report(data: dict) -> str:
     names = list(data["benchmarks"][0]["results"]) if data["benchmarks"] else []
     lines = [f"jitlab bench{' --quick' if data['quick'] else ''}: target {data['target']}, "
              f"median of {data['repeats']} interleaved runs, ms (speedup over numpy)",
-             f"machine: {m['cpu']}, {m['cores']} cores; numpy {m['numpy']}, numba {m['numba']}; BLAS: {blas}; "
-             f"env {m['env'] or '{}'}",
+             f"machine: {m['cpu']}, {m['cores']} cores, load average {m['load_average']:.1f}; "
+             f"numpy {m['numpy']}, numba {m['numba']}; BLAS: {blas}; env {m['env'] or '{}'}",
              f"memory bandwidth (copy, read + write): {bw}", "",
              "| benchmark | size | " + " | ".join(names) + " | streaming lower bound |",
              "|" + " --- |" * (len(names) + 3)]

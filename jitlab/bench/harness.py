@@ -68,7 +68,8 @@ def machine() -> dict:
             cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
     except OSError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-            "numba": numba.__version__, "blas": blas_info(),
+    return {"cpu": cpu, "cores": os.cpu_count(), "load_average": os.getloadavg()[0],
+            "python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
+            "blas": blas_info(),
             "env": {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS",
                                                "NUMBA_THREADING_LAYER", "OMP_WAIT_POLICY") if k in os.environ}}

@@ -9,6 +9,11 @@ the code generator the implementation of an `np` op with its tested error bound.
 Error bounds are in units in the last place of the result's dtype against a float64
 (float32 functions) or long double (float64 functions) reference, over all inputs,
 special values included; tests/backends/test_fastmath.py checks every bound.
+
+Calling them from a kernel: they are compiled with their own flags and `forceinline`, so
+LLVM inlines them with their flags kept whatever flags the kernel uses (fastmath=True on
+the kernel does not reach inside them). numba's `inline="always"` would instead re-lower
+them with the kernel's flags and error model, losing both accuracy and vectorization.
 """
 
 from __future__ import annotations

@@ -267,7 +267,8 @@ def exhaustive_error(impl: MathImpl) -> tuple[float, float]:
     return float(worst[i]), float(where[i])
 
 
-_PACKED = re.compile(r"\bv?(?:fn?madd\w*|fn?msub\w*|mul|add|sub|div|max|min|blendv|cmp\w*)p[sd]\s.*%([xyz])mm")
+_PACKED = re.compile(r"\bv?(?:fn?madd\w*|fn?msub\w*|mul|add|sub|div|max|min|blendv|blendm|cmp\w*|sqrt|rndscale|round)"
+                     r"p[sd]\s.*%([xyz])mm")
 
 
 def vector_width(fn: Callable, dtype) -> str:
