@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import platform
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -289,27 +288,20 @@ def is_x86() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")
 
 
-def seconds_per_element(run: Callable, x: np.ndarray, repeats: int = 7) -> float:
-    """Median seconds per element of run(x) (one warm-up call first)."""
-    run(x)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run(x)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) / x.size
+def speed_row(impl: MathImpl, n: int = 1 << 22, repeats: int = 11) -> dict:
+    """ns per element over n values in [-4, 4] (|x| for logarithms) for the fastmath loop, the loop
+    numba compiles with its libm call, and numpy eager; interleaved medians."""
+    from ...bench.harness import interleaved_medians
 
-
-def speed_row(impl: MathImpl, n: int = 1 << 22) -> dict:
-    """ns per element over n values for fastmath, numba's libm call and numpy eager."""
     x = np.random.default_rng(1).uniform(-4, 4, n).astype(impl.dtype)
     if impl.op.startswith("np.log"):
         x = np.abs(x)
     out = np.empty_like(x)
-    fast, libm = loop_for(impl.fn), loop_for(oracle(impl).libm)
-    return {"fastmath": seconds_per_element(lambda v: fast(v, out), x) * 1e9,
-            "libm": seconds_per_element(lambda v: libm(v, out), x) * 1e9,
-            "numpy": seconds_per_element(numpy_eager(impl), x, repeats=3) * 1e9}
+    fast, libm, eager = loop_for(impl.fn), loop_for(oracle(impl).libm), numpy_eager(impl)
+    fast(x, out), libm(x, out)
+    medians = interleaved_medians({"fastmath": lambda: fast(x, out), "libm": lambda: libm(x, out),
+                                   "numpy": lambda: eager(x)}, repeats)
+    return {name: seconds / n * 1e9 for name, seconds in medians.items()}
 
 
 def report(per_binade: int = 4096) -> str:
