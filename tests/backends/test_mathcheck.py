@@ -50,6 +50,6 @@ def test_exhaustive_sweep_finds_a_planted_error():
     off_by_two = njit(lambda x: np.nextafter(np.nextafter(x, np.float32(np.inf)), np.float32(np.inf))
                       if x == np.float32(1.5) else x)
     impl = MathImpl("np.abs", "", "float32", off_by_two, 0.5, True, "test")
-    sweep = mc._sweep_for(impl.fn, njit(lambda x: x))
+    sweep = mc.sweep_for(impl.fn, njit(lambda x: x))
     worst, where = sweep(0x3FC00000 >> 16, 1)       # the 2**16 patterns holding 1.5
     assert worst.max() == pytest.approx(2) and where[np.argmax(worst)] == np.float32(1.5)

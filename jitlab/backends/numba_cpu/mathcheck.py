@@ -184,19 +184,19 @@ def ulp_error(got: np.ndarray, reference: np.ndarray, dtype) -> np.ndarray:
     return np.where(np.isnan(err), np.inf, err)
 
 
-_loops: dict[int, Callable] = {}
+_loops: dict[Callable, Callable] = {}     # keyed by the function itself, which the key keeps alive
 
 
 def loop_for(fn: Callable) -> Callable:
     """A numba loop applying scalar fn to every element (one per fn, compiled on first use)."""
-    if id(fn) not in _loops:
+    if fn not in _loops:
         @njit(error_model="numpy")
         def apply(x, out):
             for i in range(x.size):
                 out[i] = fn(x[i])
 
-        _loops[id(fn)] = apply
-    return _loops[id(fn)]
+        _loops[fn] = apply
+    return _loops[fn]
 
 
 def evaluate(fn: Callable, x: np.ndarray) -> np.ndarray:
@@ -231,13 +231,13 @@ def _ulps32(got, ref):
     return abs(np.float64(got) - ref) / unit
 
 
-_sweeps: dict[tuple[int, int], Callable] = {}
+_sweeps: dict[tuple[Callable, Callable], Callable] = {}
 
 
-def _sweep_for(fn: Callable, exact: Callable) -> Callable:
+def sweep_for(fn: Callable, exact: Callable) -> Callable:
     """A parallel numba loop over float32 bit patterns [first << 16, (first + chunks) << 16)
     returning each 2**16 chunk's worst error and where it was."""
-    if (id(fn), id(exact)) not in _sweeps:
+    if (fn, exact) not in _sweeps:
         @njit(parallel=True, error_model="numpy")
         def sweep(first, chunks):
             worst, where = np.zeros(chunks), np.zeros(chunks, np.float32)
@@ -254,13 +254,13 @@ def _sweep_for(fn: Callable, exact: Callable) -> Callable:
                             worst[c], where[c] = e, x[i]
             return worst, where
 
-        _sweeps[id(fn), id(exact)] = sweep
-    return _sweeps[id(fn), id(exact)]
+        _sweeps[fn, exact] = sweep
+    return _sweeps[fn, exact]
 
 
 def exhaustive_error(impl: MathImpl) -> tuple[float, float]:
     """The largest error of a float32 implementation over all 2**32 inputs, and where."""
-    sweep = _sweep_for(impl.fn, oracle(impl).exact)
+    sweep = sweep_for(impl.fn, oracle(impl).exact)
     worst, where = sweep(0, 1 << 16)
     i = int(np.argmax(worst))
     return float(worst[i]), float(where[i])
