@@ -41,9 +41,9 @@ def _prepare(runner: Runner, bench: Benchmark, inputs: tuple, expected: np.ndarr
     if not runner.available():
         return {"status": "not installed"}
     try:
-        call, to_numpy = runner.prepare(bench, inputs)
+        prepared = runner.prepare(bench, inputs)
         start = time.perf_counter()
-        result = to_numpy(call())
+        result = prepared.to_numpy(prepared.call())
         first = time.perf_counter() - start
     except NotImplementedError as e:
         return {"status": "n/a", "error": str(e)}
@@ -52,19 +52,7 @@ def _prepare(runner: Runner, bench: Benchmark, inputs: tuple, expected: np.ndarr
     if result.shape != expected.shape or not np.allclose(result, expected, rtol=bench.rtol, atol=bench.atol):
         worst = float(np.max(np.abs(result - expected))) if result.shape == expected.shape else float("nan")
         return {"status": "mismatch", "error": f"differs from numpy (max abs diff {worst:.3g})"}
-    return {"status": "ok", "call": call, "first_call_s": first}
-
-
-def _compile_stats(runner_name: str, bench: Benchmark, inputs: tuple, level: str, target: str) -> dict:
-    """A second compile of the same function in this process (warm caches), and the plan's peak memory."""
-    import jitlab as jl
-
-    fn = jl.jit(bench.fn, level=level, target=target)
-    start = time.perf_counter()
-    fn(*inputs)
-    warm = time.perf_counter() - start
-    memory = fn.last.report.memory if fn.last is not None else None
-    return {"second_compile_s": warm, "peak_bytes": memory.peak_bytes if memory is not None else None}
+    return {"status": "ok", "call": prepared.call, "first_call_s": first, **prepared.info}
 
 
 def run_benchmark(bench: Benchmark, runners: list[Runner], args, bw: float) -> dict:
@@ -76,10 +64,6 @@ def run_benchmark(bench: Benchmark, runners: list[Runner], args, bw: float) -> d
     base = medians.get("numpy")
     for name, seconds in medians.items():
         results[name].update(ms=seconds * 1e3, speedup=(base / seconds) if base else None)
-        if name.startswith("jitlab"):
-            level = name.split()[-1]
-            results[name].update(_compile_stats(name, bench, inputs, level, args.target))
-            results[name]["compile_s"] = max(results[name]["first_call_s"] - seconds, 0.0)
     moved = bench.bytes_moved(inputs, expected)
     return {"name": bench.name, "size": bench.size(args.quick), "bytes_moved": moved,
             "lower_bound_ms": moved / bw * 1e3 if bench.memory_bound else None, "results": results}
@@ -136,14 +120,14 @@ def format_report(data: dict) -> str:
         bound = f"{b['lower_bound_ms']:.3f}" if b["lower_bound_ms"] is not None else "-"
         lines.append(f"| {b['name']} | {b['size']} | " + " | ".join(_cell(b["results"][n]) for n in names)
                      + f" | {bound} |")
-    lines += ["", "| benchmark | level | compile (first call - run) s | second compile s | peak memory |",
-              "| --- | --- | --- | --- | --- |"]
+    lines += ["", "| benchmark | runner | first call s | compile cold s | compile warm s | peak memory |",
+              "| --- | --- | --- | --- | --- | --- |"]
     for b in data["benchmarks"]:
         for name, r in b["results"].items():
-            if name.startswith("jitlab") and r["status"] == "ok":
+            if r["status"] == "ok" and name != "numpy":
                 peak = f"{r['peak_bytes'] / 2**20:.1f} MiB" if r.get("peak_bytes") is not None else "-"
-                lines.append(f"| {b['name']} | {name.split()[-1]} | {r['compile_s']:.3f} | "
-                             f"{r['second_compile_s']:.3f} | {peak} |")
+                cold, warm = (f"{r[k]:.3f}" if k in r else "-" for k in ("compile_cold_s", "compile_warm_s"))
+                lines.append(f"| {b['name']} | {name} | {r['first_call_s']:.3f} | {cold} | {warm} | {peak} |")
     lines += ["", "cached call overhead (x + 1 on one element): "
               + ", ".join(f"{lv} {us:.1f} us" for lv, us in data["call_overhead_us"].items())]
     problems = [f"{b['name']} / {n}: {r['status']}: {r.get('error', '')}" for b in data["benchmarks"]

@@ -5,8 +5,9 @@ optional peers that are not installed say so instead of failing."""
 from __future__ import annotations
 
 import importlib.util
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,20 +18,29 @@ from .suite import Benchmark
 Call = Callable[[], object]
 
 
+@dataclass
+class Prepared:
+    """A benchmark made ready to time on one runner."""
+
+    call: Call                            # runs it once on inputs placed ahead of time
+    to_numpy: Callable                    # turns call()'s result into a numpy array
+    info: dict = field(default_factory=dict)   # runner-specific figures (jitlab: compile times)
+
+
 @dataclass(frozen=True)
 class Runner:
-    """A way to run a benchmark: prepare(bench, inputs) -> (call, to_numpy)."""
+    """A way to run a benchmark: prepare(bench, inputs) -> Prepared."""
 
     name: str
     module: str | None                    # the optional package it needs
-    prepare: Callable[[Benchmark, tuple], tuple[Call, Callable]]
+    prepare: Callable[[Benchmark, tuple], Prepared]
 
     def available(self) -> bool:
         return self.module is None or importlib.util.find_spec(self.module) is not None
 
 
 def _numpy(bench: Benchmark, inputs: tuple):
-    return (lambda: bench.fn(*inputs)), np.asarray
+    return Prepared(lambda: bench.fn(*inputs), np.asarray)
 
 
 _NUMEXPR_FORMS = {
@@ -69,7 +79,7 @@ def _numexpr(bench: Benchmark, inputs: tuple):
     form = _NUMEXPR_FORMS.get(bench.name)
     if form is None:
         raise NotImplementedError("no numexpr form (matmul)")
-    return (lambda: form(numexpr, *inputs)), np.asarray
+    return Prepared(lambda: form(numexpr, *inputs), np.asarray)
 
 
 def _torch_namespace():
@@ -89,7 +99,7 @@ def _torch_compile(bench: Benchmark, inputs: tuple):
     xp = _torch_namespace()
     compiled = torch.compile(lambda *a: bench.fn(*a, xp=xp))
     tensors = [torch.from_numpy(a) for a in inputs]
-    return (lambda: compiled(*tensors)), lambda t: t.detach().numpy()
+    return Prepared(lambda: compiled(*tensors), lambda t: t.detach().numpy())
 
 
 def _jax_jit(bench: Benchmark, inputs: tuple):
@@ -98,15 +108,28 @@ def _jax_jit(bench: Benchmark, inputs: tuple):
 
     compiled = jax.jit(lambda *a: bench.fn(*a, xp=jnp))
     arrays = [jax.device_put(a) for a in inputs]
-    return (lambda: compiled(*arrays).block_until_ready()), np.asarray
+    return Prepared(lambda: compiled(*arrays).block_until_ready(), np.asarray)
+
+
+def _compile_seconds(fn, inputs) -> tuple[float, object]:
+    start = time.perf_counter()
+    exe = fn.lower(*inputs)
+    return time.perf_counter() - start, exe
 
 
 def jitlab_runner(level: str, target: str) -> Runner:
     def prepare(bench: Benchmark, inputs: tuple):
+        """Compiles twice through fresh jl.jit objects: the first in this process (cold caches),
+        the second warm; reports both and the memory plan's peak when the report has one."""
         import jitlab as jl
 
+        cold, _ = _compile_seconds(jl.jit(bench.fn, level=level, target=target), inputs)
         fn = jl.jit(bench.fn, level=level, target=target)
-        return (lambda: fn(*inputs)), np.asarray
+        warm, exe = _compile_seconds(fn, inputs)
+        memory = exe.report.memory
+        info = {"compile_cold_s": cold, "compile_warm_s": warm,
+                "peak_bytes": memory.peak_bytes if memory is not None else None}
+        return Prepared(lambda: fn(*inputs), np.asarray, info)
 
     return Runner(f"jitlab {level}", None, prepare)
 
