@@ -158,11 +158,15 @@ def threading_child(epilogue: str) -> dict:
         bias(y, b2)
         return y
 
-    expected = np.maximum(x @ w1 + b1, 0) @ w2 + b2
-    assert np.allclose(block(), expected, rtol=1e-3, atol=1e-2)
+    def eager():
+        return np.maximum(x @ w1 + b1, 0) @ w2 + b2
+
+    before = median_ms(eager)                 # numba has started no thread yet
+    if not np.allclose(block(), eager(), rtol=1e-3, atol=1e-2):
+        raise AssertionError("threading probe: the MLP block computed a wrong result")
+    ms = median_ms(block)
     layer = numba.threading_layer() if epilogue == "prange" else "-"
-    return {"ms": median_ms(block), "numpy_ms": median_ms(lambda: np.maximum(x @ w1 + b1, 0) @ w2 + b2),
-            "layer": layer}
+    return {"ms": ms, "numpy_before_ms": before, "numpy_after_ms": median_ms(eager), "layer": layer}
 
 
 _THREADING_CONFIGS = [
@@ -174,16 +178,31 @@ _THREADING_CONFIGS = [
 ]
 
 
-def threading() -> list[dict]:
-    """Each configuration in a fresh process: the threading layer is fixed at numba's first launch."""
+def _child(epilogue: str, env: dict) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "jitlab.bench.probes", "--child", epilogue],
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
+    if proc.returncode:
+        return {"error": proc.stderr.strip().splitlines()[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def threading(rounds: int = 3) -> list[dict]:
+    """Each configuration in a fresh process (the threading layer is fixed at numba's first launch),
+    configurations taking turns for `rounds` rounds; per configuration the median over rounds of the
+    block, and of numpy's MLP before and after numba started its threads."""
+    runs: dict[str, list[dict]] = {label: [] for label, _, _ in _THREADING_CONFIGS}
+    for _ in range(rounds):
+        for label, epilogue, env in _THREADING_CONFIGS:
+            runs[label].append(_child(epilogue, env))
     results = []
-    for label, epilogue, env in _THREADING_CONFIGS:
-        proc = subprocess.run([sys.executable, "-m", "jitlab.bench.probes", "--child", epilogue],
-                              env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
-        if proc.returncode:
-            results.append({"config": label, "error": proc.stderr.strip().splitlines()[-1]})
+    for label, outcomes in runs.items():
+        ok = [o for o in outcomes if "error" not in o]
+        if not ok:
+            results.append({"config": label, "error": outcomes[0]["error"]})
             continue
-        results.append({"config": label, **json.loads(proc.stdout.strip().splitlines()[-1])})
+        row = {k: float(np.median([o[k] for o in ok])) for k in ("ms", "numpy_before_ms", "numpy_after_ms")}
+        results.append({"config": label, **row, "block / numpy before": row["ms"] / row["numpy_before_ms"],
+                        "layer": ok[0]["layer"]})
     return results
 
 
