@@ -11,14 +11,18 @@ from collections.abc import Callable
 import numpy as np
 
 
-def interleaved_medians(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+def interleaved_medians(calls: dict[str, Callable[[], object]], repeats: int, pause: float = 0.02) -> dict[str, float]:
     """Median seconds per call of each callable, running them in turn `repeats` times so that
-    machine noise (other processes, frequency) spreads over all of them alike."""
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(repeats):
-        for name, call in calls.items():
+    machine noise (other processes, frequency) spreads over all of them alike. Each round starts
+    one further along, and a short pause precedes each call: runtimes whose worker threads spin
+    after a call (OpenMP, XLA's pool) would otherwise always slow the same next runner."""
+    names = list(calls)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            time.sleep(pause)
             start = time.perf_counter()
-            call()
+            calls[name]()
             times[name].append(time.perf_counter() - start)
     return {name: float(np.median(t)) for name, t in times.items()}
 
