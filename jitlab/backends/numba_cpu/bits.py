@@ -1,0 +1,85 @@
+"""LLVM-level helpers for numba code that LLVM can vectorize: building 2^k and splitting a
+float into mantissa and exponent by reinterpreting its bits (no libm call, no branch), and
+numpy's NaN-propagating maximum/minimum as LLVM intrinsics, which vectorize as reductions."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+# float type -> (bits, mantissa bits, exponent bias)
+_LAYOUT = {types.float32: (32, 23, 127), types.float64: (64, 52, 1023)}
+
+
+def _layout(fty):
+    return _LAYOUT.get(fty)
+
+
+@intrinsic
+def pow2(typingctx, k):
+    """2.0**k for an integral float k within the normal exponent range, built from bits."""
+    if _layout(k) is None:
+        return None
+    width, mant, bias = _layout(k)
+
+    def codegen(context, builder, sig, args):
+        itype = ir.IntType(width)
+        biased = builder.add(builder.fptosi(args[0], itype), ir.Constant(itype, bias))
+        return builder.bitcast(builder.shl(biased, ir.Constant(itype, mant)), args[0].type)
+
+    return k(k), codegen
+
+
+@intrinsic
+def mantissa(typingctx, x):
+    """The significand of a positive normal float, as a float in [1, 2)."""
+    if _layout(x) is None:
+        return None
+    width, mant, bias = _layout(x)
+
+    def codegen(context, builder, sig, args):
+        itype = ir.IntType(width)
+        bits = builder.bitcast(args[0], itype)
+        frac = builder.and_(bits, ir.Constant(itype, (1 << mant) - 1))
+        one = builder.or_(frac, ir.Constant(itype, bias << mant))
+        return builder.bitcast(one, args[0].type)
+
+    return x(x), codegen
+
+
+@intrinsic
+def exponent(typingctx, x):
+    """The unbiased binary exponent of a positive normal float, as a float of its type."""
+    if _layout(x) is None:
+        return None
+    width, mant, bias = _layout(x)
+
+    def codegen(context, builder, sig, args):
+        itype = ir.IntType(width)
+        biased = builder.lshr(builder.bitcast(args[0], itype), ir.Constant(itype, mant))
+        return builder.sitofp(builder.sub(biased, ir.Constant(itype, bias)), args[0].type)
+
+    return x(x), codegen
+
+
+def _binary_intrinsic(llvm_name: str, doc: str):
+    @intrinsic
+    def op(typingctx, a, b):
+        if _layout(a) is None or a != b:
+            return None
+
+        def codegen(context, builder, sig, args):
+            fnty = ir.FunctionType(args[0].type, [args[0].type, args[0].type])
+            return builder.call(builder.module.declare_intrinsic(llvm_name, [args[0].type], fnty), args)
+
+        return a(a, b), codegen
+
+    op.__doc__ = doc
+    return op
+
+
+# A loop `m = maximum(m, x[i])` vectorizes with no fast-math flag, where the select form
+# `m = x[i] if x[i] > m else m` stays scalar (jitlab.bench.probes measures both).
+maximum = _binary_intrinsic("llvm.maximum", "max(a, b) of two floats of one type; NaN if either is NaN.")
+minimum = _binary_intrinsic("llvm.minimum", "min(a, b) of two floats of one type; NaN if either is NaN.")

@@ -1,0 +1,152 @@
+"""`python -m jitlab.bench` (and later `jitlab bench`): runs the suite, checks every result
+against numpy, prints median times with speedups over numpy and the streaming lower bounds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+
+import numpy as np
+
+from .harness import bandwidth, interleaved_medians, machine
+from .peers import PEERS, Runner, jitlab_runner
+from .suite import Benchmark, by_name
+
+LEVELS = ("O0", "O1", "O2")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="jitlab bench", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="small sizes and 3 repeats (a smoke run)")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+    p.add_argument("--level", action="append", choices=LEVELS, help="jitlab level(s) to run (default O1 and O2)")
+    p.add_argument("--target", default="cpu", choices=("cpu", "cuda"), help="jitlab target (default cpu)")
+    p.add_argument("--peers", default=",".join(PEERS), help=f"comma-separated peers (default {','.join(PEERS)})")
+    p.add_argument("--only", help="comma-separated benchmark names (default: the whole suite)")
+    p.add_argument("--repeats", type=int, help="interleaved repeats (default 11, 3 with --quick)")
+    args = p.parse_args(argv)
+    args.level = args.level or ["O1", "O2"]
+    args.repeats = args.repeats or (3 if args.quick else 11)
+    unknown = [n for n in args.peers.split(",") if n and n not in PEERS]
+    if unknown:
+        p.error(f"unknown peer(s) {', '.join(unknown)}; peers are {', '.join(PEERS)}")
+    return args
+
+
+def _prepare(runner: Runner, bench: Benchmark, inputs: tuple, expected: np.ndarray) -> dict:
+    """Compiles (first call timed) and checks the result against numpy; a call ready to time or a status."""
+    if not runner.available():
+        return {"status": "not installed"}
+    try:
+        prepared = runner.prepare(bench, inputs)
+        start = time.perf_counter()
+        result = prepared.to_numpy(prepared.call())
+        first = time.perf_counter() - start
+    except NotImplementedError as e:
+        return {"status": "n/a", "error": str(e)}
+    except Exception as e:  # a peer failing must not stop the suite; its error is reported
+        return {"status": "error", "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc(limit=3)}
+    if result.shape != expected.shape or not np.allclose(result, expected, rtol=bench.rtol, atol=bench.atol):
+        worst = float(np.max(np.abs(result - expected))) if result.shape == expected.shape else float("nan")
+        return {"status": "mismatch", "error": f"differs from numpy (max abs diff {worst:.3g})"}
+    return {"status": "ok", "call": prepared.call, "first_call_s": first, **prepared.info}
+
+
+def run_benchmark(bench: Benchmark, runners: list[Runner], args, bw: float) -> dict:
+    inputs = bench.inputs(args.quick)
+    expected = np.asarray(bench.fn(*inputs))
+    results = {r.name: _prepare(r, bench, inputs, expected) for r in runners}
+    ready = {name: r.pop("call") for name, r in results.items() if r["status"] == "ok"}
+    medians = interleaved_medians(ready, args.repeats)
+    base = medians.get("numpy")
+    for name, seconds in medians.items():
+        results[name].update(ms=seconds * 1e3, speedup=(base / seconds) if base else None)
+    moved = bench.bytes_moved(inputs, expected)
+    return {"name": bench.name, "size": bench.size(args.quick), "bytes_moved": moved,
+            "lower_bound_ms": moved / bw * 1e3 if bench.memory_bound else None, "results": results}
+
+
+def call_overhead_us(level: str, target: str, repeats: int = 2000) -> float:
+    """Median microseconds of calling a cached jitted x + 1 on one float32 element."""
+    import jitlab as jl
+
+    fn = jl.jit(lambda x: x + 1.0, level=level, target=target)
+    x = np.ones(1, np.float32)
+    fn(x)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(x)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)) * 1e6
+
+
+def run(args) -> dict:
+    """The whole measurement as plain data."""
+    names = args.only.split(",") if args.only else None
+    runners = [PEERS[n] for n in args.peers.split(",") if n] + [jitlab_runner(lv, args.target) for lv in args.level]
+    size = (64 if args.quick else 1024) << 20
+    bw = {"1 thread": bandwidth(size, 1), "2 threads": bandwidth(size, 2)}
+    benches = [run_benchmark(b, runners, args, max(bw.values())) for b in by_name(names)]
+    return {"quick": args.quick, "repeats": args.repeats, "target": args.target, "machine": machine(),
+            "bandwidth_bytes_per_s": bw, "benchmarks": benches,
+            "call_overhead_us": {lv: call_overhead_us(lv, args.target) for lv in args.level}}
+
+
+def _cell(result: dict) -> str:
+    if result["status"] != "ok":
+        return result["status"]
+    return f"{result['ms']:.3f} ({result['speedup']:.2f}x)" if result.get("speedup") else f"{result['ms']:.3f}"
+
+
+def format_report(data: dict) -> str:
+    """The tables a person reads: times with speedups over numpy, then compile and memory figures."""
+    m = data["machine"]
+    blas = ", ".join(f"{b['internal_api']} {b['version']} kernel {b['architecture']} ({b['num_threads']} threads)"
+                     for b in m["blas"])
+    bw = ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in data["bandwidth_bytes_per_s"].items())
+    names = list(data["benchmarks"][0]["results"]) if data["benchmarks"] else []
+    lines = [f"jitlab bench{' --quick' if data['quick'] else ''}: target {data['target']}, "
+             f"median of {data['repeats']} interleaved runs, ms (speedup over numpy)",
+             f"machine: {m['cpu']}, {m['cores']} cores, load average {m['load_average']:.1f}; "
+             f"numpy {m['numpy']}, numba {m['numba']}; BLAS: {blas}; env {m['env'] or '{}'}",
+             f"memory bandwidth (copy, read + write): {bw}", "",
+             "| benchmark | size | " + " | ".join(names) + " | streaming lower bound |",
+             "|" + " --- |" * (len(names) + 3)]
+    for b in data["benchmarks"]:
+        bound = f"{b['lower_bound_ms']:.3f}" if b["lower_bound_ms"] is not None else "-"
+        lines.append(f"| {b['name']} | {b['size']} | " + " | ".join(_cell(b["results"][n]) for n in names)
+                     + f" | {bound} |")
+    lines += ["", "| benchmark | runner | first call s | compile cold s | compile warm s | peak memory |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for b in data["benchmarks"]:
+        for name, r in b["results"].items():
+            if r["status"] == "ok" and name != "numpy":
+                peak = f"{r['peak_bytes'] / 2**20:.1f} MiB" if r.get("peak_bytes") is not None else "-"
+                cold, warm = (f"{r[k]:.3f}" if k in r else "-" for k in ("compile_cold_s", "compile_warm_s"))
+                lines.append(f"| {b['name']} | {name} | {r['first_call_s']:.3f} | {cold} | {warm} | {peak} |")
+    lines += ["", "cached call overhead (x + 1 on one element): "
+              + ", ".join(f"{lv} {us:.1f} us" for lv, us in data["call_overhead_us"].items())]
+    problems = [f"{b['name']} / {n}: {r['status']}: {r.get('error', '')}" for b in data["benchmarks"]
+                for n, r in b["results"].items() if r["status"] in ("error", "mismatch")]
+    return "\n".join(lines + (["", "problems:"] + problems if problems else []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `python -m jitlab.bench` and `jitlab bench`; 1 if any jitlab result was wrong."""
+    args = parse_args(argv)
+    data = run(args)
+    print(format_report(data))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(data, f, indent=1, default=str)
+    failed = [b["name"] for b in data["benchmarks"] for n, r in b["results"].items()
+              if n.startswith("jitlab") and r["status"] != "ok"]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""The fixed benchmark suite (issue 4 item 9): each benchmark is written once against a
+numpy-like namespace `xp`, so numpy, jitlab (which traces the numpy version), jax.numpy and a
+torch shim run the same code."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+GELU_C = math.sqrt(2 / math.pi)
+
+
+def chain(x, y, xp=np):
+    """Memory-bound elementwise chain."""
+    return xp.maximum((x * y + x - 0.5 * y) ** 2, 0.0)
+
+
+def tanh_gelu(x, xp=np):
+    """Transcendental chain: tanh, then gelu in its tanh form."""
+    h = xp.tanh(x)
+    return 0.5 * h * (1.0 + xp.tanh(GELU_C * (h + 0.044715 * h * h * h)))
+
+
+def softmax(x, xp=np):
+    """Row softmax, max-subtracted."""
+    e = xp.exp(x - xp.max(x, axis=1, keepdims=True))
+    return e / xp.sum(e, axis=1, keepdims=True)
+
+
+def layernorm(x, gamma, beta, xp=np):
+    """Row layer normalization with scale and shift."""
+    mean = xp.mean(x, axis=1, keepdims=True)
+    centered = x - mean
+    var = xp.mean(centered * centered, axis=1, keepdims=True)
+    return centered / xp.sqrt(var + 1e-5) * gamma + beta
+
+
+def mlp(x, w1, b1, w2, b2, xp=np):
+    """MLP block: two matmuls with bias and relu."""
+    return xp.maximum(x @ w1 + b1, 0.0) @ w2 + b2
+
+
+TINY_OPS = 500
+
+
+def tiny_chain(x, xp=np):
+    """A chain of TINY_OPS cheap elementwise ops, where per-op dispatch cost is everything."""
+    for i in range(TINY_OPS // 4):
+        x = x * 0.999 + 0.001 * (i % 7)
+        x = xp.maximum(x, -1.0)
+        x = x - 0.0005
+        x = xp.minimum(x, 1.0)
+    return x
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark: its function, how to make its inputs, and its traffic."""
+
+    name: str
+    fn: Callable                       # numpy-like function of arrays (and xp=)
+    shapes: dict[bool, list[tuple]]    # quick -> input shapes
+    memory_bound: bool                 # whether the streaming lower bound is a meaningful target
+    rtol: float = 1e-4                 # result tolerance against numpy (float32 arithmetic)
+    atol: float = 1e-5
+    weights: bool = False              # 2-D inputs after the first are weights, scaled by 1/sqrt(fan-in)
+
+    def inputs(self, quick: bool, seed: int = 0) -> tuple[np.ndarray, ...]:
+        rng = np.random.default_rng(seed)
+        arrays = [rng.standard_normal(s, dtype=np.float32) for s in self.shapes[quick]]
+        if self.weights:
+            arrays[1:] = [a / np.float32(math.sqrt(a.shape[0])) if a.ndim == 2 else a for a in arrays[1:]]
+        return tuple(arrays)
+
+    def bytes_moved(self, inputs, output) -> int:
+        """Bytes a perfect kernel must read and write: every input once and the output once."""
+        return sum(a.nbytes for a in inputs) + np.asarray(output).nbytes
+
+    def size(self, quick: bool) -> str:
+        return " ".join("x".join(map(str, s)) for s in self.shapes[quick])
+
+
+SUITE = [
+    Benchmark("chain", chain, {False: [(1 << 24,), (1 << 24,)], True: [(1 << 16,), (1 << 16,)]}, True),
+    Benchmark("tanh_gelu", tanh_gelu, {False: [(1 << 24,)], True: [(1 << 14,)]}, True),
+    Benchmark("softmax", softmax, {False: [(4096, 1024)], True: [(256, 128)]}, True),
+    Benchmark("layernorm", layernorm, {False: [(4096, 1024), (1024,), (1024,)], True: [(256, 128), (128,), (128,)]},
+              True, rtol=1e-3, atol=1e-4),
+    Benchmark("mlp", mlp, {False: [(256, 1024), (1024, 4096), (4096,), (4096, 1024), (1024,)],
+                           True: [(32, 64), (64, 256), (256,), (256, 64), (64,)]}, False, rtol=1e-3, atol=1e-3,
+              weights=True),
+    Benchmark("tiny_500", tiny_chain, {False: [(64,)], True: [(64,)]}, False),
+]
+
+
+def by_name(names: list[str] | None) -> list[Benchmark]:
+    if not names:
+        return list(SUITE)
+    known = {b.name: b for b in SUITE}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown benchmark(s) {', '.join(unknown)}; the suite has {', '.join(known)}")
+    return [known[n] for n in names]

@@ -1,0 +1,81 @@
+"""The benchmark suite in --quick mode: structure and correctness, never timings."""
+
+import json
+
+import numpy as np
+import pytest
+
+from jitlab.bench import cli, suite
+from jitlab.bench.peers import Prepared, Runner
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "out.json"
+    code = cli.main(["--quick", "--peers", "numpy,numexpr", "--json", str(path)])
+    return code, json.loads(path.read_text())
+
+
+def test_quick_suite_runs_every_benchmark_correctly(quick_run):
+    code, data = quick_run
+    assert code == 0
+    assert [b["name"] for b in data["benchmarks"]] == [b.name for b in suite.SUITE]
+    for b in data["benchmarks"]:
+        for level in ("O1", "O2"):
+            result = b["results"][f"jitlab {level}"]
+            assert result["status"] == "ok", (b["name"], level, result)
+            assert result["ms"] > 0 and result["speedup"] > 0
+            assert result["compile_cold_s"] > 0 and result["compile_warm_s"] > 0
+        assert b["results"]["numpy"]["speedup"] == pytest.approx(1.0)
+
+
+def test_quick_suite_reports_bounds_bandwidth_and_overhead(quick_run):
+    _, data = quick_run
+    assert set(data["bandwidth_bytes_per_s"]) == {"1 thread", "2 threads"}
+    assert all(v > 0 for v in data["bandwidth_bytes_per_s"].values())
+    by_name = {b["name"]: b for b in data["benchmarks"]}
+    chain = by_name["chain"]
+    assert chain["bytes_moved"] == 3 * 4 * (1 << 16)
+    assert chain["lower_bound_ms"] == pytest.approx(chain["bytes_moved"] / max(data["bandwidth_bytes_per_s"].values()) * 1e3)
+    assert by_name["mlp"]["lower_bound_ms"] is None
+    assert set(data["call_overhead_us"]) == {"O1", "O2"}
+    assert data["machine"]["blas"], "threadpoolctl found no BLAS"
+
+
+def test_report_table_names_every_benchmark_and_runner(quick_run):
+    _, data = quick_run
+    text = cli.format_report(data)
+    for b in suite.SUITE:
+        assert f"| {b.name} |" in text
+    for runner in ("numpy", "numexpr", "jitlab O1", "jitlab O2"):
+        assert runner in text
+
+
+def test_wrong_result_is_reported_not_timed():
+    bench = suite.by_name(["chain"])[0]
+    inputs = bench.inputs(quick=True)
+    wrong = Runner("wrong", None, lambda b, a: Prepared(lambda: b.fn(*a) + 1, np.asarray))
+    result = cli._prepare(wrong, bench, inputs, bench.fn(*inputs))
+    assert result["status"] == "mismatch" and "call" not in result
+
+
+def test_missing_peer_says_not_installed():
+    bench = suite.by_name(["chain"])[0]
+    absent = Runner("absent", "no_such_module_for_jitlab_tests", lambda b, a: None)
+    assert cli._prepare(absent, bench, bench.inputs(quick=True), None) == {"status": "not installed"}
+
+
+def test_suite_functions_match_their_definitions():
+    x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(suite.softmax(x), e / e.sum(axis=1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(suite.chain(x, x), np.maximum((x * x + x - 0.5 * x) ** 2, 0))
+    ln = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(suite.layernorm(x, np.ones(4, np.float32), np.zeros(4, np.float32)), ln, rtol=1e-5)
+
+
+def test_bad_arguments_are_rejected():
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--peers", "nosuchpeer"])
+    with pytest.raises(ValueError, match="unknown benchmark"):
+        suite.by_name(["nosuchbench"])
