@@ -220,6 +220,15 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
     def __hash__(self):
         return id(self)
 
+    def __pow__(self, exponent):
+        # numpy's `array ** scalar` on floats takes fast paths (square, sqrt, reciprocal) that
+        # round differently from np.power; the traced program must compute what numpy computes.
+        fast = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal, 1: np.positive}
+        if self.dtype.kind == "f" and isinstance(exponent, (int, float)) and not isinstance(exponent, bool) \
+                and exponent in fast:
+            return fast[exponent](self)
+        return np.power(self, exponent)
+
     # -- methods: thin forwards to the numpy implementations ---------------------
     def __getitem__(self, key):
         from . import indexing

@@ -1,7 +1,6 @@
 """The fastmath table: each implementation within its stated ulp bound against a higher-precision
 reference on every binade and at thresholds, numpy's special values, and vectorized loops."""
 
-import os
 
 import numpy as np
 import pytest
@@ -77,9 +76,7 @@ def test_table_names_real_float_ops(impl):
     assert impl.ulps >= 0.5
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("JITLAB_EXHAUSTIVE"),
-                    reason="2**32 inputs take 1.5-4 min per function: run with JITLAB_EXHAUSTIVE=1 -m slow")
+@pytest.mark.slow           # 2**32 inputs take 1.5-4 minutes per function: `pytest -m slow` runs them
 @pytest.mark.parametrize("impl", F32, ids=name)
 def test_within_bound_on_all_float32_inputs(impl):
     err, at = mc.exhaustive_error(impl)

@@ -1,3 +1,12 @@
 """The numba CPU backend: fused loop nests generated as numba source, BLAS for contractions."""
 
-from .backend import NumbaCPUBackend  # noqa: F401  (registers the backend)
+import os
+
+import numba
+
+# numba's default OpenMP threads keep spinning after a parallel loop and slow the next
+# OpenBLAS call (PERF-NOTES point 4); the workqueue layer does not. A user's own choice wins.
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    numba.config.THREADING_LAYER = "workqueue"
+
+from .backend import NumbaCPUBackend  # noqa: E402, F401  (registers the backend)

@@ -22,9 +22,10 @@ from ...runtime.kernel_cache import KernelCache, default_cache
 from ..base import Backend, Kernel, register_backend
 from . import helpers
 from .codegen import _REDUCE, generate
+from .fastmath import TABLE as FASTMATH_TABLE
 from .indexing import INDEX_RULES, has_static_offsets, is_unit_reshape
 from .library import conv2d_into, matmul_into
-from .scalar import SCALAR_RULES
+from .scalar import SCALAR_RULES, fastmath_name
 from .selection import select
 
 PARALLEL_THRESHOLD = 1 << 15           # elements below which threads cost more than they save
@@ -93,16 +94,20 @@ import numba  # noqa: F401
 import numpy as np
 from numba import njit, prange  # noqa: F401
 
+from jitlab.backends.numba_cpu.bits import maximum as fmaximum, minimum as fminimum  # noqa: F401
+from jitlab.backends.numba_cpu.fastmath import TABLE as FASTMATH
 from jitlab.backends.numba_cpu.helpers import {helpers}  # noqa: F401
 
 FLAGS = {flags}
+{fastmath}
 """
 
 
 def module_header() -> str:
     """The imports and flags every generated kernel module starts with."""
     flags = "{" + ", ".join(repr(f) for f in sorted(FASTMATH)) + "}"
-    return _MODULE_HEADER.format(helpers=", ".join(HELPER_NAMES), flags=flags)
+    fast = "\n".join(f"{fastmath_name(impl)} = FASTMATH[{key!r}].fn" for key, impl in sorted(FASTMATH_TABLE.items()))
+    return _MODULE_HEADER.format(helpers=", ".join(HELPER_NAMES), flags=flags, fastmath=fast)
 
 
 def _module_source(group: Operation, par: str, seq: str) -> str:

@@ -30,8 +30,8 @@ CHUNKS = 4 * numba.config.NUMBA_NUM_THREADS    # row chunks of a parallel reduct
 
 _REDUCE = {
     "np.sum": ("zero", "({acc} + {v})"), "np.mean": ("zero", "({acc} + {v})"),
-    "np.prod": ("one", "({acc} * {v})"), "np.max": ("lowest", "_maximum({acc}, {v})"),
-    "np.min": ("highest", "_minimum({acc}, {v})"), "np.any": ("false", "({acc} or {v})"),
+    "np.prod": ("one", "({acc} * {v})"), "np.max": ("lowest", "{max}({acc}, {v})"),
+    "np.min": ("highest", "{min}({acc}, {v})"), "np.any": ("false", "({acc} or {v})"),
     "np.all": ("true", "({acc} and {v})"),
 }
 
@@ -300,7 +300,9 @@ class KernelSource:
         self.current.add(f"{acc} = {_initial(init, dtype)}")
         self._inner_loops(parallel_inner)
         value = self.emit(op.operands[0], self._full_map())
-        self.current.add(f"{acc} = {combine.format(acc=acc, v=value)}")
+        floats = dtype.kind == "f"      # LLVM's maximum/minimum vectorize a float reduction; ints use a select
+        self.current.add(f"{acc} = " + combine.format(acc=acc, v=value, max="fmaximum" if floats else "_maximum",
+                                                     min="fminimum" if floats else "_minimum"))
         self._close_inner()
         if op.name == "np.mean":
             count = " * ".join(f"n{d}" for d in self.plan.inner) or "1"

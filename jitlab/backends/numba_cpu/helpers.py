@@ -5,7 +5,9 @@ import math
 import numpy as np
 from numba import njit
 
-_INLINE = dict(inline="always", error_model="numpy", cache=True)
+# forceinline lets LLVM inline them with their own flags kept; numba's inline="always" would
+# re-lower them with the kernel's flags instead (see fastmath.py).
+_INLINE = dict(forceinline=True, error_model="numpy", cache=True)
 
 
 @njit(**_INLINE)

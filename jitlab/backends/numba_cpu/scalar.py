@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...ir.core import Operation
+from .fastmath import lookup
 
 Rule = Callable[[list[str], dict, "TypeNames"], str]
 SCALAR_RULES: dict[str, Rule] = {}
@@ -23,6 +24,7 @@ class TypeNames:
     """numba-side names of an op's result dtype and of its first operand's dtype."""
 
     def __init__(self, op: Operation):
+        self.op_name = op.name
         self.out = np.dtype(op.results[0].type.dtype).name
         self.arg = np.dtype(op.operands[0].type.dtype).name if op.operands else self.out
 
@@ -65,15 +67,43 @@ for _name, _symbol in [("less", "<"), ("less_equal", "<="), ("greater", ">"), ("
 for _name, _symbol in [("bitwise_and", "&"), ("bitwise_or", "|"), ("bitwise_xor", "^"),
                        ("left_shift", "<<"), ("right_shift", ">>")]:
     scalar(_name)(_binop(_symbol))
-for _name, _fn in [("exp", "np.exp"), ("expm1", "np.expm1"), ("exp2", "np.exp2"), ("log", "np.log"),
-                   ("log1p", "np.log1p"), ("log2", "np.log2"), ("log10", "np.log10"), ("sqrt", "np.sqrt"),
-                   ("tanh", "np.tanh"), ("sin", "np.sin"), ("cos", "np.cos"), ("tan", "np.tan"),
+def fastmath_name(impl) -> str:
+    """The name a generated module binds a fastmath implementation to."""
+    return "fm_" + impl.op[3:] + (f"_{impl.variant}" if impl.variant else "") + "_" + impl.dtype
+
+
+def _vectorized(fallback: Rule, variant_of=lambda attrs: "") -> Rule:
+    """Calls the vectorizable fastmath implementation when there is one for the dtype."""
+
+    def rule(a, attrs, t):
+        impl = lookup(t.op_name, t.out, variant_of(attrs)) if t.out in ("float32", "float64") else None
+        return f"{fastmath_name(impl)}({a[0]})" if impl is not None else fallback(a, attrs, t)
+
+    return rule
+
+
+for _name in ("exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "tanh"):
+    scalar(_name)(_vectorized(_call(f"np.{_name}")))
+scalar("erf")(_vectorized(_call("_erf")))
+scalar("sigmoid")(_vectorized(_call("_sigmoid")))
+
+
+def _float_pair(name: str, helper: str) -> Rule:
+    """NaN-propagating max/min: LLVM's intrinsic for floats (it vectorizes), a select for ints."""
+    def rule(a, attrs, t):
+        return f"{name}({a[0]}, {a[1]})" if t.out.startswith("float") else _wrap(t, f"{helper}({a[0]}, {a[1]})")
+
+    return rule
+
+
+scalar("maximum")(_float_pair("fmaximum", "_maximum"))
+scalar("minimum")(_float_pair("fminimum", "_minimum"))
+for _name, _fn in [("sqrt", "np.sqrt"), ("sin", "np.sin"), ("cos", "np.cos"), ("tan", "np.tan"),
                    ("asin", "np.arcsin"), ("acos", "np.arccos"), ("atan", "np.arctan"), ("sinh", "np.sinh"),
                    ("cosh", "np.cosh"), ("asinh", "np.arcsinh"), ("acosh", "np.arccosh"),
                    ("atanh", "np.arctanh"), ("floor", "np.floor"), ("ceil", "np.ceil"), ("trunc", "np.trunc"),
                    ("round", "np.rint"), ("isnan", "np.isnan"), ("isinf", "np.isinf"),
-                   ("isfinite", "np.isfinite"), ("atan2", "np.arctan2"), ("erf", "_erf"),
-                   ("sigmoid", "_sigmoid"), ("maximum", "_maximum"), ("minimum", "_minimum")]:
+                   ("isfinite", "np.isfinite"), ("atan2", "np.arctan2")]:
     scalar(_name)(_call(_fn))
 
 
@@ -134,7 +164,7 @@ def _sign(a, attrs, t):
 
 @scalar("relu")
 def _relu(a, attrs, t):
-    return f"_maximum({a[0]}, {t.out_ctor}(0))"
+    return _float_pair("fmaximum", "_maximum")([a[0], f"{t.out_ctor}(0)"], attrs, t)
 
 
 @scalar("rsqrt")
@@ -175,9 +205,9 @@ def _where(a, attrs, t):
 def _clip(a, attrs, t):
     expr = a[0]
     if attrs["min"] is not None:
-        expr = f"_maximum({expr}, {t.out_ctor}({attrs['min']!r}))"
+        expr = _float_pair("fmaximum", "_maximum")([expr, f"{t.out_ctor}({attrs['min']!r})"], attrs, t)
     if attrs["max"] is not None:
-        expr = f"_minimum({expr}, {t.out_ctor}({attrs['max']!r}))"
+        expr = _float_pair("fminimum", "_minimum")([expr, f"{t.out_ctor}({attrs['max']!r})"], attrs, t)
     return expr
 
 
@@ -193,9 +223,11 @@ def _cast(a, attrs, t):
     return f"{t.out_ctor}({a[0]})"
 
 
-@scalar("gelu")
-def _gelu(a, attrs, t):
+def _gelu_libm(a, attrs, t):
     return f"_gelu_tanh({a[0]})" if attrs["approximate"] == "tanh" else f"_gelu_erf({a[0]})"
+
+
+scalar("gelu")(_vectorized(_gelu_libm, lambda attrs: "tanh" if attrs["approximate"] == "tanh" else ""))
 
 
 def ctor(dtype: np.dtype) -> str:

@@ -19,6 +19,7 @@ from ...ir.opdef import Trait
 from ...ir.shapes import Sym
 from ...runtime.reference import Interpreter
 from ..base import Kernel
+from .fastmath import lookup
 
 BYTES_PER_NS = 20.0         # streaming bandwidth of one or two cores, in bytes per nanosecond
 # Nanoseconds per element for ops that are more than a few cycles, numpy vs a generated loop.
@@ -26,7 +27,13 @@ NUMPY_NS = {"np.exp": 1.0, "np.log": 1.2, "np.tanh": 50.0, "np.erf": 60.0, "np.s
             "np.gelu": 70.0, "np.sin": 2.0, "np.cos": 2.0, "np.pow": 4.0, "np.div": 0.3, "np.sqrt": 0.3}
 GENERATED_NS = {"np.exp": 4.0, "np.log": 4.0, "np.tanh": 17.0, "np.erf": 10.0, "np.sigmoid": 5.0,
                 "np.gelu": 20.0, "np.sin": 5.0, "np.cos": 5.0, "np.pow": 15.0, "np.div": 0.3, "np.sqrt": 0.3}
-FAST_GENERATED_NS: dict[str, float] = {}     # filled by backends that have vectorized implementations
+VECTORIZED_NS = 1.0          # a fastmath implementation inlined into the loop (see fastmath.py's table)
+
+
+def _generated_ns(op: Operation) -> float:
+    variant = "tanh" if op.attrs.get("approximate") == "tanh" else ""
+    impl = lookup(op.name, op.results[0].type.dtype, variant) if op.results[0].type.dtype.kind == "f" else None
+    return VECTORIZED_NS if impl is not None and impl.vectorizes else GENERATED_NS.get(op.name, 0.0)
 
 
 def _size(value) -> float:
@@ -47,7 +54,7 @@ def estimate(group: Operation) -> tuple[float, float]:
         n = _size(op.results[0])
         op_bytes = sum(_size(v) * v.type.dtype.itemsize for v in list(op.operands) + op.results)
         library += op_bytes / BYTES_PER_NS + n * NUMPY_NS.get(op.name, 0.0)
-        generated += n * FAST_GENERATED_NS.get(op.name, GENERATED_NS.get(op.name, 0.0))
+        generated += n * _generated_ns(op)
     return generated, library
 
 
