@@ -7,6 +7,7 @@ from .errors import (
                      DTypeError,
                      InputError,
                      JitlabError,
+                     ModelError,
                      OutOfMemoryError,
                      ParseError,
                      PassError,
@@ -26,7 +27,16 @@ from .runtime.executable import Executable
 __version__ = "0.1.0"
 
 __all__ = ["CompileError", "CompileReport", "DTypeError", "Executable", "InputError", "JitFunction",
-           "JitlabError", "MemoryPlan", "OutOfMemoryError", "ParseError", "PassError", "PluginError",
+           "JitlabError", "MemoryPlan", "ModelError", "OutOfMemoryError", "ParseError", "PassError", "PluginError",
            "Program", "ShapeError", "Spec", "Sym", "TensorType", "TraceError", "UnknownOpError",
            "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "jit", "opt", "parse", "spec",
            "sym", "trace", "verify"]
+
+
+def __getattr__(name: str):
+    # jl.onnx imports the onnx package, so it loads on first use rather than with jitlab.
+    if name == "onnx":
+        import importlib
+
+        return importlib.import_module(".onnx", __name__)
+    raise AttributeError(f"module 'jitlab' has no attribute {name!r}")

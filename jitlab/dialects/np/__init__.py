@@ -1,4 +1,4 @@
 """The `np` dialect: operator-level ops with numpy semantics, each with shape/dtype
 inference and a numpy reference implementation (the O0 oracle)."""
 
-from . import composite, elementwise, nn, reduction, shape  # noqa: F401  (registers the ops)
+from . import bits, composite, dims, elementwise, indexing, nn, reduction, scan, shape, sorting  # noqa: F401

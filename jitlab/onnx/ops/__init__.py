@@ -1,0 +1,3 @@
+"""ONNX op handlers, one module per family; importing the package registers them all."""
+
+from . import activation, elementwise, indexing, nn, norm, reduce, shape, tensor  # noqa: F401

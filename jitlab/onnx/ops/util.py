@@ -1,0 +1,61 @@
+"""Small helpers the handlers share: axes, broadcasting shapes, selecting, iota."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...errors import ShapeError
+from ...ir.opdef import InferCtx
+from ..graph import T
+from ..node import Node
+
+
+def norm_axis(n: Node, axis: int, rank: int, what: str = "axis") -> int:
+    """`axis` in [0, rank), counting negative ones from the end; an error naming the node otherwise."""
+    if not -rank <= axis < rank:
+        raise n.error(ShapeError, f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def norm_axes(n: Node, axes: Sequence[int], rank: int, what: str = "axes") -> tuple[int, ...]:
+    out = [norm_axis(n, a, rank, what) for a in axes]
+    if len(set(out)) != len(out):
+        raise n.error(ShapeError, f"{what} {list(axes)} repeat an axis")
+    return tuple(sorted(out))
+
+
+def where(cond: T, a: T, b: T) -> T:
+    return cond.g.op("np.where", cond, a, b)
+
+
+def maximum(a: T, b) -> T:
+    return a.g.op("np.maximum", a, a._lift(b))
+
+
+def minimum(a: T, b) -> T:
+    return a.g.op("np.minimum", a, a._lift(b))
+
+
+def unary(name: str, x: T) -> T:
+    return x.g.op(f"np.{name}", x)
+
+
+def broadcast_shapes(n: Node, *shapes) -> tuple:
+    """numpy broadcasting of shapes (symbolic dims must agree exactly)."""
+    return InferCtx(n.op_type, n.g.program.constraints).broadcast(*shapes)
+
+
+def static_dim(n: Node, d, what: str) -> int:
+    if not isinstance(d, (int, np.integer)):
+        raise n.unsupported(f"{what} is the symbolic dim {d}; it must be static here")
+    return int(d)
+
+
+def iota(g, length: int, dtype=np.int64) -> T:
+    return g.const(np.arange(length, dtype=dtype))
+
+
+def scalar_like(x: T, value) -> T:
+    return x.g.scalar(value, x.dtype)
