@@ -59,3 +59,21 @@ def iota(g, length: int, dtype=np.int64) -> T:
 
 def scalar_like(x: T, value) -> T:
     return x.g.scalar(value, x.dtype)
+
+
+def slice_axis(x: T, axis: int, start: int, stop: int, step: int = 1) -> T:
+    """x[..., start:stop:step, ...] along one axis (absolute, non-negative bounds)."""
+    starts = tuple(start if i == axis else 0 for i in range(x.rank))
+    stops = tuple(stop if i == axis else d for i, d in enumerate(x.shape))
+    steps = tuple(step if i == axis else 1 for i in range(x.rank))
+    return x.g.op("np.slice", x, starts=starts, stops=stops, steps=steps)
+
+
+def repeat_axis(x: T, axis: int, times: int) -> T:
+    """np.repeat(x, times, axis): each entry along `axis` repeated `times` times in place."""
+    if times == 1:
+        return x
+    grown = x.g.op("np.expand_dims", x, axes=(axis + 1,))
+    shape = grown.shape[:axis + 1] + (times,) + grown.shape[axis + 2:]
+    spread = x.g.op("np.broadcast_to", grown, shape=shape)
+    return spread.reshape(x.shape[:axis] + (x.shape[axis] * times,) + x.shape[axis + 1:])
