@@ -104,10 +104,23 @@ class Graph:
         self.known[op.result] = array
         return op.result
 
+    def adopt_name(self, value: Value, name: str) -> None:
+        """Names a value after an ONNX tensor; a weight folded by the current node takes the name too."""
+        op = getattr(value, "op", None)
+        folded = op is not None and op.name == "np.weight" and op.attrs["name"] == value.name \
+            and value.name.startswith(self.weight_hint)
+        if folded and name not in self.program.weights:
+            self.program.weights[name] = self.program.weights.pop(value.name)
+            op.attrs["name"] = value.name = name
+        elif value.name is None:
+            value.name = name
+
     def _dims(self, array: np.ndarray) -> Value:
-        flat = self.builder.create("np.dims", attrs={"dims": tuple(array.reshape(-1))}).result
-        self.known[flat] = array.reshape(-1)
-        return flat if array.ndim == 1 else self.op("np.reshape", flat, shape=array.shape).value
+        value = self.builder.create("np.dims", attrs={"dims": tuple(array.reshape(-1))}).result
+        if array.ndim != 1:
+            value = self.builder.create("np.reshape", [value], {"shape": array.shape}).result
+        self.known[value] = array
+        return value
 
     def const(self, array, dtype=None) -> T:
         """A tensor handle for a constant array."""

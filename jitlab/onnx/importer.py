@@ -135,7 +135,7 @@ class Importer:
         domain = canonical_domain(proto.domain)
         node = Node(proto, index, self.opsets.get(domain, 0), self.env, self.g, self.source.folder)
         self.g.builder.loc = Location(self.source.label, index, node.label)
-        self.g.weight_hint = next((o for o in proto.output if o), proto.op_type)
+        self.g.weight_hint = next((o for o in proto.output if o), proto.op_type) + "_const"
         try:
             if domain not in self.opsets:
                 raise node.unsupported(f"the model does not import the domain '{proto.domain}'")
@@ -157,10 +157,8 @@ class Importer:
                 continue
             if k >= len(outputs) or outputs[k] is None:
                 raise node.unsupported(f"output {k} ('{name}') is not supported")
-            t = outputs[k]
-            if t.value.name is None:
-                t.value.name = name
-            self.env[name] = t
+            self.g.adopt_name(outputs[k].value, name)
+            self.env[name] = outputs[k]
 
     def _set_outputs(self, graph: onnx.GraphProto) -> None:
         results = []

@@ -35,20 +35,22 @@ class Source:
 
 def read_model(model) -> Source:
     """The model behind a path, bytes or ModelProto, parsed and checked by onnx's checker."""
+    path = None
     if isinstance(model, onnx.ModelProto):
         source = Source(model, model.graph.name or "<onnx model>", None)
     elif isinstance(model, (bytes, bytearray, memoryview)):
         source = Source(_parse(bytes(model), "the model bytes"), "<onnx bytes>", None)
     elif isinstance(model, (str, os.PathLike)):
-        path = os.fspath(model)
+        path = os.path.abspath(os.fspath(model))
         if not os.path.isfile(path):
-            raise ModelError(f"no ONNX model file at {path!r}")
+            raise ModelError(f"no ONNX model file at {os.fspath(model)!r}")
         with open(path, "rb") as f:
             data = f.read()
-        source = Source(_parse(data, repr(path)), os.path.basename(path), os.path.dirname(os.path.abspath(path)))
+        source = Source(_parse(data, repr(os.fspath(model))), os.path.basename(path), os.path.dirname(path))
     else:
         raise ModelError(f"jl.onnx.load takes a path, bytes or onnx.ModelProto, got {type(model).__name__}")
-    _check(source)
+    _check_external(source)
+    _check(source, path)
     return source
 
 
@@ -63,9 +65,21 @@ def _parse(data: bytes, what: str) -> onnx.ModelProto:
     return proto
 
 
-def _check(source: Source) -> None:
+def _check_external(source: Source) -> None:
+    """External data must name files inside the model's folder, before anything looks at them."""
+    for t in source.model.graph.initializer:
+        if t.data_location == TensorProto.EXTERNAL:
+            location = {e.key: e.value for e in t.external_data}.get("location", "")
+            if source.folder is None:
+                raise ModelError(f"tensor '{t.name}' keeps its data in the external file {location!r}; load the "
+                                 "model from its path so jitlab knows the folder to read it from")
+            _inside(source.folder, location, f"tensor '{t.name}'")
+
+
+def _check(source: Source, path: str | None) -> None:
+    """onnx's checker; given the path, it finds external data next to the model."""
     try:
-        onnx.checker.check_model(source.model)
+        onnx.checker.check_model(path if path is not None else source.model)
     except (onnx.checker.ValidationError, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ModelError(f"{source.label} is not a valid ONNX model: {first}") from None
@@ -94,7 +108,7 @@ def tensor_to_array(tensor: TensorProto, folder: str | None, what: str | None = 
         array = onnx.numpy_helper.to_array(tensor)
     except (ValueError, TypeError) as e:
         raise ModelError(f"{what} cannot be read: {e}") from None
-    return np.ascontiguousarray(array)
+    return array
 
 
 def _with_external_data(tensor: TensorProto, folder: str | None, what: str) -> TensorProto:

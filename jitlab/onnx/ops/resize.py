@@ -204,7 +204,7 @@ def _roi(roi, axes, rank: int) -> dict[int, tuple[float, float]]:
     return bounds
 
 
-@onnx_op("Upsample", 9)
+@onnx_op("Upsample", 9, 10)
 def upsample(n: Node) -> T:
     """Deprecated Resize: asymmetric coordinates, nearest rounding down."""
     x = n.input(0)
