@@ -96,14 +96,18 @@ class JitlabRep(BackendRep):
 
 
 class JitlabBackend(Backend):
-    """Runs ONNX models through jitlab (`level` and `target` pass through to jl.compile)."""
+    """Runs ONNX models through jitlab. `level` and `target` go to jl.compile; a subclass that
+    sets them is a backend at another level for onnx's runner (which passes no options)."""
+
+    level = "O0"
+    target = "cpu"
 
     @classmethod
-    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", level: str = "O0", target: str = "cpu",
-                **kwargs: Any) -> JitlabRep:
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", level: str | None = None,
+                target: str | None = None, **kwargs: Any) -> JitlabRep:
         if not cls.supports_device(device):
             raise InputError(f"jitlab's ONNX backend runs on CPU, not {device}")
-        rep = JitlabRep(model, level, target)
+        rep = JitlabRep(model, level or cls.level, target or cls.target)
         rep.prepare()
         return rep
 
@@ -119,7 +123,8 @@ class JitlabBackend(Backend):
             [onnx.helper.make_empty_tensor_value_info(n) for n in node.output if n])
         opset = kwargs.pop("opset_version", onnx.defs.onnx_opset_version())
         model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid(node.domain, opset)])
-        return cls.prepare(model, device, **kwargs).run(arrays)
+        # onnx's checker wants typed graph outputs; its shape inference supplies them.
+        return cls.prepare(onnx.shape_inference.infer_shapes(model), device, **kwargs).run(arrays)
 
     @classmethod
     def supports_device(cls, device: str) -> bool:

@@ -95,7 +95,7 @@ class ConformanceTable:
         lines = [f"ONNX node conformance at {self.level} (onnx {onnx.__version__}): {len(self.results)} cases, "
                  f"{n} in the tensor subset",
                  "  " + "  ".join(f"{s} {counts[s]}" for s in STATUSES) + f"  (pass rate {self.pass_rate:.1%})",
-                 "excluded: " + ", ".join(f"{why} {k}" for why, k in self.excluded().most_common()),
+                 "excluded: " + (", ".join(f"{why} {k}" for why, k in self.excluded().most_common()) or "none"),
                  "", f"{'op type':<28}{'cases':>6}" + "".join(f"{s:>12}" for s in STATUSES)]
         for op, c in self.by_op().items():
             lines.append(f"{op:<28}{sum(c.values()):>6}" + "".join(f"{c[s]:>12}" for s in STATUSES))

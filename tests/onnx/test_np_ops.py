@@ -136,3 +136,21 @@ def test_matmul_reference_gives_equal_columns_for_equal_weights():
     b = np.full((1024, 1000), 3.0, np.float32)
     out, = run_op("np.matmul", [a, b])
     assert np.ptp(out) == 0
+
+
+@pytest.mark.parametrize("inverse,onesided", [(False, False), (True, False), (False, True), (True, True)])
+def test_fft_matches_numpy_and_its_shapes(inverse, onesided):
+    signal = rng.standard_normal((3, 8)) + 1j * rng.standard_normal((3, 8))
+    if onesided and not inverse:
+        x = signal.real[..., None]
+        expected = np.fft.rfft(signal.real, n=8, axis=1)
+    elif onesided:
+        x = np.stack([signal.real[:, :5], signal.imag[:, :5]], axis=-1)
+        expected = np.fft.irfft(signal[:, :5], n=8, axis=1)[..., None]
+    else:
+        x = np.stack([signal.real, signal.imag], axis=-1)
+        expected = (np.fft.ifft if inverse else np.fft.fft)(signal, n=8, axis=1)
+    out, = run_op("np.fft", [x.astype(np.float64)], axis=1, length=8, inverse=inverse, onesided=onesided)
+    if not (inverse and onesided):
+        expected = np.stack([expected.real, expected.imag], axis=-1)
+    assert_same([out], [expected.astype(np.float64)], rtol=1e-12, atol=1e-12)

@@ -1,3 +1,20 @@
 """ONNX op handlers, one module per family; importing the package registers them all."""
 
-from . import activation, attention, einsum, elementwise, indexing, loss, nn, norm, reduce, resize, shape, tensor  # noqa: F401
+from . import (  # noqa: F401
+    activation,
+    attention,
+    einsum,
+    elementwise,
+    grid,
+    indexing,
+    loss,
+    nn,
+    norm,
+    quantize,
+    recurrent,
+    reduce,
+    resize,
+    shape,
+    signal,
+    tensor,
+)

@@ -148,3 +148,9 @@ def _register_softmax(op_type: str, fn) -> None:
 _register_softmax("Softmax", _softmax)
 _register_softmax("LogSoftmax", _log_softmax)
 _register_softmax("Hardmax", _hardmax)
+
+
+@onnx_op("SwiGLU", 28)
+def swiglu(n: Node) -> T:
+    a, b = n.input(0), n.input(1)
+    return a * unary("sigmoid", a * n.attr("alpha", 1.0)) * b

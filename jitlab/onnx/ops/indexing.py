@@ -87,3 +87,23 @@ def reverse_sequence(n: Node) -> T:
     source = where(t < length, length - 1 - t, t)
     index = n.g.op("np.broadcast_to", source, shape=x.shape)
     return n.g.op("np.take_along_axis", x, index, axis=time_axis)
+
+
+@onnx_op("TensorScatter", 24)
+def tensor_scatter(n: Node) -> T:
+    """Writes `update` into the cache along the sequence axis from each batch entry's write index."""
+    cache, update = n.input(0), n.input(1)
+    starts = n.input(2, required=False)
+    mode = n.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise n.unsupported(f"attribute 'mode' = {mode!r}")
+    axis = norm_axis(n, n.attr("axis", -2), cache.rank)
+    length = update.shape[axis]
+    steps = np.arange(length, dtype=np.int64).reshape(tuple(length if i == axis else 1 for i in range(cache.rank)))
+    first = starts.cast(np.int64).reshape(starts.shape + (1,) * (cache.rank - 1)) if starts is not None \
+        else n.g.const(np.zeros((1,) * cache.rank, np.int64))
+    index = first + n.g.const(steps)
+    if mode == "circular":
+        index = n.g.op("np.mod", index, index._lift(cache.shape[axis]))
+    index = n.g.op("np.broadcast_to", index, shape=update.shape)
+    return n.g.op("np.scatter_elements", cache, index, update, axis=axis)

@@ -31,7 +31,7 @@ def gemm(n: Node) -> T:
     return y
 
 
-def _kernel(n: Node, w: T) -> tuple[int, ...]:
+def kernel_of(n: Node, w: T) -> tuple[int, ...]:
     kernel = tuple(static_dim(n, d, "a kernel dim") for d in w.shape[2:])
     given = n.attr("kernel_shape", None)
     if given is not None and tuple(given) != kernel:
@@ -46,7 +46,7 @@ def _bias(y: T, b: T | None) -> T:
 @onnx_op("Conv", 1, 11, 22)
 def conv_(n: Node) -> T:
     x, w, b = n.input(0), n.input(1), n.input(2, required=False)
-    win = window(n, x, _kernel(n, w))
+    win = window(n, x, kernel_of(n, w))
     if not 1 <= win.rank <= 3:
         raise n.unsupported(f"{win.rank}-D convolution (1-D to 3-D are supported)")
     return _bias(conv(x, w, win, n.attr("group", 1)), b)
@@ -57,7 +57,7 @@ def conv_transpose(n: Node) -> T:
     """Convolution of the stride-dilated input with the flipped, transposed kernel; output
     padding, pads and output_shape then decide which part of the full result is kept."""
     x, w, b = n.input(0), n.input(1), n.input(2, required=False)
-    kernel = _kernel(n, w)
+    kernel = kernel_of(n, w)
     rank, groups = len(kernel), n.attr("group", 1)
     if not 1 <= rank <= 3 or x.rank != rank + 2:
         raise n.unsupported(f"ConvTranspose of input {x.type} with a {rank}-D kernel")
