@@ -96,6 +96,7 @@ class Importer:
                     isinstance(d, int) and d != n for d, n in zip(t.shape, array.shape)):
                 raise InputError(f"the value given for input '{vi.name}' is {dtype_name(array.dtype)}"
                                  f"{list(array.shape)}, the model declares {t}")
+            self.g.weight_hint = vi.name
             self.env[vi.name] = T(self.g.constant(array), self.g)
             return
         arg = self.program.body.add_arg(t, vi.name)

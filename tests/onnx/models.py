@@ -29,3 +29,21 @@ def reference(m: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
     from onnx.reference import ReferenceEvaluator
 
     return ReferenceEvaluator(m).run(None, feeds)
+
+
+def onnxruntime_run(m: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
+    """onnxruntime as an independent oracle (it follows the spec where onnx's reference does not)."""
+    import onnxruntime
+
+    m = onnx.ModelProto.FromString(m.SerializeToString())
+    m.ir_version = min(m.ir_version, 10)
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    session = onnxruntime.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def jitlab_run(m: onnx.ModelProto, feeds: dict) -> tuple[np.ndarray, ...]:
+    import jitlab as jl
+
+    return jl.compile(jl.onnx.load(m), level="O0")(*feeds.values())

@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     recurrent,
     reduce,
     resize,
+    rnn,
     shape,
     signal,
     tensor,
