@@ -43,7 +43,7 @@ def test_pad_modes(shape, mode, data):
     low = 0 if mode != "constant" else -1
     high = [d - 1 if mode == "reflect" else 4 for d in shape]
     pads = [data.draw(st.integers(low, max(low, h))) for h in high] * 2
-    pads = [min(p, d - 1) if mode == "constant" and p < 0 else p for p, d in zip(pads, list(shape) * 2)]
+    assume(all(d + pads[i] + pads[len(shape) + i] >= 0 for i, d in enumerate(shape)))
     inits = {"p": np.array(pads), "v": np.array(1.5, np.float32)}
     m = model([helper.make_node("Pad", ["x", "p", "v"], ["y"], mode=mode)], [tensor("x", np.float32, shape)],
               [tensor("y", np.float32, [None] * len(shape))], inits, opset=19)
@@ -72,6 +72,7 @@ def test_conv_and_conv_transpose(rank, data):
     dil = [data.draw(st.integers(1, 2)) for _ in range(rank)]
     pads = [data.draw(st.integers(0, 1)) for _ in range(2 * rank)]
     size = [data.draw(st.integers(4, 6)) for _ in range(rank)]
+    assume(all((k - 1) * d + 1 <= s + pads[i] + pads[rank + i] for i, (k, d, s) in enumerate(zip(kernel, dil, size))))
     transpose = data.draw(st.booleans())
     attrs = {"kernel_shape": kernel, "strides": strides, "dilations": dil, "pads": pads, "group": groups}
     if transpose:

@@ -49,6 +49,10 @@ def conv_(n: Node) -> T:
     win = window(n, x, kernel_of(n, w))
     if not 1 <= win.rank <= 3:
         raise n.unsupported(f"{win.rank}-D convolution (1-D to 3-D are supported)")
+    sizes = [static_dim(n, d, "a spatial dim") for d in x.shape[2:]]
+    if min(win.out(sizes), default=1) < 1:
+        raise n.error(ShapeError, f"the kernel {list(win.kernel)} (dilations {list(win.dilations)}) does not fit "
+                                  f"the padded input {x.type}")
     return _bias(conv(x, w, win, n.attr("group", 1)), b)
 
 

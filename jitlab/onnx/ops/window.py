@@ -103,6 +103,9 @@ def _conv3d(x: T, w: T, win: Window, groups: int) -> T:
     x = g.op("np.pad", x, pads=(0, 0, 0, 0, win.begin[0], win.end[0], 0, 0, 0, 0)) if win.begin[0] or win.end[0] \
         else x
     od = window_out(depth, win.kernel[0], win.strides[0], win.begin[0], win.end[0], win.dilations[0])
+    if od < 1:
+        raise ShapeError(f"the kernel's depth {win.kernel[0]} (dilation {win.dilations[0]}) exceeds the padded "
+                         f"input depth {depth + win.begin[0] + win.end[0]}")
     plane = Window(win.kernel[1:], win.strides[1:], win.dilations[1:], win.begin[1:], win.end[1:])
     total = None
     for kd in range(win.kernel[0]):
