@@ -68,54 +68,52 @@ def _guarded_softmax(x: T) -> T:
     return e / where(total.eq(0), total._lift(1), total)
 
 
+def _split_heads(n: Node, q: T, k: T, v: T) -> tuple[T, T, T]:
+    """Q, K, V as (B, H, S, D): 4-D inputs already are, 3-D ones are unpacked by head counts."""
+    q_heads, kv_heads = n.attr("q_num_heads", None), n.attr("kv_num_heads", None)
+    if q.rank == 4:
+        return q, k, v
+    if q.rank != 3 or q_heads is None or kv_heads is None:
+        raise n.error(ShapeError, f"Q {q.type} must be 4-D, or 3-D with q_num_heads and kv_num_heads")
+    return _heads(q, q_heads), _heads(k, kv_heads), _heads(v, kv_heads)
+
+
+def _scores(n: Node, q: T, k: T) -> T:
+    """softcap(Q*sqrt(scale) @ (K*sqrt(scale))^T), K's heads repeated for grouped queries."""
+    scale = n.attr("scale", None)
+    root = float(q.dtype.type(np.sqrt(1 / np.sqrt(q.shape[3]) if scale is None else scale)))
+    k = repeat_axis(k, 1, q.shape[1] // k.shape[1])
+    scores = n.g.op("np.matmul", q * root, (k * root).transpose((0, 1, 3, 2)))
+    softcap = n.attr("softcap", 0.0)
+    return unary("tanh", scores / softcap) * softcap if softcap > 0 else scores
+
+
 @onnx_op("Attention", 23, 24, 25)
 def attention(n: Node):
-    g = n.g
-    q, k, v = n.input(0), n.input(1), n.input(2)
+    q, k, v = _split_heads(n, n.input(0), n.input(1), n.input(2))
     mask = n.input(3, required=False)
     past_key, past_value = n.input(4, required=False), n.input(5, required=False)
     nonpad = n.input(6, required=False) if n.opset >= 24 else None
-    rank3 = q.rank == 3
-    q_heads, kv_heads = n.attr("q_num_heads", None), n.attr("kv_num_heads", None)
-    if rank3:
-        if q_heads is None or kv_heads is None:
-            raise n.error(ShapeError, "3-D inputs need q_num_heads and kv_num_heads")
-        q, k, v = _heads(q, q_heads), _heads(k, kv_heads), _heads(v, kv_heads)
-    elif q.rank != 4:
-        raise n.error(ShapeError, f"Q must be 3-D or 4-D, got {q.type}")
     if (past_key is None) != (past_value is None):
         raise n.error(ShapeError, "past_key and past_value go together")
-    dtype = q.dtype
-    scale = n.attr("scale", None)
-    scale = 1 / np.sqrt(q.shape[3]) if scale is None else scale
-    root = dtype.type(np.sqrt(scale))
     if past_key is not None:
-        k = g.op("np.concatenate", past_key, k, axis=2)
-        v = g.op("np.concatenate", past_value, v, axis=2)
-    present_k, present_v = k, v
-    q_len, kv_len = q.shape[2], k.shape[2]
-    bias = _attention_bias(n, mask, past_key, nonpad, q_len, kv_len, dtype)
-    reps = q.shape[1] // k.shape[1]
-    k, v = repeat_axis(k, 1, reps), repeat_axis(v, 1, reps)
-    scores = g.op("np.matmul", q * float(root), (k * float(root)).transpose((0, 1, 3, 2)))
-    softcap = n.attr("softcap", 0.0)
-    if softcap > 0:
-        scores = unary("tanh", scores / softcap) * softcap
-    with_bias = scores + bias
+        k, v = (n.g.op("np.concatenate", past, new, axis=2) for past, new in ((past_key, k), (past_value, v)))
     mode = n.attr("qk_matmul_output_mode", 0)
     if mode not in (0, 1, 2, 3):
         raise n.unsupported(f"attribute 'qk_matmul_output_mode' = {mode}")
+    bias = _attention_bias(n, mask, past_key, nonpad, q.shape[2], k.shape[2], q.dtype)
+    scores = _scores(n, q, k)
+    with_bias = scores + bias
     precision = n.attr("softmax_precision", None)
-    logits = with_bias.cast(dtype_of(precision, "attribute 'softmax_precision'")) if precision else with_bias
-    probs = _guarded_softmax(logits)
+    probs = _guarded_softmax(with_bias.cast(dtype_of(precision, "attribute 'softmax_precision'"))
+                             if precision else with_bias)
     all_masked = bias.reduce("max", (bias.rank - 1,), keepdims=True).eq(-np.inf)
-    probs = where(all_masked, probs._lift(0), probs).cast(dtype)
-    y = g.op("np.matmul", probs, v)
-    if rank3:
+    probs = where(all_masked, probs._lift(0), probs).cast(q.dtype)
+    y = n.g.op("np.matmul", probs, repeat_axis(v, 1, q.shape[1] // v.shape[1]))
+    if n.input(0).rank == 3:
         b, h, s, d = y.shape
         y = y.transpose((0, 2, 1, 3)).reshape((b, s, h * d))
-    qk_out = {0: scores, 1: scores, 2: with_bias, 3: probs}[mode].cast(dtype)
-    return y, present_k, present_v, qk_out
+    return y, k, v, {0: scores, 1: scores, 2: with_bias, 3: probs}[mode].cast(q.dtype)
 
 
 def _attention_bias(n: Node, mask: T | None, past_key: T | None, nonpad: T | None, q_len: int, kv_len: int,
@@ -145,38 +143,35 @@ def _attention_bias(n: Node, mask: T | None, past_key: T | None, nonpad: T | Non
     return bias
 
 
+def _rotate(x1: T, x2: T, cos: T, sin: T, interleaved: bool, shape: tuple) -> T:
+    """(x1, x2) rotated by the angles whose cosines and sines are given, put back in their layout."""
+    real, imag = cos * x1 - sin * x2, sin * x1 + cos * x2
+    if interleaved:
+        return real.g.op("np.stack", real, imag, axis=4).reshape(shape)
+    return real.g.op("np.concatenate", real, imag, axis=3)
+
+
 @onnx_op("RotaryEmbedding", 23)
 def rotary_embedding(n: Node) -> T:
     x, cos, sin = n.input(0), n.input(1), n.input(2)
     positions = n.input(3, required=False)
-    interleaved = bool(n.attr("interleaved", 0))
-    dim = n.attr("rotary_embedding_dim", 0)
-    heads = n.attr("num_heads", 0)
-    original = x.shape
-    if x.rank == 4:
-        x = x.transpose((0, 2, 1, 3))
-    elif x.rank == 3:
-        if not heads:
-            raise n.error(ShapeError, "3-D input needs num_heads")
+    interleaved, heads = bool(n.attr("interleaved", 0)), n.attr("num_heads", 0)
+    if x.rank == 3 and heads:
         b, s, hidden = x.shape
-        x = x.reshape((b, s, heads, hidden // heads))
+        x4 = x.reshape((b, s, heads, hidden // heads))
+    elif x.rank == 4:
+        x4 = x.transpose((0, 2, 1, 3))
     else:
-        raise n.error(ShapeError, f"input must be 3-D or 4-D, got {x.type}")
-    head = x.shape[3]
-    dim = dim or head
+        raise n.error(ShapeError, f"input {x.type} must be 4-D, or 3-D with num_heads")
+    head = x4.shape[3]
+    dim = n.attr("rotary_embedding_dim", 0) or head
     if positions is not None:
         cos, sin = (n.g.op("np.take", c, positions, axis=0) for c in (cos, sin))
     cos, sin = (n.g.op("np.expand_dims", c, axes=(2,)) for c in (cos, sin))
-    rotate, keep = slice_axis(x, 3, 0, dim), slice_axis(x, 3, dim, head)
-    if interleaved:
-        x1, x2 = slice_axis(rotate, 3, 0, dim, 2), slice_axis(rotate, 3, 1, dim, 2)
-    else:
-        x1, x2 = slice_axis(rotate, 3, 0, dim // 2), slice_axis(rotate, 3, dim // 2, dim)
-    real, imag = cos * x1 - sin * x2, sin * x1 + cos * x2
-    if interleaved:
-        pairs = n.g.op("np.stack", real, imag, axis=4)
-        rotated = pairs.reshape(rotate.shape)
-    else:
-        rotated = n.g.op("np.concatenate", real, imag, axis=3)
+    rotate, keep = slice_axis(x4, 3, 0, dim), slice_axis(x4, 3, dim, head)
+    step, half = (2, 1) if interleaved else (1, dim // 2)
+    x1 = slice_axis(rotate, 3, 0, dim if interleaved else half, step)
+    x2 = slice_axis(rotate, 3, half, dim, step)
+    rotated = _rotate(x1, x2, cos, sin, interleaved, rotate.shape)
     out = n.g.op("np.concatenate", rotated, keep, axis=3) if dim < head else rotated
-    return out.reshape(original) if len(original) == 3 else out.transpose((0, 2, 1, 3))
+    return out.reshape(x.shape) if x.rank == 3 else out.transpose((0, 2, 1, 3))

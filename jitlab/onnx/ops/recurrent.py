@@ -36,6 +36,17 @@ def _step(x: T, t: int) -> T:
     return x.g.op("np.squeeze", one, axes=(2,))
 
 
+def _update(state: T, k_t: T, v_t: T, g_t: T | None, b_t: T | None) -> T:
+    """One step of the recurrence: decay the state, correct the value by what it already holds, add k (x) v."""
+    g = state.g
+    if g_t is not None:
+        state = state * g.op("np.expand_dims", unary("exp", g_t), axes=(3,))
+    if b_t is not None:
+        held = g.op("np.squeeze", g.op("np.matmul", g.op("np.expand_dims", k_t, axes=(2,)), state), axes=(2,))
+        v_t = b_t * (v_t - held)
+    return state + g.op("np.expand_dims", k_t, axes=(3,)) * g.op("np.expand_dims", v_t, axes=(2,))
+
+
 @onnx_op("LinearAttention", 27)
 def linear_attention(n: Node):
     q, k, v = n.input(0), n.input(1), n.input(2)
@@ -45,28 +56,23 @@ def linear_attention(n: Node):
         raise n.unsupported(f"attribute 'update_rule' = {rule!r}")
     n.attr("chunk_size", 64)                    # a tuning hint that does not change the result
     q_heads, kv_heads = n.attr("q_num_heads"), n.attr("kv_num_heads")
-    gating, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
-    if gating != (decay is not None) or delta != (beta is not None):
-        raise n.error(ShapeError, f"update_rule {rule!r} takes decay: {gating}, beta: {delta}")
-    b, steps, _ = q.shape
-    steps = static_dim(n, steps, "the sequence length")
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    if gated != (decay is not None) or delta != (beta is not None):
+        raise n.error(ShapeError, f"update_rule {rule!r} takes decay: {gated}, beta: {delta}")
+    b, steps = q.shape[0], static_dim(n, q.shape[1], "the sequence length")
     dk, dv = q.shape[2] // q_heads, v.shape[2] // kv_heads
     q4, k4, v4 = _heads(q, q_heads), _heads(k, kv_heads), _heads(v, kv_heads)
-    g4 = _per_head(decay, kv_heads) if gating else None
-    b4 = _per_head(beta, beta.shape[2]) if delta else None
-    scale = n.attr("scale", 0.0) or 1 / np.sqrt(dk)
+    g4 = _per_head(decay, kv_heads) if decay is not None else None
+    b4 = _per_head(beta, beta.shape[2]) if beta is not None else None
+    scale = float(n.attr("scale", 0.0) or 1 / np.sqrt(dk))
     state = past.cast(np.float32) if past is not None else n.g.const(np.zeros((b, kv_heads, dk, dv), np.float32))
     outputs = []
     for t in range(steps):
-        k_t, v_t = _step(k4, t), _step(v4, t)
-        if gating:
-            state = state * n.g.op("np.expand_dims", unary("exp", _step(g4, t)), axes=(3,))
-        if delta:
-            retrieved = n.g.op("np.matmul", n.g.op("np.expand_dims", k_t, axes=(2,)), state)
-            v_t = _step(b4, t) * (v_t - n.g.op("np.squeeze", retrieved, axes=(2,)))
-        state = state + n.g.op("np.expand_dims", k_t, axes=(3,)) * n.g.op("np.expand_dims", v_t, axes=(2,))
+        g_t = _step(g4, t) if g4 is not None else None
+        b_t = _step(b4, t) if b4 is not None else None
+        state = _update(state, _step(k4, t), _step(v4, t), g_t, b_t)
         read = repeat_axis(state, 1, q_heads // kv_heads)
-        outputs.append(n.g.op("np.matmul", n.g.op("np.expand_dims", _step(q4, t), axes=(2,)), read) * float(scale))
+        outputs.append(n.g.op("np.matmul", n.g.op("np.expand_dims", _step(q4, t), axes=(2,)), read) * scale)
     out = n.g.op("np.concatenate", *outputs, axis=2) if len(outputs) > 1 else outputs[0]
     out = out.transpose((0, 2, 1, 3)).reshape((b, steps, q_heads * dv)).cast(q.dtype)
     return out, state.cast(past.dtype if past is not None else q.dtype)

@@ -77,53 +77,68 @@ def _clipped(cell: Cell, x: T) -> T:
 
 
 def _step(cell: Cell, xw: T, h: T, c: T | None, r: T, rb: T, p: T | None) -> tuple[T, T | None]:
-    """One time step: xw is the step's input projection with both biases' input parts."""
-    g = h.g
-    hr = g.op("np.matmul", h, r)
-    f = cell.acts
+    """One time step: xw is the step's input projection (input bias included)."""
+    hr = h.g.op("np.matmul", h, r)
     if cell.kind == "RNN":
-        return f[0](_clipped(cell, xw + hr + rb)), None
+        return cell.acts[0](_clipped(cell, xw + hr + rb)), None
     if cell.kind == "GRU":
-        z = f[0](_clipped(cell, _gate(cell, xw, 0) + _gate(cell, hr, 0) + _gate(cell, rb, 0)))
-        reset = f[0](_clipped(cell, _gate(cell, xw, 1) + _gate(cell, hr, 1) + _gate(cell, rb, 1)))
-        if cell.linear_before_reset:
-            recurrent = reset * (_gate(cell, hr, 2) + _gate(cell, rb, 2))
-        else:
-            recurrent = g.op("np.matmul", reset * h, slice_axis(r, 1, 2 * cell.hidden, 3 * cell.hidden)) \
-                + _gate(cell, rb, 2)
-        candidate = f[1](_clipped(cell, _gate(cell, xw, 2) + recurrent))
-        return (1 - z) * candidate + z * h, None
-    pre = xw + hr + rb
-    def peeped(k: int, state: T) -> T:
+        return _gru(cell, xw, h, hr, r, rb), None
+    return _lstm(cell, xw + hr + rb, c, p)
+
+
+def _gru(cell: Cell, xw: T, h: T, hr: T, r: T, rb: T) -> T:
+    f, gate = cell.acts, (lambda x, k: _gate(cell, x, k))
+    z = f[0](_clipped(cell, gate(xw, 0) + gate(hr, 0) + gate(rb, 0)))
+    reset = f[0](_clipped(cell, gate(xw, 1) + gate(hr, 1) + gate(rb, 1)))
+    if cell.linear_before_reset:
+        recurrent = reset * (gate(hr, 2) + gate(rb, 2))
+    else:
+        r_h = slice_axis(r, 1, 2 * cell.hidden, 3 * cell.hidden)
+        recurrent = h.g.op("np.matmul", reset * h, r_h) + gate(rb, 2)
+    candidate = f[1](_clipped(cell, gate(xw, 2) + recurrent))
+    return (1 - z) * candidate + z * h
+
+
+def _lstm(cell: Cell, pre: T, c: T, p: T | None) -> tuple[T, T]:
+    """Gates i, o, f, c of the pre-activations, with peepholes p (i, o, f) on the cell state."""
+    f = cell.acts
+
+    def gate(k: int, state: T) -> T:
         return _gate(cell, pre, k) if p is None else _gate(cell, pre, k) + _gate(cell, p, k) * state
 
-    i = f[0](_clipped(cell, peeped(0, c)))
-    forget = 1 - i if cell.input_forget else f[0](_clipped(cell, peeped(2, c)))
+    i = f[0](_clipped(cell, gate(0, c)))
+    forget = 1 - i if cell.input_forget else f[0](_clipped(cell, gate(2, c)))
     c_new = forget * c + i * f[1](_clipped(cell, _gate(cell, pre, 3)))
-    o = f[0](_clipped(cell, peeped(1, c_new)))
+    o = f[0](_clipped(cell, gate(1, c_new)))
     return o * f[2](c_new), c_new
+
+
+def _of_direction(n: Node, i: int, d: int) -> T | None:
+    """Input i's slice for direction d, without the direction axis."""
+    x = n.input(i, required=False)
+    return None if x is None else n.g.op("np.squeeze", slice_axis(x, 0, d, d + 1), axes=(0,))
+
+
+def _weights(n: Node, cell: Cell, d: int, dtype) -> tuple[T, T, T, T]:
+    """W and R transposed for right-multiplication, and the input and recurrent biases."""
+    w, r, b = (_of_direction(n, i, d) for i in (1, 2, 3))
+    gates = GATES[cell.kind] * cell.hidden
+    if b is None:
+        b = n.g.const(np.zeros(2 * gates, dtype))
+    return w.transpose((1, 0)), r.transpose((1, 0)), slice_axis(b, 0, 0, gates), slice_axis(b, 0, gates, 2 * gates)
 
 
 def _direction(n: Node, cell: Cell, x: T, d: int, reverse: bool, lens: T | None) -> tuple[list[T], T, T | None]:
     """Runs one direction over every step; returns the per-step outputs (in time order) and the last state."""
     g = n.g
-    w, r = (g.op("np.squeeze", slice_axis(n.input(i), 0, d, d + 1), axes=(0,)) for i in (1, 2))
-    gates = GATES[cell.kind] * cell.hidden
-    bias = n.input(3, required=False)
-    if bias is None:
-        wb = rb = g.const(np.zeros(gates, x.dtype))
-    else:
-        b = g.op("np.squeeze", slice_axis(bias, 0, d, d + 1), axes=(0,))
-        wb, rb = slice_axis(b, 0, 0, gates), slice_axis(b, 0, gates, 2 * gates)
-    projected = g.op("np.matmul", x, w.transpose((1, 0))) + wb              # (S, B, gates)
+    w, r, wb, rb = _weights(n, cell, d, x.dtype)
+    projected = g.op("np.matmul", x, w) + wb                                  # (S, B, gates)
     h, c = (_initial(n, cell, x, i, d) for i in (5, 6))
-    p = n.input(7, required=False) if cell.kind == "LSTM" else None
-    p = g.op("np.squeeze", slice_axis(p, 0, d, d + 1), axes=(0,)) if p is not None else None
-    steps = x.shape[0]
-    outputs: list[T | None] = [None] * steps
-    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+    p = _of_direction(n, 7, d) if cell.kind == "LSTM" else None
+    outputs: list[T | None] = [None] * x.shape[0]
+    for t in (range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])):
         xw = g.op("np.squeeze", slice_axis(projected, 0, t, t + 1), axes=(0,))
-        h_new, c_new = _step(cell, xw, h, c, r.transpose((1, 0)), rb, p)
+        h_new, c_new = _step(cell, xw, h, c, r, rb, p)
         if lens is None:
             h, c, outputs[t] = h_new, c_new, h_new
             continue
@@ -135,12 +150,11 @@ def _direction(n: Node, cell: Cell, x: T, d: int, reverse: bool, lens: T | None)
 
 
 def _initial(n: Node, cell: Cell, x: T, i: int, d: int) -> T | None:
+    """The initial hidden (i = 5) or cell (i = 6, LSTM only) state of direction d."""
     if i == 6 and cell.kind != "LSTM":
         return None
-    given = n.input(i, required=False)
-    if given is None:
-        return n.g.const(np.zeros((x.shape[1], cell.hidden), x.dtype))
-    return n.g.op("np.squeeze", slice_axis(given, 0, d, d + 1), axes=(0,))
+    given = _of_direction(n, i, d)
+    return given if given is not None else n.g.const(np.zeros((x.shape[1], cell.hidden), x.dtype))
 
 
 def _recurrent(n: Node, kind: str):
