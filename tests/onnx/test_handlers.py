@@ -152,3 +152,18 @@ def test_recurrent_cells_with_variable_lengths(op, direction):
               [tensor("y", np.float32, (steps, dirs, batch, hidden)), tensor("y_h", np.float32, (dirs, batch, hidden))],
               inits)
     check(m, {"x": _data((steps, batch, features))}, rtol=1e-4, atol=1e-5)
+
+
+@given(st.sampled_from(["linear", "nearest", "cubic"]), st.sampled_from(["zeros", "border", "reflection"]),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_grid_sample_against_the_reference(mode, padding, align, seed):
+    """Grid points spread past the borders on every side, so every padding rule is exercised."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((1, 2, 4, 5)).astype(np.float32)
+    grid = rng.uniform(-1.6, 1.6, (1, 3, 4, 2)).astype(np.float32)
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode=padding,
+                            align_corners=int(align))
+    m = model([node], [tensor("x", np.float32, x.shape), tensor("grid", np.float32, grid.shape)],
+              [tensor("y", np.float32, (1, 2, 3, 4))], opset=20)
+    feeds = {"x": x, "grid": grid}
+    assert_same(jitlab_run(m, feeds), reference(m, feeds), rtol=1e-4, atol=1e-5)

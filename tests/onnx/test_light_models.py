@@ -67,3 +67,28 @@ def test_light_model_matches_the_reference_evaluator(name):
     outputs = jl.compile(jl.onnx.load(m), level="O0")(*feed.values())
     for out, ref in zip(outputs, expected):
         np.testing.assert_allclose(out, ref, rtol=2e-3, atol=1e-7)
+
+
+def with_dynamic_batch(name: str) -> onnx.ModelProto:
+    m = onnx.load(os.path.join(LIGHT, f"light_{name}.onnx"))
+    initializers = {t.name for t in m.graph.initializer}
+    for vi in [vi for vi in m.graph.input if vi.name not in initializers] + list(m.graph.output):
+        vi.type.tensor_type.shape.dim[0].dim_param = "N"
+    return m
+
+
+def test_a_dynamic_batch_gives_each_sample_what_the_static_model_gives():
+    static = jl.compile(jl.onnx.load(os.path.join(LIGHT, "light_squeezenet.onnx")), level="O0")
+    program = jl.onnx.load(with_dynamic_batch("squeezenet"))
+    assert str(program.inputs[0].type) == "f32[N,3,224,224]"
+    x = np.random.default_rng(0).random((2, 3, 224, 224), dtype=np.float32)
+    out, = jl.compile(program, level="O0")(x)
+    expected = np.concatenate([static(x[i:i + 1])[0] for i in range(2)])
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_a_batch_size_the_model_hard_codes_is_an_input_error():
+    """ResNet-50's Reshape to [1, 2048] only holds for N = 1: the program records it and checks it."""
+    exe = jl.compile(jl.onnx.load(with_dynamic_batch("resnet50")), level="O0")
+    with pytest.raises(jl.InputError, match=r"requires 2048\*N == 2048"):
+        exe(np.zeros((2, 3, 224, 224), np.float32))
