@@ -17,13 +17,16 @@ def matmul(n: Node) -> T:
 
 @onnx_op("Gemm", 9, 11, 13)
 def gemm(n: Node) -> T:
+    """alpha * A' @ B' + beta * C. With transB the product is computed as (B @ A'^T)^T, keeping the
+    weight in the [N, K] layout the model stores: no transposed copy, and every output is the same
+    row-by-row dot product whatever its column (as onnxruntime computes it)."""
     a, b, c = n.input(0), n.input(1), n.input(2, required=n.opset < 11)
     alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
-    if n.attr("transA", 0):
-        a = a.transpose((1, 0))
-    if n.attr("transB", 0):
-        b = b.transpose((1, 0))
-    y = n.g.op("np.matmul", a, b)
+    trans_a, trans_b = n.attr("transA", 0), n.attr("transB", 0)
+    if trans_b:
+        y = n.g.op("np.matmul", b, a if trans_a else a.transpose((1, 0))).transpose((1, 0))
+    else:
+        y = n.g.op("np.matmul", a.transpose((1, 0)) if trans_a else a, b)
     if alpha != 1.0:
         y = y * alpha
     if c is not None:
