@@ -42,6 +42,7 @@ class JitlabRep(BackendRep):
                 pass
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
+        """The model's outputs for these inputs, compiling first when the inputs call for it."""
         arrays = self._arrays(inputs)
         entry = self._cache.get(self._key(arrays))
         if entry is None:
@@ -105,6 +106,7 @@ class JitlabBackend(Backend):
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", level: str | None = None,
                 target: str | None = None, **kwargs: Any) -> JitlabRep:
+        """Imports and (when it can) compiles the model; raises UnsupportedOp for what jitlab lacks."""
         if not cls.supports_device(device):
             raise InputError(f"jitlab's ONNX backend runs on CPU, not {device}")
         rep = JitlabRep(model, level or cls.level, target or cls.target)
@@ -114,6 +116,7 @@ class JitlabBackend(Backend):
     @classmethod
     def run_node(cls, node: onnx.NodeProto, inputs: Any, device: str = "CPU", outputs_info=None,
                  **kwargs: Any) -> tuple[np.ndarray, ...]:
+        """Runs a single node on inputs, as a one-node model."""
         arrays = [_to_array(x) for x in inputs]
         names = [n for n in node.input if n]
         graph = onnx.helper.make_graph(
@@ -128,6 +131,7 @@ class JitlabBackend(Backend):
 
     @classmethod
     def supports_device(cls, device: str) -> bool:
+        """CPU only: the CUDA target comes with its own issue."""
         return device.upper() == "CPU"
 
 

@@ -52,6 +52,8 @@ class NodeCase:
 
 @dataclass
 class CaseResult:
+    """How one case went."""
+
     name: str
     op_type: str
     status: str                     # pass, unsupported, wrong, error, or excluded
@@ -68,25 +70,31 @@ class ConformanceTable:
 
     @property
     def subset(self) -> list[CaseResult]:
+        """The results of the cases in the tensor subset."""
         return [r for r in self.results if r.status != "excluded"]
 
     def counts(self) -> Counter:
+        """Cases of the subset per status."""
         return Counter(r.status for r in self.subset)
 
     @property
     def pass_rate(self) -> float:
+        """Passing cases over all cases of the subset."""
         return self.counts()["pass"] / max(len(self.subset), 1)
 
     def by_op(self) -> dict[str, Counter]:
+        """Counts per status for each op type."""
         table: dict[str, Counter] = defaultdict(Counter)
         for r in self.subset:
             table[r.op_type][r.status] += 1
         return dict(sorted(table.items()))
 
     def excluded(self) -> Counter:
+        """Cases outside the subset, per reason."""
         return Counter(r.detail for r in self.results if r.status == "excluded")
 
     def failures(self, status: str) -> list[CaseResult]:
+        """The subset's cases with this status."""
         return [r for r in self.subset if r.status == status]
 
     def format(self, details: bool = False) -> str:
@@ -218,6 +226,7 @@ def run_conformance(level: str = "O0", ops=None, target: str = "cpu", names=None
 
 
 def main(argv=None) -> int:
+    """The command line: prints the table; exit status 1 when any case is wrong or errs."""
     parser = argparse.ArgumentParser(prog="python -m jitlab.onnx.conformance", description=__doc__.split("\n")[0])
     parser.add_argument("--level", default="O0", choices=("O0", "O1", "O2"))
     parser.add_argument("--ops", default=None, help="comma-separated op types to run (default: all)")

@@ -52,6 +52,7 @@ class Graph:
         return self.ops(name, operands, **attrs)[0]
 
     def ops(self, name: str, operands: Sequence[T | Value], **attrs: Any) -> list[T]:
+        """Emits an op (or the constants it folds to) and returns handles for all its results."""
         values = [x.value if isinstance(x, T) else x for x in operands]
         folded = self._fold(name, values, attrs)
         if folded is None:
@@ -127,6 +128,7 @@ class Graph:
         return T(self.constant(np.asarray(array, dtype=dtype)), self)
 
     def scalar(self, value, dtype) -> T:
+        """A rank-0 constant of `dtype`."""
         return self.const(np.asarray(value).astype(dtype))
 
     def value_of(self, x: T | Value) -> np.ndarray | None:
@@ -262,23 +264,29 @@ class T:
         return self.g.op("np.logical_not" if self.dtype.kind == "b" else "np.bitwise_not", self)
 
     def eq(self, o) -> T:
+        """Elementwise ==, as a bool tensor (== itself keeps Python's identity meaning)."""
         return self._binary("np.equal", o)
 
     def ne(self, o) -> T:
+        """Elementwise !=, as a bool tensor."""
         return self._binary("np.not_equal", o)
 
     def cast(self, dtype) -> T:
+        """This tensor in another dtype (itself when already of it)."""
         return self if self.dtype == np.dtype(dtype) else self.g.op("np.cast", self, dtype=np.dtype(dtype))
 
     def reshape(self, shape) -> T:
+        """This tensor under another shape (itself when already of it)."""
         shape = tuple(shape)
         return self if shape == self.shape else self.g.op("np.reshape", self, shape=shape)
 
     def transpose(self, perm) -> T:
+        """Axes permuted (itself for the identity permutation)."""
         perm = tuple(perm)
         return self if perm == tuple(range(self.rank)) else self.g.op("np.transpose", self, perm=perm)
 
     def reduce(self, kind: str, axes, keepdims: bool = False) -> T:
+        """np.sum, np.max ... (`kind`) over `axes`."""
         return self.g.op(f"np.{kind}", self, axes=tuple(sorted(axes)), keepdims=keepdims)
 
     def __repr__(self) -> str:

@@ -64,6 +64,7 @@ class Importer:
         self._unknown = 0
 
     def run(self) -> Program:
+        """Inputs, weights, every node in order, outputs; then unused ops and weights are dropped."""
         graph = self.model.graph
         self._check_names(graph)
         initializers = {t.name for t in graph.initializer}

@@ -55,6 +55,7 @@ class Node:
         return f"{self.op_type} node '{self.name}'" if self.name else f"{self.op_type} node #{self.index}"
 
     def error(self, cls: type[JitlabError], message: str) -> JitlabError:
+        """An error of type `cls` naming this node."""
         return tag(cls(f"{self.label}: {message}"), self.label)
 
     def unsupported(self, message: str) -> UnsupportedOp:
@@ -109,6 +110,7 @@ class Node:
         return [int(v) for v in flat]
 
     def static_scalar(self, i: int, what: str, default=None):
+        """Input i as one Python number known at compile time, or `default` when absent."""
         value = self.static(i, what)
         if value is None:
             return default
@@ -163,4 +165,5 @@ class Node:
 
     # -- outputs ----------------------------------------------------------------------
     def wants_output(self, k: int) -> bool:
+        """Whether the node asks for output k."""
         return k < len(self.proto.output) and self.proto.output[k] != ""

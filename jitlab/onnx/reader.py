@@ -21,7 +21,6 @@ DTYPES: dict[int, np.dtype] = {
     TensorProto.UINT8: np.dtype(np.uint8), TensorProto.UINT16: np.dtype(np.uint16),
     TensorProto.UINT32: np.dtype(np.uint32), TensorProto.UINT64: np.dtype(np.uint64),
 }
-_CODES = {dt: code for code, dt in DTYPES.items()}
 
 
 @dataclass
@@ -92,10 +91,6 @@ def dtype_of(code: int, what: str) -> np.dtype:
         raise UnsupportedOp(f"{what} has element type {name}, which jitlab does not support "
                             "(supported: bool, int8-64, uint8-64, float16, float32, float64)")
     return DTYPES[code]
-
-
-def onnx_code(dtype: np.dtype) -> int:
-    return _CODES[np.dtype(dtype)]
 
 
 def tensor_to_array(tensor: TensorProto, folder: str | None, what: str | None = None) -> np.ndarray:

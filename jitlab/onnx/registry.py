@@ -39,6 +39,7 @@ def onnx_op(op_type: str, *versions: int, domain: str = "") -> Callable[[Handler
 
 
 def canonical_domain(domain: str) -> str:
+    """The default ONNX domain as "" whichever way a model spells it."""
     return "" if domain in ONNX_DOMAINS else domain
 
 

@@ -1,4 +1,4 @@
-"""Small helpers the handlers share: axes, broadcasting shapes, selecting, iota."""
+"""Small helpers the handlers share: axes, broadcasting shapes, selecting, slicing one axis."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ def norm_axis(n: Node, axis: int, rank: int, what: str = "axis") -> int:
 
 
 def norm_axes(n: Node, axes: Sequence[int], rank: int, what: str = "axes") -> tuple[int, ...]:
+    """Axes made non-negative and sorted; repeats are an error."""
     out = [norm_axis(n, a, rank, what) for a in axes]
     if len(set(out)) != len(out):
         raise n.error(ShapeError, f"{what} {list(axes)} repeat an axis")
@@ -27,18 +28,22 @@ def norm_axes(n: Node, axes: Sequence[int], rank: int, what: str = "axes") -> tu
 
 
 def where(cond: T, a: T, b: T) -> T:
+    """a where cond, else b."""
     return cond.g.op("np.where", cond, a, b)
 
 
 def maximum(a: T, b) -> T:
+    """Elementwise max with a tensor or a scalar of a's dtype."""
     return a.g.op("np.maximum", a, a._lift(b))
 
 
 def minimum(a: T, b) -> T:
+    """Elementwise min with a tensor or a scalar of a's dtype."""
     return a.g.op("np.minimum", a, a._lift(b))
 
 
 def unary(name: str, x: T) -> T:
+    """The np op `name` applied to x."""
     return x.g.op(f"np.{name}", x)
 
 
@@ -48,17 +53,10 @@ def broadcast_shapes(n: Node, *shapes) -> tuple:
 
 
 def static_dim(n: Node, d, what: str) -> int:
+    """d as an int; a symbolic dim is refused as unsupported where a handler needs it static."""
     if not isinstance(d, (int, np.integer)):
         raise n.unsupported(f"{what} is the symbolic dim {d}; it must be static here")
     return int(d)
-
-
-def iota(g, length: int, dtype=np.int64) -> T:
-    return g.const(np.arange(length, dtype=dtype))
-
-
-def scalar_like(x: T, value) -> T:
-    return x.g.scalar(value, x.dtype)
 
 
 def slice_axis(x: T, axis: int, start: int, stop: int, step: int = 1) -> T:
