@@ -20,6 +20,7 @@ from ..ir.dtypes import DTYPE_NAMES, dtype_name
 from ..ir.program import Program
 from ..ir.shapes import Sym, sym
 from ..ir.types import TensorType
+from ..ir.verifier import verify
 from ..passes.basic import DCE
 from ..passes.manager import PassContext
 from .graph import Graph, T
@@ -77,6 +78,7 @@ class Importer:
             self._convert(node, i)
         self._set_outputs(graph)
         DCE().apply(self.program, PassContext())
+        verify(self.program)
         return self.program
 
     def _check_names(self, graph: onnx.GraphProto) -> None:
