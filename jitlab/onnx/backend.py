@@ -71,9 +71,10 @@ class JitlabRep(BackendRep):
         return [_to_array(x) for x in inputs]
 
     def _key(self, arrays: list[np.ndarray]) -> tuple:
-        key = tuple(_value_key(arrays[i]) if vi.name in self.static_inputs
-                                       else (None if _static_shape(vi) else (a.dtype.str, a.shape))
-                                       for i, (vi, a) in enumerate(zip(self.inputs, arrays)))
+        """What a compiled program depends on: values compiled in, shapes of dynamic inputs."""
+        key = tuple(_value_key(a) if vi.name in self.static_inputs else
+                    (None if _static_shape(vi) else (a.dtype.str, a.shape))
+                    for vi, a in zip(self.inputs, arrays))
         return key if any(k is not None for k in key) else ()
 
     def _compile_for(self, arrays: list[np.ndarray]) -> tuple[Executable, list[int]]:
