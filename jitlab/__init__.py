@@ -8,6 +8,7 @@ from .errors import (
                      DTypeError,
                      InputError,
                      JitlabError,
+                     ModelError,
                      OutOfMemoryError,
                      ParseError,
                      PassError,
@@ -37,8 +38,17 @@ def load_ipython_extension(ipython) -> None:
 
 
 __all__ = ["CompileError", "CompileReport", "DTypeError", "Executable", "InputError", "JitFunction",
-           "JitlabError", "MemoryPlan", "OutOfMemoryError", "ParseError", "PassError", "PluginError",
+           "JitlabError", "MemoryPlan", "ModelError", "OutOfMemoryError", "ParseError", "PassError", "PluginError",
            "Program", "ShapeError", "Spec", "Sym", "TensorType", "TraceError", "UnknownOpError",
            "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "dry_run", "explore", "jit", "opt",
            "parse", "spec", "sym", "trace", "verify"]
 __all__ += ["grad", "value_and_grad"]
+
+
+def __getattr__(name: str):
+    # jl.onnx imports the onnx package, so it loads on first use rather than with jitlab.
+    if name == "onnx":
+        import importlib
+
+        return importlib.import_module(".onnx", __name__)
+    raise AttributeError(f"module 'jitlab' has no attribute {name!r}")

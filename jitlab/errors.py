@@ -64,3 +64,7 @@ class OutOfMemoryError(JitlabError):
 
 class PluginError(JitlabError):
     """A backend plugin is broken; names the plugin."""
+
+
+class ModelError(JitlabError):
+    """A model file that cannot be read: corrupt, truncated, or referring to data outside its folder."""

@@ -1,4 +1,5 @@
 """The `np` dialect: operator-level ops with numpy semantics, each with shape/dtype
 inference and a numpy reference implementation (the O0 oracle)."""
 
-from . import composite, elementwise, gradient, nn, reduction, shape  # noqa: F401  (registers the ops)
+# Importing the modules registers their ops.
+from . import bits, composite, dims, elementwise, gradient, indexing, nn, reduction, scan, shape, signal, sorting  # noqa: F401  # noqa: F401

@@ -1,0 +1,58 @@
+"""onnx's node test cases through jitlab: no wrong answers, no errors, and at least 90% of
+the tensor subset passing. The full run is at O0; other levels run one case per op type
+(a representative subset) until their own compilers make them worth running in full."""
+
+import functools
+
+import pytest
+
+from jitlab.onnx.conformance import STATUSES, main, node_cases, run_conformance
+
+EXCLUSIONS = {"control flow", "random", "training", "sequence/optional", "sequence/optional/map type", "string",
+              "element type outside jitlab's dtypes"}
+
+
+@functools.cache
+def table(level: str, subset: bool):
+    names = None
+    if subset:
+        first = {}
+        for case in node_cases():
+            if case.excluded is None:
+                first.setdefault(case.op_type, case.name)
+        names = set(first.values())
+    return run_conformance(level, names=names)
+
+
+def test_full_run_at_O0_has_no_wrong_answers_or_errors_and_passes_90_percent():
+    t = table("O0", False)
+    counts = t.counts()
+    assert not t.failures("wrong"), t.format()
+    assert not t.failures("error"), t.format()
+    assert t.pass_rate >= 0.90, t.format()
+    assert len(t.subset) > 1500 and set(t.excluded()) <= EXCLUSIONS
+    assert sum(counts[s] for s in STATUSES) == len(t.subset)
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_one_case_per_op_type_at_higher_levels(level):
+    t = table(level, True)
+    assert not t.failures("wrong") and not t.failures("error"), t.format()
+    assert t.counts()["pass"] == table("O0", True).counts()["pass"]
+
+
+def test_unsupported_cases_name_the_op_and_node():
+    for r in table("O0", False).failures("unsupported"):
+        assert "node" in r.detail, r
+
+
+def test_the_table_prints_counts_per_op_type():
+    text = table("O0", False).format()
+    assert text.splitlines()[1].split()[:2] == ["pass", str(table("O0", False).counts()["pass"])]
+    assert any(line.startswith("Conv ") for line in text.splitlines())
+
+
+def test_the_command_line_prints_the_table(capsys):
+    assert main(["--ops", "Relu,Add"]) == 0
+    out = capsys.readouterr().out
+    assert "pass 10" in out and "Relu" in out and "Add" in out

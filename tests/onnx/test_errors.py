@@ -1,0 +1,164 @@
+"""Bad input gets a clear jl.JitlabError: corrupt and truncated files, external data that
+points outside the model's folder (nothing outside it is read), wrong inputs at call
+time, and ops or attribute values jitlab does not handle (UnsupportedOp, never a guess)."""
+
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import jitlab as jl
+from jitlab.errors import InputError, ModelError, UnsupportedOp
+from jitlab.onnx import reader
+from jitlab.onnx.registry import HANDLERS
+from tests.onnx.models import model, tensor
+from tests.onnx.test_load import small_mlp
+
+
+def test_truncated_file_is_a_model_error(tmp_path):
+    data = small_mlp().SerializeToString()
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelError, match="cut.onnx"):
+        jl.onnx.load(path)
+
+
+def test_corrupt_bytes_and_missing_files_are_model_errors(tmp_path):
+    with pytest.raises(ModelError, match="not a valid ONNX model"):
+        jl.onnx.load(b"\x08\x07garbage\xff\xff\xff")
+    with pytest.raises(ModelError, match="no ONNX model file"):
+        jl.onnx.load(tmp_path / "missing.onnx")
+    with pytest.raises(ModelError, match="takes a path, bytes or onnx.ModelProto"):
+        jl.onnx.load(42)
+
+
+def test_every_truncation_is_an_error_or_a_smaller_valid_model():
+    """Cutting a model anywhere never crashes: either a JitlabError or (cut between fields) a
+    model onnx's checker accepts."""
+    data = small_mlp().SerializeToString()
+    for cut in range(0, len(data), 7):
+        try:
+            jl.onnx.load(data[:cut])
+        except jl.JitlabError:
+            pass
+
+
+def external_model(tmp_path, location: str) -> str:
+    """A model whose weight `w` lives in an external file at `location` (relative to the model)."""
+    m = small_mlp()
+    folder = tmp_path / "model"
+    folder.mkdir(exist_ok=True)
+    path = str(folder / "m.onnx")
+    onnx.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin",
+                    size_threshold=0)
+    saved = onnx.load(path, load_external_data=False)
+    for t in saved.graph.initializer:
+        for entry in t.external_data:
+            if entry.key == "location":
+                entry.value = location
+    with open(path, "wb") as f:
+        f.write(saved.SerializeToString())
+    return path
+
+
+def test_external_data_inside_the_folder_loads(tmp_path):
+    path = external_model(tmp_path, "weights.bin")
+    program = jl.onnx.load(path)
+    assert program.weights["w"].shape == (4, 3)
+
+
+@pytest.mark.parametrize("location", ["../secret.bin", "sub/../../secret.bin", "/etc/passwd", "link.bin"])
+def test_external_data_outside_the_folder_is_refused_without_reading_it(tmp_path, monkeypatch, location):
+    path = external_model(tmp_path, location)
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(b"\0" * 64)
+    os.symlink(secret, tmp_path / "model" / "link.bin")
+    opened = []
+    real_open = open
+    monkeypatch.setattr(reader, "open", lambda p, *a, **k: opened.append(str(p)) or real_open(p, *a, **k),
+                        raising=False)
+    with pytest.raises(ModelError, match="outside the model's folder|must be a relative path"):
+        jl.onnx.load(path)
+    assert all(os.path.dirname(os.path.realpath(p)) == str(tmp_path / "model") for p in opened)
+
+
+def test_external_data_needs_the_model_path(tmp_path):
+    path = external_model(tmp_path, "weights.bin")
+    with pytest.raises(ModelError, match="load the model from its path"):
+        jl.onnx.load(onnx.load(path, load_external_data=False))
+
+
+def test_wrong_inputs_at_call_time_are_input_errors():
+    exe = jl.compile(jl.onnx.load(small_mlp()), level="O0")
+    x = np.zeros((2, 4), np.float32)
+    with pytest.raises(InputError, match=r"takes 1 input\(s\) \(x\), got 2"):
+        exe(x, x)
+    with pytest.raises(InputError, match=r"takes 1 input\(s\) \(x\), got 0"):
+        exe()
+    with pytest.raises(InputError, match="input 'x' must have dtype f32, got f64"):
+        exe(x.astype(np.float64))
+    with pytest.raises(InputError, match="input 'x': dim 1 must be 4"):
+        exe(np.zeros((2, 5), np.float32))
+
+
+def test_unknown_names_in_values_or_shapes_are_input_errors():
+    with pytest.raises(InputError, match="'z' is not an input of the model"):
+        jl.onnx.load(small_mlp(), values={"z": np.zeros(2)})
+
+
+def unary_model(op_type: str, opset: int = 21, **attrs) -> onnx.ModelProto:
+    node = helper.make_node(op_type, ["x"], ["y"], name="the_node", **attrs)
+    return model([node], [tensor("x", np.float32, [2, 3])], [tensor("y", np.float32, [2, 3])], opset=opset)
+
+
+def test_an_unsupported_op_names_its_type_and_node():
+    m = model([helper.make_node("NonZero", ["x"], ["y"], name="nz")], [tensor("x", np.float32, [2, 3])],
+              [tensor("y", np.int64, [2, None])])
+    with pytest.raises(UnsupportedOp, match="NonZero node 'nz': NonZero is not supported"):
+        jl.onnx.load(m)
+
+
+def test_an_unsupported_attribute_value_names_the_attribute():
+    with pytest.raises(UnsupportedOp, match="LpNormalization node 'the_node': attribute 'p' = 3"):
+        jl.onnx.load(unary_model("LpNormalization", p=3))
+
+
+def test_an_attribute_a_handler_ignores_is_refused(monkeypatch):
+    """A handler that forgets an attribute cannot give a silently wrong answer."""
+    from jitlab.onnx.registry import lookup
+
+    monkeypatch.setitem(HANDLERS, ("", "LeakyRelu", 16), lambda n: n.input(0))
+    assert lookup("LeakyRelu", "", 21) is HANDLERS[("", "LeakyRelu", 16)]
+    with pytest.raises(UnsupportedOp, match="LeakyRelu node 'the_node': attribute 'alpha' is not supported"):
+        jl.onnx.load(unary_model("LeakyRelu", alpha=0.2))
+
+
+def test_an_unsupported_output_is_refused():
+    node = helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool", kernel_shape=[2, 2])
+    m = model([node], [tensor("x", np.float32, [1, 1, 4, 4])],
+              [tensor("y", np.float32, [1, 1, 3, 3]), tensor("idx", np.int64, [1, 1, 3, 3])])
+    with pytest.raises(UnsupportedOp, match="MaxPool node 'pool': output 1 \\(Indices\\)"):
+        jl.onnx.load(m)
+
+
+def test_an_unsupported_element_type_names_the_input():
+    m = model([helper.make_node("Relu", ["x"], ["y"])],
+              [helper.make_tensor_value_info("x", onnx.TensorProto.BFLOAT16, [2])],
+              [helper.make_tensor_value_info("y", onnx.TensorProto.BFLOAT16, [2])])
+    with pytest.raises(UnsupportedOp, match="graph input 'x' has element type BFLOAT16"):
+        jl.onnx.load(m)
+
+
+def test_an_opset_older_than_every_handler_is_unsupported():
+    with pytest.raises(UnsupportedOp, match="LeakyRelu at opset 1 is not supported"):
+        jl.onnx.load(unary_model("LeakyRelu", opset=1))
+
+
+def test_a_shape_input_computed_at_run_time_is_reported():
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["y"], name="r")]
+    m = model(nodes, [tensor("x", np.float32, [2, 6]), tensor("shape", np.int64, [2])],
+              [tensor("y", np.float32, [3, 4])])
+    with pytest.raises(UnsupportedOp, match="Reshape node 'r': the shape \\(input 1, 'shape'\\) must be known"):
+        jl.onnx.load(m)
