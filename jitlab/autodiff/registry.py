@@ -24,6 +24,7 @@ Rule = Callable[["Primal", Any], Cotangents]
 
 VJPS: dict[str, Rule] = {}
 NO_GRADIENT: dict[str, str] = {}   # op name -> why no gradient flows through it
+UNSUPPORTED: dict[str, str] = {}   # op name -> why jitlab cannot differentiate through it (yet)
 
 
 @dataclass
@@ -68,8 +69,16 @@ def no_gradient(reason: str, *names: str) -> None:
         NO_GRADIENT[name] = reason
 
 
+def unsupported_gradient(reason: str, *names: str) -> None:
+    """Declares ops a gradient cannot flow through in jitlab, and why: differentiating through
+    them raises UnsupportedOp with that reason, never a silent zero."""
+    for name in names:
+        _claim(name)
+        UNSUPPORTED[name] = reason
+
+
 def _claim(name: str) -> None:
-    if name in VJPS or name in NO_GRADIENT:
+    if name in VJPS or name in NO_GRADIENT or name in UNSUPPORTED:
         raise ValueError(f"{name} has two gradient rules")
 
 
@@ -84,4 +93,6 @@ def rule_for(op: Operation) -> Rule:
     if op.name in NO_GRADIENT:
         return _none
     where = f" (from {op.loc})" if op.loc is not None else ""
+    if op.name in UNSUPPORTED:
+        raise UnsupportedOp(f"cannot differentiate through {op.name}: {UNSUPPORTED[op.name]}{where}")
     raise UnsupportedOp(f"{op.name} has no gradient rule, and a gradient must flow through it{where}")

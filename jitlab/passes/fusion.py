@@ -254,7 +254,9 @@ def _build_group(program: Program, cluster: Cluster, gid: int, backend: str) -> 
         for v in op.operands:
             if isinstance(v, OpResult) and id(v.op) in members:
                 continue
-            target = splats if is_splat_constant(v) else inputs
+            # A splat becomes a literal inside the kernel, except where a library call (BLAS) reads it.
+            literal = is_splat_constant(v) and not any(u.has(Trait.CONTRACTION) for u in v.users)
+            target = splats if literal else inputs
             if v not in target:
                 target.append(v)
     outputs = [r for op in cluster.ops for r in op.results if any(id(u) not in members for u in r.users)]

@@ -90,7 +90,7 @@ class LibraryStep(Step):
         attrs = concrete_attrs(self.attrs, bindings) if self.symbolic else self.attrs
         out = self.fn(*[env[i] for i in self.ins], **attrs)
         for slot, value in zip(self.outs, out if isinstance(out, (tuple, list)) else (out,)):
-            env[slot] = value
+            env[slot] = writable(value)
 
 
 class O1Runner:
@@ -130,6 +130,12 @@ class O1Runner:
             step.run(env, bindings)
         # Constants and weights are shared, read-only arrays: the caller gets a copy of those.
         return [env[i].copy() if i in self.constants else env[i] for i in self.outputs]
+
+
+def writable(value: np.ndarray) -> np.ndarray:
+    """A numpy result as kernels take it: C-contiguous and writable (a library op may return
+    a read-only view of a constant, or a transposed view)."""
+    return value if value.flags.c_contiguous and value.flags.writeable else np.array(value, order="C")
 
 
 def _constant(program: Program, op: Operation) -> np.ndarray:

@@ -16,8 +16,8 @@ from ..ir.core import Value
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
 from ..report import MemoryPlan
-from .o1 import _Buffers
-from .reference import concrete_attrs
+from .o1 import _Buffers, writable
+from .reference import Interpreter
 
 
 class _Layout:
@@ -52,9 +52,11 @@ class O2Runner:
         self.input_names = [v.name for v in program.inputs]
         self.output_names = [v.name for v in program.outputs]
         produced = {r.name for item in items if hasattr(item, "ops") for op in item.ops for r in op.results}
-        # Root output buffers the segments write: program outputs, and buffers that outputs view.
+        # Root output buffers the runner allocates: those segments write, and those that host
+        # temporaries (an output a fallback computes may lend its bytes to values before it).
         roots = [b.name for b in plan.buffers if b.kind == "output" and b.alias_of is None]
-        self.owned = [n for n in roots if n in produced]
+        hosts = {b.region for b in plan.buffers}
+        self.owned = [n for n in roots if n in produced or n in hosts]
         self.out_buffers = _Buffers([self.values[n] for n in self.owned])
 
     def layout(self, bindings: dict[str, int]) -> _Layout:
@@ -84,6 +86,8 @@ class O2Runner:
             return layout.arena
         if kind == "offsets":
             return layout.offsets
+        if kind == "b":           # an output's bytes, where the plan lodges temporaries
+            return self._value(name, env, layout, bindings).reshape(-1).view(np.uint8)
         return bindings[name] if kind == "s" else self._value(name, env, layout, bindings)
 
     def _value(self, name: str, env, layout: _Layout, bindings) -> np.ndarray:
@@ -106,6 +110,9 @@ class O2Runner:
 
     def _fallback(self, op, env, layout: _Layout, bindings) -> None:
         args = [self._value(v.name, env, layout, bindings) for v in op.operands]
-        out = op.opdef.reference(*args, **concrete_attrs(op.attrs, bindings))
-        for r, value in zip(op.results, out if isinstance(out, (tuple, list)) else (out,)):
-            env[r.name] = value
+        out = Interpreter(self.program, bindings, check=False).run_op(op, args)   # groups run op by op
+        for r, value in zip(op.results, out):
+            # numpy may answer with a view of an operand (split, transpose); the plan reuses an
+            # operand's bytes once it dies, so a result must own its memory.
+            aliased = any(np.may_share_memory(value, a) for a in args)
+            env[r.name] = np.array(value, order="C") if aliased else writable(value)

@@ -111,3 +111,4 @@ def test_size_zero_tensors():
     g = jl.grad(lambda x, y: np.sum(x * 2) + np.sum(y[1:1] ** 2), argnums=(0, 1))(np.zeros((0, 3)), np.ones(4))
     assert g[0].shape == (0, 3)
     np.testing.assert_array_equal(g[1], np.zeros(4))
+

@@ -1,5 +1,9 @@
 """O2: whole programs as compiled segments over one arena, equal to O0."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -92,3 +96,57 @@ def test_outputs_the_user_holds_survive_later_calls():
     a, b = f(np.zeros(4, np.float32))
     f(np.ones(4, np.float32))
     assert a.tolist() == [2.0] * 4 and b.tolist() == [0.0] * 4
+
+
+def test_an_output_a_fallback_computes_can_host_earlier_temporaries():
+    # The planner may lend an output's bytes to values that die before it is written; when a
+    # numpy fallback writes that output, the runner must still allocate it for the lodgers.
+    def fn(x):
+        a = np.exp(x[:, :2] * 2.0) + 1.0
+        return np.cumsum(x + np.tanh(a).sum(), axis=1)
+
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    exe = check(jl.trace(fn, x), [x])
+    out = exe.program.outputs[0].name
+    assert any(b.region == out for b in exe.report.memory.buffers), "the case no longer lodges a temporary"
+
+
+def test_integer_matmul_falls_back_instead_of_failing_to_type():
+    def fn(a, b):
+        return (a @ b) + 1
+
+    a, b = rng.integers(-5, 5, (4, 3)).astype(np.int32), rng.integers(-5, 5, (3, 2)).astype(np.int32)
+    exe = check(jl.trace(fn, a, b), [a, b])
+    assert any("int32" in w and "float32 and float64" in w for w in exe.report.warnings)
+
+
+CONV_SCRIPT = """
+import numpy as np, jitlab as jl
+program = jl.parse(\'\'\'func @depthwise(%x: f32[2,4,11,1], %k: f32[4,1,4,1]) -> (f32[2,4,8,1]) {
+  %0 = np.conv2d(%x, %k) {groups = 4} : f32[2,4,8,1]
+  func.return(%0)
+}\'\'\')
+x = np.ones((2, 4, 11, 1), np.float32); k = np.ones((4, 1, 4, 1), np.float32)
+print(float(jl.compile(program, level="O2")(x, k)[0].sum()))
+"""
+
+
+def test_cached_segment_calling_parallel_conv_runs_in_a_new_process(tmp_path):
+    # Run twice: the first process fills the cache, the second loads the segment from it,
+    # which once called the threading layer before it was launched and died.
+    env = {**os.environ, "JITLAB_CACHE_DIR": str(tmp_path)}
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", CONV_SCRIPT], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert float(out.stdout) == 2 * 4 * 8 * 4
+
+
+def test_a_fallback_answering_with_a_view_does_not_alias_reused_bytes():
+    # np.split returns views of its operand; once the operand dies the plan hands its bytes
+    # to the next temporaries (here the matmul results), which must not overwrite `hi`.
+    def fn(x, w):
+        lo, hi = np.split(np.tanh(x) * 3.0, 2, axis=0)
+        return np.tanh(lo @ w) @ w + np.tanh(lo @ w.T) @ w + hi
+
+    x, w = rng.standard_normal((8, 6)).astype(np.float32), rng.standard_normal((6, 6)).astype(np.float32)
+    check(jl.trace(fn, x, w), [x, w], rtol=1e-4)

@@ -30,7 +30,7 @@ from .selection import select
 
 PARALLEL_THRESHOLD = 1 << 15           # elements below which threads cost more than they save
 FASTMATH = {"reassoc", "contract"}     # vectorizes reductions; keeps NaN, inf and signed zeros exact
-_DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+NUMBA_DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                                  "uint64", "float32", "float64")}
 HELPER_NAMES = sorted(n for n in vars(helpers) if n.startswith("_") and not n.startswith("__")
                       and callable(getattr(helpers, n)))
@@ -58,7 +58,7 @@ class NumbaCPUBackend(Backend):
 
     def supports(self, op: Operation) -> str | None:
         for v in list(op.operands) + op.results:
-            if v.type.dtype not in _DTYPES:
+            if v.type.dtype not in NUMBA_DTYPES:
                 return f"{v.type.dtype} is not supported by numba_cpu"
         kind = self.fusion_kind(op)
         if kind == "elementwise" and op.name not in SCALAR_RULES:

@@ -6,8 +6,15 @@ whose anchor is a matmul or conv runs one of these, then its fused epilogue.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import njit, prange
+
+# conv2d_nb (and the O2 segments that call it) run the parallel _im2col from inside njit
+# code. Loaded from numba's cache, such code links against the threading layer's symbols
+# (allocate_sched), which exist only once the layer is launched; unlaunched, the call jumps
+# to address 0 and kills the process. Asking for the thread count launches it.
+numba.get_num_threads()
 
 
 def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:

@@ -28,6 +28,8 @@ def _signature(program: Program, seg: Segment) -> tuple:
             sig.append(numba.types.Array(numba.uint8, 1, "C"))
         elif p == "offsets":
             sig.append(numba.types.Array(numba.int64, 1, "C"))
+        elif p.startswith("b:"):
+            sig.append(numba.types.Array(numba.uint8, 1, "C"))
         elif p.startswith("s:"):
             sig.append(numba.types.int64)
         else:

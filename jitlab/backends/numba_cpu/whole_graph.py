@@ -19,7 +19,7 @@ from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...ir.shapes import Sym
 from ...report import BufferRecord, MemoryPlan
-from .backend import PARALLEL_THRESHOLD, epilogue_target, module_header
+from .backend import NUMBA_DTYPES, PARALLEL_THRESHOLD, epilogue_target, module_header
 from .codegen import generate
 
 
@@ -52,8 +52,13 @@ class WholeGraph:
 
 def why_not_compiled(op: Operation) -> str | None:
     """None if O2 compiles this top-level op into a segment, else why it stays outside."""
+    odd = next((v.type.dtype for v in (*op.operands, *op.results) if v.type.dtype not in NUMBA_DTYPES), None)
+    if odd is not None and op.name != "func.return":
+        return f"{op.name} on {odd.name}: numba compiles no {odd.name} arrays"
     if op.name == "jit.group":
         con = next((o for o in op.block.ops if o.has(Trait.CONTRACTION)), None)
+        if con is not None and con.result.type.dtype.name not in ("float32", "float64"):
+            return f"{con.name} on {con.result.type.dtype.name}: numba's BLAS calls take only float32 and float64"
         if con is not None and con.name == "np.matmul" and not _dot_ok(con):
             return "a batched matmul with broadcast batch dims has no single BLAS call"
         return None
@@ -134,6 +139,7 @@ class _SegmentSource:
         self.lines: list[str] = []
         self.local: dict[str, str] = {}           # value name -> local variable
         self.external: list[str] = []             # value names passed in
+        self.hosts: list[str] = []                # outputs whose bytes are passed in to lodge temporaries
 
     def render(self) -> str:
         for op in self.seg.ops:
@@ -142,15 +148,16 @@ class _SegmentSource:
             elif op.has(Trait.VIEW):
                 src = self.array(op.operands[0])
                 self._define(op.result, f"{src}.reshape({_shape(op.result.type)})")
-        params = ["arena", "offsets"] + [f"v:{n}" for n in self.external] + [f"s:{s}" for s in self.b.symbols]
-        self.seg.params = params
-        names = ["arena", "offsets"] + [self._param(n) for n in self.external] + [f"s_{s}" for s in self.b.symbols]
+        self.seg.params = (["arena", "offsets"] + [f"v:{n}" for n in self.external] + [f"b:{n}" for n in self.hosts]
+                           + [f"s:{s}" for s in self.b.symbols])
+        names = (["arena", "offsets"] + [self._param(n) for n in self.external]
+                 + [self._param(n, "b_") for n in self.hosts] + [f"s_{s}" for s in self.b.symbols])
         header = f"@njit(fastmath=FLAGS, error_model=\"numpy\", cache=True)\ndef {self.seg.name}({', '.join(names)}):"
         return header + "\n" + "\n".join("    " + line for line in self.lines or ["pass"])
 
     @staticmethod
-    def _param(name: str) -> str:
-        return "p_" + name.replace(".", "_").replace("$", "_")
+    def _param(name: str, prefix: str = "p_") -> str:
+        return prefix + name.replace(".", "_").replace("$", "_")
 
     def _define(self, value: Value, expr: str) -> str:
         var = f"t_{len(self.local)}"
@@ -178,8 +185,10 @@ class _SegmentSource:
             source = next(v for v in self._values() if v.name == record.alias_of)
             return self._define(value, f"{self.array(source)}.reshape({_shape(value.type)})")
         slot = self.b.graph.buffer_index.setdefault(value.name, len(self.b.graph.buffer_index))
-        base = "arena" if record.region in (None, "arena") else f"{self.array(self._value(record.region))}" \
-            ".reshape(-1).view(np.uint8)"
+        # A host output comes in as raw bytes: its own dtype may be one numba cannot type (f16).
+        if record.region not in (None, "arena") and record.region not in self.hosts:
+            self.hosts.append(record.region)
+        base = "arena" if record.region in (None, "arena") else self._param(record.region, "b_")
         dtype = f"np.{value.type.dtype.name}"
         return self._define(value, f"{base}[offsets[{slot}]:offsets[{slot}] + {_size(value.type)}]"
                                    f".view({dtype}).reshape({_shape(value.type)})")
