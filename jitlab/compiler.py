@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .backends.base import Kernel, get_backend
+from .backends.base import Kernel, backend_for_target, get_backend
 from .errors import JitlabError
 from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
@@ -19,11 +19,22 @@ TARGETS = ("cpu", "cuda", "auto")
 
 
 def resolve_target(target: str) -> str:
+    """"auto" is cuda when a GPU (or numba's CUDA simulator) is there, else cpu; "cuda" must be there."""
+    from .backends.numba_cuda import device
+
     if target == "auto":
-        return "cpu"
+        return "cuda" if device.available() else "cpu"
     if target not in TARGETS:
         raise JitlabError(f"unknown target {target!r}; targets are {', '.join(TARGETS)}")
+    if target == "cuda":
+        device.require()
     return target
+
+
+def _pipeline(level: str, target: str) -> str:
+    """The level's passes, then those the target's backend asks for (e.g. assign-streams on cuda)."""
+    extra = backend_for_target(target).translate_passes if level != "O0" else ()
+    return ",".join([pipeline_for(level), *extra])
 
 
 def compile(program: Program, level: str = "O1", target: str = "auto", passes: str | None = None,
@@ -38,7 +49,7 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     start = time.perf_counter()
     report = CompileReport(program=program.name, level=level, target=target)
     ctx = PassContext(report=report, target=target, options=dict(options))
-    manager = PassManager.parse(passes if passes is not None else pipeline_for(level), verify_each=verify_each)
+    manager = PassManager.parse(passes if passes is not None else _pipeline(level, target), verify_each=verify_each)
     compiled = manager.run(program.clone(), ctx)
     report.graph = snapshot(compiled)
     report.seconds["passes"] = time.perf_counter() - start
@@ -47,8 +58,9 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
             return Interpreter(compiled, bindings).run(arrays)
     else:
         start = time.perf_counter()
-        run = O1Runner(compiled, lower_groups(compiled, target, report, options))
+        kernels = lower_groups(compiled, target, report, options)
         report.seconds["kernels"] = time.perf_counter() - start
+        run = backend_for_target(target).executor(compiled, kernels, report, options) or O1Runner(compiled, kernels)
     return Executable(compiled, level, target, report, run, source=program)
 
 

@@ -71,6 +71,10 @@ class Backend:
     def synchronize(self) -> None:
         """Host backends are always synchronous."""
 
+    def executor(self, program, kernels: dict[int, Kernel], report, options: dict[str, Any]) -> Callable | None:
+        """A runner for programs compiled for this backend's device; None runs them with the O1 executor."""
+        return None
+
 
 BACKENDS: dict[str, type[Backend]] = {}
 _INSTANCES: dict[str, Backend] = {}
@@ -104,3 +108,4 @@ def backend_for_target(target: str) -> Backend:
 
 def _load_builtins() -> None:
     from . import numba_cpu, numpy_backend  # noqa: F401  (register themselves)
+    from .numba_cuda import backend  # noqa: F401  (registers itself; numba.cuda is imported on first use)

@@ -71,7 +71,12 @@ class Scope:
 
 
 class KernelSource:
-    """Builds the source of one kernel function for a group block."""
+    """Builds the source of one kernel function for a group block.
+
+    Backends that share this emitter subclass it: `rules` spells each elementwise op
+    as a scalar expression, and `build` lays out the loop nest for the target."""
+
+    rules: dict = SCALAR_RULES
 
     def __init__(self, block, plan: Plan, name: str, materialized: dict[Value, str] | None = None,
                  flat: bool = False):
@@ -155,7 +160,7 @@ class KernelSource:
         reduced = _strength_reduce(op)
         if reduced is not None:
             return self.emit(op.operands[0], m) if reduced == "x" else self._square(op, m, key)
-        rule = SCALAR_RULES.get(op.name)
+        rule = self.rules.get(op.name)
         maps = [self._flat_map(v, m) for v in op.operands] if self.flat else operand_maps(op, m)
         operands = [self.emit(v, om) for v, om in zip(op.operands, maps)]
         if rule is None:                       # injective and view ops forward their operand

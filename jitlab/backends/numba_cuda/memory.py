@@ -1,0 +1,93 @@
+"""Device memory for the CUDA executor: where each buffer comes from, and the budget check.
+
+The seam is `Allocator.get(slot, shape, dtype, stream)`. Today buffers are allocated
+one per value (`PerBuffer`) and kept across calls, reused only when no one outside the
+executor holds them (a result the user keeps is never overwritten). A static memory
+plan (one arena, buffers at offsets) plugs in as `Arena`: one device allocation, each
+buffer a view at its planned offset. The dynamic pool (runtime/pool.py, another branch)
+would plug in the same way, carving views out of device chunks instead of numpy ones.
+
+The budget check runs before anything is allocated: the bytes the executor will hold
+on the device (inputs, weights, every buffer) against `memory_limit` and the device's
+free memory.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+import numpy as np
+
+from ...errors import JitlabError, OutOfMemoryError
+from ...report import MemoryPlan
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30,
+          "tib": 2**40}
+
+
+def parse_bytes(limit: int | str) -> int:
+    """`4096`, `"512MiB"`, `"4GiB"`, `"1.5GB"` -> bytes."""
+    if isinstance(limit, (int, np.integer)):
+        return int(limit)
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]*)\s*", str(limit))
+    if m is None or m.group(2).lower() not in _UNITS:
+        raise JitlabError(f"memory_limit={limit!r} is not a size (use bytes, or e.g. '512MiB', '4GiB')")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def show_bytes(n: float) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{int(n)} B"
+
+
+class PerBuffer:
+    """One device allocation per value, kept across calls while nobody else holds it."""
+
+    def __init__(self, cuda):
+        self.cuda = cuda
+        self.kept: dict[int, Any] = {}
+
+    def get(self, slot: int, shape: tuple[int, ...], dtype: np.dtype, stream) -> Any:
+        buf = self.kept.get(slot)
+        # 2 references: self.kept and getrefcount's argument; more means a holder outside.
+        if buf is None or buf.shape != shape or sys.getrefcount(buf) > 2:
+            buf = self.cuda.device_array(shape, dtype, stream=stream)
+            self.kept[slot] = buf
+        return buf
+
+
+class Arena:
+    """A static plan's arena: one device allocation; each buffer a view at its offset.
+
+    Buffers sharing an offset must not be live at once on different streams, so the
+    executor runs an arena-planned program on one stream until plans know of streams."""
+
+    def __init__(self, cuda, plan: MemoryPlan, slot_names: dict[int, str]):
+        self.offsets = {b.name: b.offset for b in plan.buffers if b.offset is not None}
+        self.names = slot_names
+        self.base = cuda.device_array(max(plan.peak_bytes, 1), np.uint8)
+
+    def covers(self, slot: int) -> bool:
+        return self.names.get(slot) in self.offsets
+
+    def get(self, slot: int, shape: tuple[int, ...], dtype: np.dtype, stream) -> Any:
+        offset = self.offsets[self.names[slot]]
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return self.base[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+def check_budget(needs: list[tuple[str, int]], limit: int | None, free: float) -> None:
+    """Raises OutOfMemoryError when the named byte counts exceed the limit or the free memory."""
+    total = sum(n for _, n in needs)
+    budget = min(limit if limit is not None else float("inf"), free)
+    if total <= budget:
+        return
+    largest = ", ".join(f"{name} {show_bytes(n)}" for name, n in sorted(needs, key=lambda x: -x[1])[:5])
+    source = (f"memory_limit={show_bytes(limit)}" if limit is not None and limit <= free
+              else f"the device has {show_bytes(free)} free")
+    raise OutOfMemoryError(f"the program needs {show_bytes(total)} of device memory (inputs, weights and one "
+                           f"buffer per value) but {source}; largest tensors: {largest}")
