@@ -112,10 +112,8 @@ def _generated_parts(group: Operation, policy: Policy, materialized: dict[Value,
     source, plan, layout, flat = generate(group.block, _name(index), materialized)
 
     def make(fn, src):
-        launcher = Launcher(fn, src, tuple(plan.space), layout, flat, policy)
+        launcher = Launcher(fn, src, () if flat else tuple(plan.space), layout, flat, policy)
         launcher.plan_dims = (plan.outer, plan.inner)
-        if flat:
-            launcher.space = tuple(group.block.last_op.operands[0].type.shape)
         return launcher
 
     return [Part(source, layout, make, list(group.block.last_op.operands), flat)]

@@ -111,7 +111,7 @@ class CudaKernelSource(KernelSource):
             count = " * ".join(f"n{d}" for d in self.plan.inner) or "1"
             self.current.add(f"{acc} = {acc} / {ctor(dtype)}({count})")
         self.current.cache[(id(op.result), normalize(op.result, self._result_map(op)))] = acc
-        self.vars_of[acc] = frozenset(f"i{d}" for d in self.plan.outer)
+        self.vars_of[acc] = self.current.binds      # defined in the row loop, even when no index var names it
 
     def _shared_for(self, dtype: np.dtype) -> str:
         if dtype.kind == "b":

@@ -28,6 +28,7 @@ from ...ir.program import Program
 from ...ir.shapes import evaluate_shape
 from ...report import CompileReport
 from ...runtime.reference import concrete_attrs
+from ...runtime.signature import is_numba_device_array
 from ..base import Kernel
 from . import device
 from .memory import Arena, PerBuffer, check_budget, parse_bytes
@@ -99,7 +100,7 @@ class DeviceExecutor:
         recorded: dict[int, Any] = {}
         for e in streams.events:
             if e.producer not in recorded:
-                recorded[e.producer] = self.cuda.event(timing=False)
+                recorded[e.producer] = self._event()
                 by_uid[e.producer].records.append(recorded[e.producer])
             by_uid[e.consumer].waits.append(recorded[e.producer])
 
@@ -109,6 +110,10 @@ class DeviceExecutor:
             return per_buffer
         names = {slot: v.name for v, slot in self.slots.items() if v.name}
         return _Mixed(Arena(self.cuda, self.arena_plan, names), per_buffer)
+
+    def _event(self):
+        # Events only order streams here; timing would cost. The simulator's take no arguments.
+        return self.cuda.event() if device.simulator_enabled() else self.cuda.event(timing=False)
 
     # -- memory budget ----------------------------------------------------------------------
     def _check_budget(self, input_shapes: list[tuple[int, ...]], bindings: dict[str, int]) -> None:
@@ -136,7 +141,7 @@ class DeviceExecutor:
         for slot, array in self.resident.items():
             env[slot] = array
         if len(self.streams) > 1:
-            ready = self.cuda.event(timing=False)
+            ready = self._event()
             ready.record(first)
             for s in self.streams[1:]:
                 ready.wait(s)
@@ -148,7 +153,7 @@ class DeviceExecutor:
         if isinstance(a, np.ndarray):
             self.stats["uploads"] += 1
             return self.cuda.to_device(np.asarray(a, order="C"), stream=stream)
-        d = self.cuda.as_cuda_array(a)
+        d = a if is_numba_device_array(a) else self.cuda.as_cuda_array(a)
         if not d.is_c_contiguous():
             raise InputError(f"input {index}: device arrays must be C-contiguous (got strides {d.strides})")
         return d
