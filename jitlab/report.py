@@ -214,6 +214,7 @@ class CompileReport:
     schedule: ScheduleRecord | None = None
     memory: MemoryPlan | None = None
     streams: StreamPlan | None = None
+    launch_sequence: str = ""     # O2 on a device: the generated function that queues every launch
     kernels: list[KernelRecord] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
     graph: GraphSnapshot | None = None

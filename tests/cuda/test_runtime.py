@@ -131,3 +131,53 @@ def test_o0_on_the_cuda_target_downloads_device_inputs():
     exe = jl.compile(jl.trace(lambda x: x * 2, rand(4)), level="O0", target="cuda")
     x = rand(4)
     np.testing.assert_array_equal(exe(cuda.to_device(x))[0], x * 2)
+
+
+def test_o2_runs_one_generated_launch_sequence():
+    exe = check(mlp, *mlp_args(), level="O2", rtol=1e-4, atol=1e-5)
+    sequence = exe.report.launch_sequence
+    assert sequence.startswith("def launch(v_x, v_w1, v_b1, v_w2, v_b2, bindings):")
+    assert sequence.count("    group_") == len(exe.report.kernels)
+    assert "host(" not in sequence and "synchronize" not in sequence and "copy_to" not in sequence
+    assert jl.compile(jl.trace(mlp, *mlp_args()), level="O1", target="cuda", progress=False).report.launch_sequence == ""
+
+
+def test_o2_with_a_host_op_shows_it_in_the_sequence():
+    exe = check(lambda x: np.cumsum(np.exp(x), axis=1) * 2.0, rand(3, 4), level="O2")
+    assert "np.cumsum on the host" in exe.report.launch_sequence
+
+
+def test_static_plan_arena_places_buffers_at_their_offsets():
+    from jitlab.backends.numba_cuda.memory import Arena
+    from jitlab.report import BufferRecord, MemoryPlan
+
+    plan = MemoryPlan(peak_bytes=256, lower_bound_bytes=256, naive_bytes=512,
+                      buffers=[BufferRecord("a", 128, 0, 0, 1, None), BufferRecord("b", 128, 128, 1, 2, None)])
+    arena = Arena(cuda, plan, {0: "a", 1: "b", 2: "c"})
+    a = arena.get(0, (4, 8), np.float32, 0)
+    b = arena.get(1, (16,), np.float64, 0)
+    assert arena.covers(1) and not arena.covers(2)
+    a.copy_to_device(np.ones((4, 8), np.float32))
+    b.copy_to_device(np.full(16, 2.0))
+    raw = arena.base.copy_to_host()
+    assert (raw[:128].view(np.float32) == 1).all() and (raw[128:].view(np.float64) == 2).all()
+
+
+def test_program_with_a_static_memory_plan_runs_in_the_arena():
+    from jitlab.report import BufferRecord, MemoryPlan
+
+    program = jl.trace(lambda x: np.exp(x) * 2.0 + x, rand(4, 8))
+    exe = jl.compile(program, level="O2", target="cuda", progress=False)
+    plan = MemoryPlan(peak_bytes=4096, lower_bound_bytes=128, naive_bytes=128,
+                      buffers=[BufferRecord(v.name, 128, 1024, 0, 1, None) for v in exe.program.outputs])
+    exe.report.memory = plan
+    runner = DeviceExecutor(exe.program, {op.uid: k for op, k in _kernels(exe)}, exe.report, {})
+    got = runner([rand(4, 8)], {})
+    x = rand(4, 8)
+    np.testing.assert_allclose(runner([x], {})[0], np.exp(x) * 2.0 + x, rtol=1e-6)
+    assert len(runner.streams) == 1 and got[0].shape == (4, 8)
+
+
+def _kernels(exe):
+    steps = exe._runner.steps
+    return [(s.op, s.kernel) for s in steps if s.kernel is not None]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ...errors import UnsupportedError
 
 SIMULATOR_VAR = "NUMBA_ENABLE_CUDASIM"
-_DRIVER_FILES = ("/dev/nvidiactl", "/proc/driver/nvidia/version")
+DRIVER_FILES = ("/dev/nvidiactl", "/proc/driver/nvidia/version")
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def simulator_enabled() -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _hardware() -> tuple[bool, str]:
-    if not any(os.path.exists(p) for p in _DRIVER_FILES):
+    if not any(os.path.exists(p) for p in DRIVER_FILES):
         return False, "no NVIDIA driver was found (/dev/nvidiactl is missing)"
     try:
         from numba import cuda

@@ -8,7 +8,8 @@ arrays, or stay on the device with `device_outputs=True`.
 
 A call makes no host synchronisation or transfer between kernels: launches are
 queued on the streams of `report.streams`, cross-stream reads wait on events, and
-the call ends with one synchronisation. The exception is an op no kernel covers (a
+the call ends with one synchronisation. O1 walks its steps; O2 calls one generated
+function holding the whole launch sequence (sequence.py). The exception is an op no kernel covers (a
 leftover at O1): it runs on the host between a sync, a download and an upload, and
 is counted in `stats["host_ops"]` and in the report's warnings.
 """
@@ -32,6 +33,7 @@ from ...runtime.signature import is_numba_device_array
 from ..base import Kernel
 from . import device
 from .memory import Arena, PerBuffer, check_budget, parse_bytes
+from .sequence import compile_sequence
 
 
 class _Step:
@@ -66,7 +68,12 @@ class DeviceExecutor:
         self.steps = self._plan(program, kernels, streams)
         self.streams = [self.cuda.stream() for _ in range(max(1, streams.streams if streams else 1))]
         self._events(streams)
+        self.inputs_ready = self._event()
         self.allocator = self._allocator(program)
+        self.n_kernels = sum(1 for s in self.steps if s.kernel is not None)
+        self.sequence = None
+        if report.level == "O2":
+            report.launch_sequence, self.sequence = compile_sequence(self)
         self._needs_checked: set[tuple] = set()
         host = [s.op.name for s in self.steps if s.op.name != "jit.group" and not s.op.has(Trait.VIEW)]
         if host:
@@ -123,7 +130,7 @@ class DeviceExecutor:
         needs = [(f"input {i}", _nbytes(s, t.dtype)) for i, (s, t) in enumerate(zip(input_shapes, self.input_types))]
         needs += [(f"constant {slot}", a.nbytes) for slot, a in self.resident.items()]
         for step in self.steps:
-            if step.kernel is not None or not step.op.has(Trait.VIEW):
+            if not step.op.has(Trait.VIEW):
                 for r, shape in zip(step.op.results, step.shapes(bindings)):
                     needs.append((f"%{r.name} {list(shape)} from {step.op.name}", _nbytes(shape, r.type.dtype)))
         free = self.cuda.current_context().get_memory_info()[0]
@@ -141,13 +148,17 @@ class DeviceExecutor:
         for slot, array in self.resident.items():
             env[slot] = array
         if len(self.streams) > 1:
-            ready = self._event()
-            ready.record(first)
+            self.inputs_ready.record(first)
             for s in self.streams[1:]:
-                ready.wait(s)
-        for step in self.steps:
-            self._run(step, env, bindings)
-        return self._finish([env[i] for i in self.outputs])
+                self.inputs_ready.wait(s)
+        if self.sequence is not None:
+            results = self.sequence(*env[:len(arrays)], bindings)
+            self.stats["launches"] += self.n_kernels
+        else:
+            for step in self.steps:
+                self._run(step, env, bindings)
+            results = [env[i] for i in self.outputs]
+        return self._finish(results)
 
     def _to_device(self, a, index: int, stream) -> Any:
         if isinstance(a, np.ndarray):
@@ -170,18 +181,18 @@ class DeviceExecutor:
         elif step.op.has(Trait.VIEW):
             outs = [env[step.ins[0]].reshape(step.shapes(bindings)[0])]
         else:
-            outs = self._on_host(step, env, bindings, stream)
+            outs = self.host_step(step, [env[i] for i in step.ins], bindings, stream)
         for slot, buf in zip(step.outs, outs):
             env[slot] = buf
         for event in step.records:
             event.record(stream)
 
-    def _on_host(self, step: _Step, env: list, bindings: dict[str, int], stream) -> list:
+    def host_step(self, step: _Step, operands, bindings: dict[str, int], stream) -> list:
         """A leftover op: sync, download its operands, run its numpy reference, upload the results."""
         self.cuda.synchronize()
         self.stats["syncs"] += 1
         self.stats["host_ops"] += 1
-        args = [env[i].copy_to_host() for i in step.ins]
+        args = [a.copy_to_host() for a in operands]
         self.stats["downloads"] += len(args)
         attrs = concrete_attrs(step.op.attrs, bindings)
         out = step.op.opdef.reference(*args, **attrs)
