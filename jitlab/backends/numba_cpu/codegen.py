@@ -10,6 +10,8 @@ An elementwise group is the same nest with no reductions and the last dim inside
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -373,6 +375,18 @@ def is_flat(block, plan: Plan) -> bool:
     return all(v.type.shape == space for v in block.last_op.operands)
 
 
+@contextlib.contextmanager
+def deep_enough(block):
+    """`emit` recurses along operand chains: a long chain (500 tiny ops) needs more frames than
+    Python's default limit; a few per op suffice."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 1000 + 8 * sum(1 for _ in block.ops)))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
 def generate(block, name: str, materialized: dict[Value, str] | None = None) -> tuple[str, str, Plan, bool]:
     """Sources of `{name}_par` (prange rows) and `{name}_seq`, the plan they follow, and
     whether the kernel takes its arrays flattened to 1-D."""
@@ -380,6 +394,7 @@ def generate(block, name: str, materialized: dict[Value, str] | None = None) -> 
     flat = is_flat(block, plan)
     if flat:
         plan = Plan((None,), [], [0])
-    par, seq = (KernelSource(block, plan, f"{name}_{suffix}", materialized, flat).build(parallel)
-                for suffix, parallel in (("par", True), ("seq", False)))
+    with deep_enough(block):
+        par, seq = (KernelSource(block, plan, f"{name}_{suffix}", materialized, flat).build(parallel)
+                    for suffix, parallel in (("par", True), ("seq", False)))
     return par, seq, plan, flat

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
-from ..numba_cpu.codegen import _REDUCE, KernelSource, Plan, _initial, is_flat, normalize
+from ..numba_cpu.codegen import _REDUCE, KernelSource, Plan, _initial, deep_enough, is_flat, normalize
 from ..numba_cpu.scalar import ctor
 from .scalar import CUDA_RULES
 
@@ -136,5 +136,6 @@ def plan_kernel(block) -> tuple[Plan, str, bool]:
 def generate(block, name: str, materialized: dict[Value, str] | None = None) -> tuple[str, Plan, str, bool]:
     """The kernel's source (a function `name`), its plan, layout and whether arrays are passed 1-D."""
     plan, layout, flat = plan_kernel(block)
-    source = CudaKernelSource(block, plan, name, layout, materialized, flat).build()
+    with deep_enough(block):
+        source = CudaKernelSource(block, plan, name, layout, materialized, flat).build()
     return source, plan, layout, flat

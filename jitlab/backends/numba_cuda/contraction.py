@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
-from ..numba_cpu.codegen import Plan, Scope, normalize
+from ..numba_cpu.codegen import Plan, Scope, deep_enough, normalize
 from ..numba_cpu.indexing import Coord, broadcast_map
 from ..numba_cpu.scalar import literal
 from .codegen import CudaKernelSource
@@ -141,4 +141,5 @@ class TileKernelSource(CudaKernelSource):
 
 def generate_tiled(block, con: Operation, name: str, tile: int, outputs: list[Value] | None = None) -> str:
     """Source of a tiled contraction kernel `name` writing `outputs` (default: the group's)."""
-    return TileKernelSource(block, con, name, tile, outputs).build()
+    with deep_enough(block):
+        return TileKernelSource(block, con, name, tile, outputs).build()
