@@ -80,3 +80,13 @@ def test_pass_is_recorded_with_a_note():
     record = report.passes[-1]
     assert record.name == "assign-streams" and not record.changed
     assert record.notes == ["3 op(s) on 2 stream(s), 1 event(s)"]
+
+
+def test_explorer_data_shows_each_stream_and_its_events():
+    from jitlab.explore.model import build
+
+    report = plan_of(jl.trace(two_branches, *args()))
+    data = build(report)
+    plan = report.streams
+    assert data["streams"]["lanes"] == [[plan.ops[0], plan.ops[2]], [plan.ops[1]]]
+    assert data["streams"]["events"] == [{"producer": plan.ops[1], "consumer": plan.ops[2], "from": 1, "to": 0}]
