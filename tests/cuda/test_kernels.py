@@ -161,3 +161,9 @@ def test_launch_configuration_comes_from_shapes_and_device():
     assert policy.rows(5, 3).block == (32, 1, 1)
     assert policy.elementwise(10**9).grid[0] <= info().max_blocks
     assert Policy(info(), 96, 1).elementwise(1000) == jl.backends.numba_cuda.launch.Launch((1, 1, 1), (96, 1, 1))
+
+
+def test_composite_scalar_ops_match_o0():
+    from jitlab.backends.numba_cuda.selfcheck import _composites
+
+    on_cuda(_composites(), [rand(4, 8) * 2], rtol=1e-5, atol=1e-6, **TINY_GRID)

@@ -59,11 +59,28 @@ def _kinds() -> list:
                                      (x * 100).astype(np.int32), np.isnan(x))
             fns["matmul epilogue elsewhere"] = lambda x: (x.T @ x).T[::2] + 1
         programs += [(f"{name} {np.dtype(dt).name}", jl.trace(fn, x)) for name, fn in fns.items()]
+    programs.append(("composite scalars", _composites()))
     conv = Program("conv", [TensorType((1, 4, 9, 9), np.float32), TensorType((6, 2, 3, 3), np.float32)], ["x", "w"])
     b = Builder(conv.body, constraints=conv.constraints)
     y = b("np.conv2d", *conv.inputs, strides=(2, 1), pads=(1, 1, 1, 1), dilations=(1, 2), groups=2)
     conv.set_outputs([b("np.relu", y)])
     return programs + [("conv2d", conv)]
+
+
+def _composites():
+    """Ops numpy code does not trace to but ONNX and the decompose pass produce."""
+    import numpy as np
+
+    from jitlab.ir import Builder, Program, TensorType
+
+    program = Program("composites", [TensorType((4, 8), np.float32)], ["x"])
+    b = Builder(program.body, constraints=program.constraints)
+    (x,) = program.inputs
+    outs = [b("np.gelu", x, approximate="none"), b("np.gelu", x, approximate="tanh"), b("np.sigmoid", x),
+            b("np.erf", x), b("np.relu", x), b("np.rsqrt", b("np.abs", x)), b("np.reciprocal", x),
+            b("np.clip", x, min=-1.0, max=1.0), b("np.where", b("np.greater", x, x), x, b("np.neg", x))]
+    program.set_outputs(outs)
+    return program
 
 
 def ptx_check(arch: tuple[int, int] = (9, 0)) -> bool:
