@@ -7,7 +7,8 @@ from numba import cuda
 
 import jitlab as jl
 from tests.cuda.helpers import check, on_cuda, rand
-from tests.cuda.test_kernels import conv_program, layernorm, softmax
+from tests.cuda.test_contractions import conv_program
+from tests.cuda.test_kernels import layernorm, softmax
 from tests.cuda.test_streams import two_branches
 
 pytestmark = pytest.mark.gpu

@@ -112,9 +112,8 @@ def _generated_parts(group: Operation, policy: Policy, materialized: dict[Value,
     source, plan, layout, flat = generate(group.block, _name(index), materialized)
 
     def make(fn, src):
-        launcher = Launcher(fn, src, () if flat else tuple(plan.space), layout, flat, policy)
-        launcher.plan_dims = (plan.outer, plan.inner)
-        return launcher
+        return Launcher(fn, src, () if flat else tuple(plan.space), layout, flat, policy,
+                        plan_dims=(plan.outer, plan.inner))
 
     return [Part(source, layout, make, list(group.block.last_op.operands), flat)]
 
@@ -152,8 +151,11 @@ def _runner(group: Operation, con: Operation | None, launchers: list[Launcher]):
     """`run(inputs, outputs, bindings, stream)` on device arrays."""
     if len(launchers) == 1:
         launcher = launchers[0]
-        return lambda inputs, outputs, bindings=None, stream=0: launcher(inputs, outputs, (), bindings or {},
-                                                                        stream)
+
+        def run_one(inputs, outputs, bindings=None, stream=0):
+            launcher(inputs, outputs, (), bindings or {}, stream)
+
+        return run_one
     tile, epilogue = launchers
     temp = _TempBuffer(con.result)
 

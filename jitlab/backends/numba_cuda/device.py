@@ -28,7 +28,6 @@ class DeviceInfo:
     max_grid: tuple[int, int, int]
     shared_bytes_per_block: int
     total_bytes: float
-    free_bytes: float
     peak_bytes_per_second: float     # memory bandwidth: 2 (DDR) x clock x bus width
 
     @property
@@ -86,13 +85,12 @@ def info() -> DeviceInfo:
     """The current device's properties (a small made-up device under the simulator)."""
     if simulator_enabled():
         # Two SMs make grids small enough that tests with tens of elements cover grid-stride loops.
-        return DeviceInfo("CUDA simulator", True, 2, 1024, (2**31 - 1, 65535, 65535), 48 * 1024,
-                          float("inf"), float("inf"), 0.0)
+        return DeviceInfo("CUDA simulator", True, 2, 1024, (2**31 - 1, 65535, 65535), 48 * 1024, float("inf"), 0.0)
     dev = cuda().get_current_device()
-    free, total = cuda().current_context().get_memory_info()
+    total = cuda().current_context().get_memory_info()[1]
     a = lambda name: getattr(dev, name)  # noqa: E731
     bandwidth = 2.0 * a("MEMORY_CLOCK_RATE") * 1e3 * a("GLOBAL_MEMORY_BUS_WIDTH") / 8
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
     return DeviceInfo(name, False, a("MULTIPROCESSOR_COUNT"), a("MAX_THREADS_PER_BLOCK"),
                       (a("MAX_GRID_DIM_X"), a("MAX_GRID_DIM_Y"), a("MAX_GRID_DIM_Z")),
-                      a("MAX_SHARED_MEMORY_PER_BLOCK"), float(total), float(free), bandwidth)
+                      a("MAX_SHARED_MEMORY_PER_BLOCK"), float(total), bandwidth)

@@ -62,6 +62,7 @@ class DeviceExecutor:
         self.stats: Counter = Counter()
         self.slots: dict[Value, int] = {v: i for i, v in enumerate(program.inputs)}
         self.input_types = [v.type for v in program.inputs]
+        self.input_names = list(program.input_names)
         self.arena_plan = report.memory if report.memory is not None and report.memory.mode == "static" else None
         streams = report.streams if self.arena_plan is None else None
         self.resident: dict[int, Any] = {}
@@ -127,8 +128,9 @@ class DeviceExecutor:
         key = tuple(sorted(bindings.items()))
         if key in self._needs_checked:
             return
-        needs = [(f"input {i}", _nbytes(s, t.dtype)) for i, (s, t) in enumerate(zip(input_shapes, self.input_types))]
-        needs += [(f"constant {slot}", a.nbytes) for slot, a in self.resident.items()]
+        needs = [(f"input '{name}'", _nbytes(s, t.dtype))
+                 for name, s, t in zip(self.input_names, input_shapes, self.input_types)]
+        needs += [(f"constant/weight {array.shape}", array.nbytes) for array in self.resident.values()]
         for step in self.steps:
             if not step.op.has(Trait.VIEW):
                 for r, shape in zip(step.op.results, step.shapes(bindings)):
@@ -166,7 +168,8 @@ class DeviceExecutor:
             return self.cuda.to_device(np.asarray(a, order="C"), stream=stream)
         d = a if is_numba_device_array(a) else self.cuda.as_cuda_array(a)
         if not d.is_c_contiguous():
-            raise InputError(f"input {index}: device arrays must be C-contiguous (got strides {d.strides})")
+            raise InputError(f"input '{self.input_names[index]}': device arrays must be C-contiguous "
+                             f"(got strides {d.strides}); copy it first (e.g. cupy.ascontiguousarray)")
         return d
 
     def _run(self, step: _Step, env: list, bindings: dict[str, int]) -> None:

@@ -68,15 +68,16 @@ class Launcher:
     """Launches one generated kernel: picks its arrays, dims and launch configuration."""
 
     def __init__(self, fn, source: str, space: tuple, layout: str, flat: bool, policy: Policy,
-                 tile: int = 0, conv: tuple[int, int] | None = None):
+                 tile: int = 0, conv: tuple[int, int] | None = None,
+                 plan_dims: tuple[list[int], list[int]] | None = None):
         self.fn, self.space, self.layout, self.flat, self.policy = fn, space, layout, flat, policy
         self.tile, self.conv = tile, conv
+        self.plan_dims = plan_dims          # (row dims, reduced dims) of a generated kernel
         params = params_of(source)
         kinds = {"a": 0, "o": 1, "m": 2}
         self.slots = [(kinds[p[0]], int(p[1:])) for p in params if p[0] in kinds]
         self.n_dims = sum(1 for p in params if p.startswith("n"))
         self.static = None if any(isinstance(d, Sym) for d in space) else tuple(int(d) for d in space)
-        self.plan_dims: tuple[list[int], list[int]] | None = None
         self._launches: dict[tuple, Launch] = {}
 
     def dims(self, arrays, bindings) -> tuple[int, ...]:

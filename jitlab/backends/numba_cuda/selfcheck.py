@@ -97,7 +97,7 @@ def ptx_check(arch: tuple[int, int] = (9, 0)) -> bool:
     from .launch import Policy
 
     policy = Policy(DeviceInfo(f"sm_{arch[0]}{arch[1]}", False, 132, 1024, (2**31 - 1, 65535, 65535), 48 << 10,
-                               8e10, 8e10, 3e12))
+                               8e10, 3e12))
     cache, ok = KernelCache(tempfile.mkdtemp(prefix="jitlab-ptx-")), True
     for name, program in _kinds():
         ctx = PassContext(target="cuda")
