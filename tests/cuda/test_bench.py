@@ -5,7 +5,6 @@ import pytest
 from jitlab.backends.numba_cuda import bench
 from tests.cuda.helpers import check
 
-
 CASES = [(p, "O2") for p in bench.suite("small")] + [(p, "O1") for p in bench.suite("small")
                                                     if p.name in ("elementwise chain", "MLP")]
 
