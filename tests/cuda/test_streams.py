@@ -90,3 +90,14 @@ def test_explorer_data_shows_each_stream_and_its_events():
     plan = report.streams
     assert data["streams"]["lanes"] == [[plan.ops[0], plan.ops[2]], [plan.ops[1]]]
     assert data["streams"]["events"] == [{"producer": plan.ops[1], "consumer": plan.ops[2], "from": 1, "to": 0}]
+
+
+def test_stream_plan_survives_the_report_round_trip():
+    import json
+
+    from jitlab.report import CompileReport
+
+    report = plan_of(jl.trace(two_branches, *args()))
+    again = CompileReport.from_dict(json.loads(report.to_json()))
+    assert again.streams == report.streams
+    assert again.streams.stream(report.streams.ops[1]) == 1

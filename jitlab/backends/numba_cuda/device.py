@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ...errors import UnsupportedError
 
 SIMULATOR_VAR = "NUMBA_ENABLE_CUDASIM"
-DRIVER_FILES = ("/dev/nvidiactl", "/proc/driver/nvidia/version")
+DRIVER_FILES = ("/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/dxg")   # dxg: WSL2
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,14 @@ def _hardware() -> tuple[bool, str]:
         return False, "no NVIDIA driver was found (/dev/nvidiactl is missing)"
     try:
         from numba import cuda
+        from numba.cuda.cudadrv import nvvm
 
-        if cuda.is_available():
-            return True, ""
-        return False, "numba.cuda.is_available() is False (driver or CUDA libraries unusable)"
+        if not cuda.is_available():
+            return False, "numba.cuda.is_available() is False (driver or CUDA libraries unusable)"
+        if not nvvm.is_available():
+            return False, ("a GPU is there but NVVM, the CUDA compiler library, is not "
+                           "(pip install 'numba-cuda[cu12]' or 'numba-cuda[cu13]', or install the CUDA toolkit)")
+        return True, ""
     except Exception as e:          # a broken CUDA install raises anything from ImportError to OSError
         return False, f"importing numba.cuda failed: {type(e).__name__}: {e}"
 
