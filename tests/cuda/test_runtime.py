@@ -181,3 +181,20 @@ def test_program_with_a_static_memory_plan_runs_in_the_arena():
 def _kernels(exe):
     steps = exe._runner.steps
     return [(s.op, s.kernel) for s in steps if s.kernel is not None]
+
+
+def test_views_of_results_held_by_the_caller_are_not_overwritten():
+    f = jl.jit(target="cuda", device_outputs=True, progress=False)(lambda x: (np.exp(x) * 2.0).reshape(8))
+    first = f(np.zeros((2, 4), np.float32))
+    second = f(np.ones((2, 4), np.float32))
+    np.testing.assert_allclose(first.copy_to_host(), 2.0)
+    np.testing.assert_allclose(second.copy_to_host(), 2.0 * np.e, rtol=1e-6)
+
+
+def test_buffers_nobody_holds_are_reused_across_calls():
+    exe = check(mlp, *mlp_args(), rtol=1e-4, atol=1e-5)
+    allocator = exe._runner.allocator
+    made = allocator.allocations
+    for _ in range(2):
+        exe(*mlp_args())
+    assert allocator.allocations == made

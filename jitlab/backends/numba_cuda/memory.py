@@ -45,19 +45,43 @@ def show_bytes(n: float) -> str:
 
 
 class PerBuffer:
-    """One device allocation per value, kept across calls while nobody else holds it."""
+    """One device allocation per value, kept across calls while nobody else holds it.
+
+    A holder may have the buffer itself or a view of it: numba's views share the buffer's
+    memory object (`gpu_data`; the simulator's share its numpy array), so both reference
+    counts are compared with what they were when the buffer was made."""
 
     def __init__(self, cuda):
         self.cuda = cuda
-        self.kept: dict[int, Any] = {}
+        self.kept: dict[int, list] = {}      # slot -> [buffer, reference counts when made]
+        self.allocations = 0
 
     def get(self, slot: int, shape: tuple[int, ...], dtype: np.dtype, stream) -> Any:
-        buf = self.kept.get(slot)
-        # 2 references: self.kept and getrefcount's argument; more means a holder outside.
-        if buf is None or buf.shape != shape or sys.getrefcount(buf) > 2:
-            buf = self.cuda.device_array(shape, dtype, stream=stream)
-            self.kept[slot] = buf
-        return buf
+        entry = self.kept.get(slot)
+        if entry is None or entry[0].shape != shape or _held(entry):
+            entry = self.kept[slot] = [self.cuda.device_array(shape, dtype, stream=stream), None]
+            entry[1] = _refs(entry)
+            self.allocations += 1
+        return entry[0]
+
+
+def _owner(buf) -> Any:
+    """The object every view of `buf` keeps alive."""
+    for name in ("gpu_data", "_ary"):
+        owner = getattr(buf, name, None)
+        if owner is not None:
+            return owner
+    return buf
+
+
+def _refs(entry: list) -> tuple[int, int]:
+    buf = entry[0]
+    return sys.getrefcount(buf), sys.getrefcount(_owner(buf))
+
+
+def _held(entry: list) -> bool:
+    """True when something outside the allocator refers to the buffer or to a view of it."""
+    return any(now > then for now, then in zip(_refs(entry), entry[1]))
 
 
 class Arena:
