@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jitlab.ir import Builder, Program, TensorType
 from tests.cuda.helpers import check, layouts, on_cuda, rand
@@ -58,3 +60,27 @@ def test_edge_shapes(shape):
     if len(shape) >= 1 and shape[-1] > 0:
         check(lambda x: x - x.max(axis=-1, keepdims=True), x, **TINY_GRID)
     check(lambda x: (x * x).sum(axis=-1) if x.ndim else x * x, x, **TINY_GRID)
+
+
+EPILOGUES = {"none": lambda y, b: y, "bias relu": lambda y, b: np.maximum(y + b, 0),
+             "transposed": lambda y, b: np.swapaxes(y, -1, -2) * 2.0}
+
+
+@settings(max_examples=20)
+@given(m=st.integers(0, 9), k=st.integers(0, 9), n=st.integers(1, 9), batch=st.sampled_from([(), (2,), (3, 1)]),
+       b_batch=st.sampled_from([(), (1,)]), epilogue=st.sampled_from(sorted(EPILOGUES)))
+def test_random_matmuls_match_o0(m, k, n, batch, b_batch, epilogue):
+    fn = EPILOGUES[epilogue]
+    check(lambda x, w, b: fn(x @ w, b), rand(*batch, m, k), rand(*b_batch, k, n), rand(n),
+          rtol=1e-4, atol=1e-5, **TINY_GRID)
+
+
+@settings(max_examples=15)
+@given(n=st.integers(1, 2), groups=st.integers(1, 2), cg=st.integers(1, 2), og=st.integers(1, 2),
+       h=st.integers(1, 6), w=st.integers(1, 6), kh=st.integers(1, 3), kw=st.integers(1, 3),
+       stride=st.integers(1, 2), pad=st.integers(0, 1), dilation=st.integers(1, 2))
+def test_random_convolutions_match_o0(n, groups, cg, og, h, w, kh, kw, stride, pad, dilation):
+    x_shape, w_shape = (n, groups * cg, h, w), (groups * og, cg, kh, kw)
+    program = conv_program(x_shape, w_shape, strides=(stride, stride), pads=(pad, pad, pad, pad),
+                           dilations=(dilation, dilation), groups=groups)
+    on_cuda(program, [rand(*x_shape), rand(*w_shape), rand(groups * og, 1, 1)], rtol=1e-4, atol=1e-5, **TINY_GRID)
