@@ -76,11 +76,7 @@ class DeviceExecutor:
         if report.level == "O2":
             report.launch_sequence, self.sequence = compile_sequence(self)
         self._needs_checked: set[tuple] = set()
-        host = [s.op.name for s in self.steps if s.op.name != "jit.group" and not s.op.has(Trait.VIEW)]
-        if host:
-            report.warnings.append(f"cuda: {len(host)} op(s) without a kernel run on the host, each between a "
-                                   f"sync and two transfers: {', '.join(sorted(set(host)))}")
-        report.stats["device_host_ops"] = len(host)
+        self._record_host_ops(report)
         if all(t.is_static for t in (v.type for v in program.inputs)):
             self._check_budget([tuple(v.type.shape) for v in program.inputs], {})
 
@@ -100,6 +96,13 @@ class DeviceExecutor:
                 step.kernel = kernels.get(op.uid)
                 steps.append(step)
         return steps
+
+    def _record_host_ops(self, report: CompileReport) -> None:
+        host = [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)]
+        if host:
+            report.warnings.append(f"cuda: {len(host)} op(s) without a kernel run on the host, each between a "
+                                   f"sync and two transfers: {', '.join(sorted(set(host)))}")
+        report.stats["device_host_ops"] = len(host)
 
     def _events(self, streams) -> None:
         if streams is None:
