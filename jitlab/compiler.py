@@ -22,11 +22,22 @@ TARGETS = ("cpu", "cuda", "auto")
 
 
 def resolve_target(target: str) -> str:
+    """"auto" is cuda when a GPU (or numba's CUDA simulator) is there, else cpu; "cuda" must be there."""
+    from .backends.numba_cuda import device
+
     if target == "auto":
-        return "cpu"
+        return "cuda" if device.available() else "cpu"
     if target not in TARGETS:
         raise JitlabError(f"unknown target {target!r}; targets are {', '.join(TARGETS)}")
+    if target == "cuda":
+        device.require()
     return target
+
+
+def _pipeline(level: str, target: str) -> str:
+    """The level's passes, then those the target's backend asks for (e.g. assign-streams on cuda)."""
+    extra = backend_for_target(target).translate_passes if level != "O0" else ()
+    return ",".join([pipeline_for(level), *extra])
 
 
 def compile(program: Program, level: str = "O1", target: str = "auto", passes: str | None = None,
@@ -46,8 +57,10 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     start = time.perf_counter()
     report = CompileReport(program=program.name, level=level, target=target)
     instrumentation, options = split_instrumentation(options)
+    if memory_limit is not None and level != "O0" and backend_for_target(target).checks_memory_limit:
+        options["memory_limit"], memory_limit = memory_limit, None
     ctx = PassContext(report=report, target=target, options=options)
-    manager = PassManager.parse(passes if passes is not None else pipeline_for(level), verify_each=verify_each,
+    manager = PassManager.parse(passes if passes is not None else _pipeline(level, target), verify_each=verify_each,
                                 **instrumentation)
     compiled = manager.run(program.clone(), ctx)
     report.graph = snapshot(compiled)
@@ -57,12 +70,16 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
             return Interpreter(compiled, bindings).run(arrays)
     else:
         start = time.perf_counter()
+        backend = backend_for_target(target)
         run = None
         if level == "O2" and report.memory is not None and report.memory.mode == "static":
-            run = backend_for_target(target).compile_program(compiled, report, options)
+            run = backend.compile_program(compiled, report, options)
         if run is None:
-            run = O1Runner(compiled, lower_groups(compiled, target, report, options))
+            kernels = lower_groups(compiled, target, report, options)
+            run = backend.executor(compiled, kernels, report, options) or O1Runner(compiled, kernels)
         report.seconds["kernels"] = time.perf_counter() - start
+    if level != "O0" and backend_for_target(target).checks_memory_limit:
+        options["memory_limit"], memory_limit = memory_limit, None
     exe = Executable(compiled, level, target, report, run, source=program, memory_limit=memory_limit)
     if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
         exe.check_memory({})      # static shapes: fail now, before anything runs

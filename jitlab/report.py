@@ -128,6 +128,29 @@ class ScheduleRecord:
 
 
 @dataclass
+class StreamEvent:
+    """A cross-stream dependency: `consumer` waits for an event recorded after `producer`."""
+
+    producer: int
+    consumer: int
+    from_stream: int
+    to_stream: int
+
+
+@dataclass
+class StreamPlan:
+    """Which stream each top-level op runs on (`ops[k]` on `stream_of[k]`) and the events between streams."""
+
+    streams: int
+    ops: list[int] = field(default_factory=list)
+    stream_of: list[int] = field(default_factory=list)
+    events: list[StreamEvent] = field(default_factory=list)
+
+    def stream(self, uid: int) -> int:
+        return self.stream_of[self.ops.index(uid)] if uid in self.ops else 0
+
+
+@dataclass
 class BufferRecord:
     """One buffer of the memory plan: where and when it lives."""
 
@@ -200,6 +223,8 @@ class CompileReport:
     fusion: list[FusionDecision] = field(default_factory=list)
     schedule: ScheduleRecord | None = None
     memory: MemoryPlan | None = None
+    streams: StreamPlan | None = None
+    launch_sequence: str = ""     # O2 on a device: the generated function that queues every launch
     kernels: list[KernelRecord] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
     graph: GraphSnapshot | None = None

@@ -62,10 +62,23 @@ export class ScheduleView {
       columns.length ? h("div", { class: "jl-ordercols" }, columns) : null);
   }
 
+  streams() {
+    const st = this.ctx.data.streams;
+    if (!st || !st.lanes.length) return null;
+    const lanes = st.lanes.map((uids, k) => h("div", { class: "jl-ordercol" }, h("b", {}, `stream ${k} · ${uids.length} ops`),
+      h("ol", { start: 0 }, uids.map((u) => h("li", {}, opLink(this.ctx, u))))));
+    const events = st.events.map((e) => h("li", {}, opLink(this.ctx, e.consumer), ` (stream ${e.to}) waits for `,
+      opLink(this.ctx, e.producer), ` (stream ${e.from})`));
+    return h("div", { class: "jl-streams" }, h("h4", {}, `streams: ${st.lanes.length}, events: ${st.events.length}`),
+      h("div", { class: "jl-ordercols" }, lanes), events.length ? h("ul", {}, events) : null);
+  }
+
   mount(parent) {
     parent.append(this.el);
+    const streams = this.streams();
     if (!this.sched || !this.sched.order.length) {
       this.el.append(empty("No schedule recorded: scheduling runs at O1 and O2 (this is an O0 compilation or a plain program)."));
+      if (streams) this.el.append(streams);
       return;
     }
     const n = this.sched.order.length;
@@ -80,6 +93,7 @@ export class ScheduleView {
     this.graph.mount(this.el);
     const extra = this.orders();
     if (extra) this.el.append(extra);
+    if (streams) this.el.append(streams);
     this.show(this.ctx.step || 0);
   }
 }

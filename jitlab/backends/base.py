@@ -42,6 +42,9 @@ class Backend:
     interface_version: ClassVar[int] = INTERFACE_VERSION
     device: ClassVar[str] = "cpu"
     translate_passes: ClassVar[tuple[str, ...]] = ()
+    # True when the executor checks memory_limit against its own device memory; the host
+    # plan's check is then skipped (it describes buffers this backend does not allocate).
+    checks_memory_limit: ClassVar[bool] = False
 
     # -- engine hooks -------------------------------------------------------------
     def supports(self, op: Operation) -> str | None:
@@ -76,6 +79,10 @@ class Backend:
     def synchronize(self) -> None:
         """Host backends are always synchronous."""
 
+    def executor(self, program, kernels: dict[int, Kernel], report, options: dict[str, Any]) -> Callable | None:
+        """A runner for programs compiled for this backend's device; None runs them with the O1 executor."""
+        return None
+
 
 BACKENDS: dict[str, type[Backend]] = {}
 _INSTANCES: dict[str, Backend] = {}
@@ -109,3 +116,4 @@ def backend_for_target(target: str) -> Backend:
 
 def _load_builtins() -> None:
     from . import numba_cpu, numpy_backend  # noqa: F401  (register themselves)
+    from .numba_cuda import backend  # noqa: F401  (registers itself; numba.cuda is imported on first use)

@@ -17,6 +17,16 @@ def schedule_data(report: CompileReport) -> dict[str, Any] | None:
             "step_of": {str(uid): i for i, uid in enumerate(s.order)}}
 
 
+def streams_data(report: CompileReport) -> dict[str, Any] | None:
+    """Each stream's ops in launch order, and the events that order reads across streams."""
+    plan = report.streams
+    if plan is None:
+        return None
+    lanes = [[uid for uid, s in zip(plan.ops, plan.stream_of) if s == k] for k in range(plan.streams)]
+    return {"lanes": lanes, "events": [{"producer": e.producer, "consumer": e.consumer, "from": e.from_stream,
+                                        "to": e.to_stream} for e in plan.events]}
+
+
 def pool_series(pool: list[dict[str, int]]) -> dict[str, list[int]]:
     """The pool's per-step stats as one series per recorded key (e.g. reserved, in_use)."""
     keys = list(dict.fromkeys(k for step in pool for k in step))

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..report import CompileReport, GraphSnapshot, OpNode
 from . import layout
-from .memview import memory_data, schedule_data
+from .memview import memory_data, schedule_data, streams_data
 from .passview import passes_data
 
 # Fills chosen to stay distinct from each other and readable under dark text in both themes.
@@ -121,6 +121,7 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "passes": passes_data(report, colors),
         "fusion": fusion_data(report),
         "schedule": schedule,
+        "streams": streams_data(report),
         "memory": memory_data(report.memory, ops),
         "dry_run_dims": dims or {},
         "kernels": kernels_data(report),

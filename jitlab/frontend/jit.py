@@ -16,6 +16,7 @@ from ..ir.dtypes import as_dtype
 from ..ir.program import Program
 from ..ir.shapes import sym
 from ..ir.types import TensorType
+from ..runtime.signature import device_array_meta
 from .pytree import TreeDef, flatten, unflatten
 from .tracer import TraceContext, Tracer
 
@@ -38,7 +39,9 @@ def spec(shape, dtype="f32") -> Spec:
 
 
 def _is_input_leaf(x) -> bool:
-    return isinstance(x, (np.ndarray, np.generic, Spec)) or (hasattr(x, "__array__") and not isinstance(x, Tracer))
+    if isinstance(x, (np.ndarray, np.generic, Spec)):
+        return True
+    return not isinstance(x, Tracer) and (hasattr(x, "__array__") or device_array_meta(x) is not None)
 
 
 def _static_key(x):
@@ -74,7 +77,7 @@ def _bind_arguments(fn: Callable, args: tuple, kwargs: dict) -> inspect.BoundArg
 def _leaf_type(leaf, name: str, dynamic: dict[str, dict[int, str]]) -> TensorType:
     if isinstance(leaf, Spec):
         return leaf.type
-    array = np.asarray(leaf)
+    array = device_array_meta(leaf) or np.asarray(leaf)
     dtype = as_dtype(array.dtype, f"input '{name}'")
     dims = dynamic.get(name, {})
     shape = tuple(sym(dims[i]) if i in dims else d for i, d in enumerate(array.shape))

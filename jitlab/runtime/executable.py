@@ -8,9 +8,20 @@ import numpy as np
 
 from ..ir.program import Program
 from ..report import CompileReport, MemoryPlan
-from .signature import check_dims_nonnegative, check_inputs
+from .signature import check_dims_nonnegative, check_inputs, device_array_meta, is_numba_device_array
 
 Runner = Callable[[list[np.ndarray], dict[str, int]], Sequence[np.ndarray]]
+
+
+def to_host(a) -> np.ndarray:
+    """A device array's contents as a numpy array (numpy arrays pass through)."""
+    if device_array_meta(a) is None:
+        return a
+    if is_numba_device_array(a):
+        return a.copy_to_host()
+    from numba import cuda
+
+    return cuda.as_cuda_array(a).copy_to_host()
 
 
 class Executable:
@@ -23,6 +34,7 @@ class Executable:
         self.level, self.target = level, target
         self.report = report
         self._runner = runner
+        self._on_device = target == "cuda" and level != "O0"    # takes device arrays as they are
         self.input_names = list(program.input_names)
         self._checked_bindings: set[tuple] = set()
         types = [v.type for v in program.inputs]
@@ -43,6 +55,8 @@ class Executable:
         if arrays is not None:
             return tuple(self._runner(arrays, {}))
         arrays, bindings = check_inputs(self.program, args, self.input_names)
+        if not self._on_device:
+            arrays = [to_host(a) for a in arrays]
         if bindings:
             key = tuple(sorted(bindings.items()))
             if key not in self._checked_bindings:

@@ -13,7 +13,7 @@ from ..ir.shapes import Sym, evaluate
 from ..ir.types import TensorType
 
 
-def _describe(array: np.ndarray) -> str:
+def _describe(array) -> str:
     return f"{dtype_name(array.dtype) if array.dtype.kind in 'biuf' else array.dtype}{list(array.shape)}"
 
 
@@ -97,23 +97,54 @@ def check_inputs(program: Program, args: Sequence, names: Sequence[str] | None =
     if len(args) != len(types):
         raise InputError(f"@{program.name} takes {len(types)} input(s) ({', '.join(names)}), "
                          f"got {len(args)}")
-    arrays = []
+    arrays, shapes = [], []
     for name, t, a in zip(names, types, args):
         if not _is_array_like(a):
             raise InputError(f"input '{name}' must be an array, got {type(a).__name__}")
-        array = np.asarray(a)
-        if array.dtype != t.dtype:
+        meta = device_array_meta(a)           # device arrays stay where they are
+        array = np.asarray(a) if meta is None else a
+        seen = meta or array
+        if seen.dtype != t.dtype:
             raise InputError(f"input '{name}' must have dtype {dtype_name(t.dtype)}, got "
-                             f"{_describe(array)} (convert it with .astype)")
-        if array.ndim != t.rank:
-            raise InputError(f"input '{name}' must have rank {t.rank} ({t}), got {_describe(array)}")
+                             f"{_describe(seen)} (convert it with .astype)")
+        if seen.ndim != t.rank:
+            raise InputError(f"input '{name}' must have rank {t.rank} ({t}), got {_describe(seen)}")
         arrays.append(array)
-    bindings = bind_symbols(names, types, [a.shape for a in arrays], program.constraints)
+        shapes.append(tuple(seen.shape))
+    bindings = bind_symbols(names, types, shapes, program.constraints)
     return arrays, bindings
 
 
 def _is_array_like(a) -> bool:
-    return isinstance(a, (np.ndarray, np.generic, int, float, bool)) or hasattr(a, "__array__")
+    return (isinstance(a, (np.ndarray, np.generic, int, float, bool)) or hasattr(a, "__array__")
+            or device_array_meta(a) is not None)
+
+
+class _DeviceMeta:
+    """Shape, dtype and rank of a device array, read from its __cuda_array_interface__."""
+
+    def __init__(self, interface: dict):
+        self.shape = tuple(interface["shape"])
+        self.dtype = np.dtype(interface["typestr"])
+        self.ndim = len(self.shape)
+
+
+def is_numba_device_array(a) -> bool:
+    """numba's device arrays (and the simulator's) carry this marker."""
+    return not isinstance(a, np.ndarray) and getattr(a, "__cuda_ndarray__", False) is True
+
+
+def device_array_meta(a) -> _DeviceMeta | None:
+    """For a GPU array (numba, CuPy, PyTorch CUDA...): its shape and dtype without copying it."""
+    if isinstance(a, np.ndarray):
+        return None
+    if is_numba_device_array(a):
+        return _DeviceMeta({"shape": a.shape, "typestr": np.dtype(a.dtype).str})
+    try:
+        interface = a.__cuda_array_interface__
+    except Exception:          # absent, or a CPU tensor refusing to give one
+        return None
+    return _DeviceMeta(interface)
 
 
 def check_dims_nonnegative(program: Program, bindings: dict[str, int]) -> None:

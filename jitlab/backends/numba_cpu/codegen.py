@@ -74,7 +74,12 @@ class Scope:
 
 
 class KernelSource:
-    """Builds the source of one kernel function for a group block."""
+    """Builds the source of one kernel function for a group block.
+
+    Backends that share this emitter subclass it: `rules` spells each elementwise op
+    as a scalar expression, and `build` lays out the loop nest for the target."""
+
+    rules: dict = SCALAR_RULES
 
     def __init__(self, block, plan: Plan, name: str, materialized: dict[Value, str] | None = None,
                  flat: bool = False):
@@ -197,7 +202,7 @@ class KernelSource:
         reduced = _strength_reduce(op)
         if reduced is not None:
             return self._emit_one(op.operands[0], m) if reduced == "x" else self._square(op, m, key)
-        rule = SCALAR_RULES.get(op.name)
+        rule = self.rules.get(op.name)
         operands = [self._emit_one(v, om) for v, om in zip(op.operands, self._operand_maps(op, m))]
         if rule is None:                       # injective and view ops forward their operand
             return operands[0]

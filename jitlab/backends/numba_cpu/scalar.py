@@ -23,6 +23,8 @@ SCALAR_RULES: dict[str, Rule] = {}
 class TypeNames:
     """numba-side names of an op's result dtype and of its first operand's dtype."""
 
+    host_math = True        # CPU-only callees allowed: LLVM's max/min intrinsics, the fastmath table
+
     def __init__(self, op: Operation):
         self.op_name = op.name
         self.out = np.dtype(op.results[0].type.dtype).name
@@ -76,7 +78,8 @@ def _vectorized(fallback: Rule, variant_of=lambda attrs: "") -> Rule:
     """Calls the vectorizable fastmath implementation when there is one for the dtype."""
 
     def rule(a, attrs, t):
-        impl = lookup(t.op_name, t.out, variant_of(attrs)) if t.out in ("float32", "float64") else None
+        impl = lookup(t.op_name, t.out, variant_of(attrs)) if t.host_math and t.out in ("float32", "float64") \
+            else None
         return f"{fastmath_name(impl)}({a[0]})" if impl is not None else fallback(a, attrs, t)
 
     return rule
@@ -91,7 +94,9 @@ scalar("sigmoid")(_vectorized(_call("_sigmoid")))
 def _float_pair(name: str, helper: str) -> Rule:
     """NaN-propagating max/min: LLVM's intrinsic for floats (it vectorizes), a select for ints."""
     def rule(a, attrs, t):
-        return f"{name}({a[0]}, {a[1]})" if t.out.startswith("float") else _wrap(t, f"{helper}({a[0]}, {a[1]})")
+        if t.host_math and t.out.startswith("float"):
+            return f"{name}({a[0]}, {a[1]})"
+        return _wrap(t, f"{helper}({a[0]}, {a[1]})")
 
     return rule
 

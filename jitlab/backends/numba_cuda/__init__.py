@@ -1,0 +1,10 @@
+"""The numba.cuda GPU backend: kernels generated from fused groups, run on the device.
+
+- device.py: is a GPU (or numba's simulator) there, its properties; numba.cuda is imported lazily
+- backend.py: which ops it compiles, a jit.group into launchable kernels
+- codegen.py, contraction.py: kernel source (elementwise, rows, columns; tiled matmul and conv)
+- scalar.py, devicefns.py: numpy's scalar semantics and block reductions as device functions
+- launch.py: grid and block sizes; kernels.py: loading through the compile cache, launching
+- executor.py, sequence.py, memory.py: the device runtime (O1 steps, O2 launch sequence, buffers)
+- bench.py, selfcheck.py: bandwidth benchmarks and the one-command check for a GPU machine
+"""

@@ -1,0 +1,140 @@
+"""CUDA kernel source for elementwise and reduction groups, on the CPU backend's emitter.
+
+The emitter (numba_cpu.codegen.KernelSource) reads every value at an index map and
+places each line at the loop level where its variables are bound; only the loops
+differ here. Three layouts:
+
+- elementwise: one thread per output element, a grid-stride loop over the flattened
+  space (the last dim fastest, so neighbouring threads touch neighbouring addresses);
+- rows (the last dim is reduced): one block per row, grid-striding over rows; the
+  block's threads stride over the row, each reduction ends in a block reduction
+  (warp shuffles, then shared memory across warps), full-size outputs are written by
+  the threads in a last strided pass, row outputs by thread 0;
+- columns (the last dim is kept): one thread per output element looping over the
+  reduced dims, so neighbouring threads read neighbouring columns.
+
+Every loop bound in a row kernel depends on the block only, so all threads of a block
+reach the same barriers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.core import Operation, Value
+from ...ir.opdef import Trait
+from ..numba_cpu.codegen import _REDUCE, KernelSource, Plan, _initial, is_flat, normalize
+from ..numba_cpu.scalar import ctor
+from .scalar import CUDA_RULES
+
+BLOCK_REDUCE = {"np.sum": "_block_sum", "np.mean": "_block_sum", "np.prod": "_block_prod",
+                "np.max": "_block_max", "np.min": "_block_min", "np.any": "_block_any", "np.all": "_block_all"}
+
+
+class CudaKernelSource(KernelSource):
+    """One CUDA kernel for a group block, in one of the three layouts."""
+
+    rules = CUDA_RULES
+
+    def __init__(self, block, plan: Plan, name: str, layout: str, materialized: dict[Value, str] | None = None,
+                 flat: bool = False):
+        super().__init__(block, plan, name, materialized, flat)
+        self.layout = layout
+        self.shared: dict[str, str] = {}           # dtype name -> shared array for block reductions
+
+    def _keep_in_scratch(self, key, name, value, needs) -> None:
+        """Threads recompute row values instead: a per-thread row scratch would not fit on chip."""
+
+    # -- the nest ---------------------------------------------------------------------
+    def build(self, parallel: bool = True) -> str:
+        self._open_outer()
+        for k, red in enumerate(self.plan.reductions):
+            self.phase = k
+            self._reduction(red, parallel_inner=False)
+        self.phase = None
+        self._full_outputs(False)
+        if self.layout == "rows" and not all(self._is_full(v) for v in self.outputs):
+            self.open([], "if cuda.threadIdx.x == 0:")
+        self._row_outputs()
+        for k, (dtype, name) in enumerate(self.shared.items()):
+            self.root.items.insert(k, f"{name} = cuda.shared.array(REDUCE_SLOTS, np.{dtype})")
+        return "\n".join(self.root.render(""))
+
+    def _open_outer(self) -> None:
+        """The grid-stride loop over rows (blocks) or elements (threads), index vars unpacked."""
+        outer = self.plan.outer
+        start, step = (("cuda.blockIdx.x", "cuda.gridDim.x") if self.layout == "rows"
+                       else ("cuda.grid(1)", "cuda.gridsize(1)"))
+        if len(outer) == 1:
+            self.open([f"i{outer[0]}"], f"for i{outer[0]} in range({start}, n{outer[0]}, {step}):")
+            return
+        total = " * ".join(f"n{d}" for d in outer) or "1"
+        self.open(["t", *(f"i{d}" for d in outer)], f"for t in range({start}, {total}, {step}):")
+        self._unpack("t", outer)
+
+    def _unpack(self, flat: str, dims: list[int]) -> None:
+        rest = flat
+        for d in reversed(dims[1:]):
+            self.current.add(f"i{d} = {rest} % n{d}")
+            rest = f"({rest} // n{d})"
+        if dims:
+            self.current.add(f"i{dims[0]} = {rest}")
+
+    def _inner_loops(self, parallel: bool) -> None:
+        inner = self.plan.inner
+        if self.layout != "rows":
+            for d in inner:
+                self.open([f"i{d}"], f"for i{d} in range(n{d}):")
+            return
+        total = " * ".join(f"n{d}" for d in inner) or "1"
+        self.open(["r", *(f"i{d}" for d in inner)], f"for r in range(cuda.threadIdx.x, {total}, cuda.blockDim.x):")
+        self._unpack("r", inner)
+
+    def _close_inner(self) -> None:
+        for _ in (self.plan.inner if self.layout != "rows" else [0]):
+            self.close()
+
+    def _reduction(self, op: Operation, parallel_inner: bool) -> None:
+        init, combine = _REDUCE[op.name]
+        acc = f"acc{self.counter}"
+        self.counter += 1
+        dtype = np.dtype(op.result.type.dtype)
+        identity = _initial(init, dtype)
+        self.current.add(f"{acc} = {identity}")
+        self._inner_loops(False)
+        value = self.emit(op.operands[0], self._full_map())
+        self.current.add(f"{acc} = {combine.format(acc=acc, v=value, max='_maximum', min='_minimum')}")
+        self._close_inner()
+        if self.layout == "rows":
+            self.current.add(f"{acc} = {BLOCK_REDUCE[op.name]}({acc}, {self._shared_for(dtype)}, {identity})")
+        if op.name == "np.mean":
+            count = " * ".join(f"n{d}" for d in self.plan.inner) or "1"
+            self.current.add(f"{acc} = {acc} / {ctor(dtype)}({count})")
+        self.current.cache[(id(op.result), normalize(op.result, self._result_map(op)))] = acc
+        self.vars_of[acc] = self.current.binds      # defined in the row loop, even when no index var names it
+
+    def _shared_for(self, dtype: np.dtype) -> str:
+        if dtype.kind == "b":
+            return "0"                  # any/all reduce with __syncthreads_or/and, no slots needed
+        return self.shared.setdefault(dtype.name, f"red_{dtype.name}")
+
+
+def plan_kernel(block) -> tuple[Plan, str, bool]:
+    """The iteration plan, layout and flatness of a group's kernel."""
+    reductions = [op for op in block.ops if op.has(Trait.REDUCTION)]
+    if reductions:
+        space = tuple(reductions[0].operands[0].type.shape)
+        axes = sorted(reductions[0].attrs["axes"])
+        plan = Plan(space, [d for d in range(len(space)) if d not in axes], axes, reductions)
+        return plan, ("rows" if len(space) - 1 in axes else "columns"), False
+    space = tuple(max((v.type.shape for v in block.last_op.operands), key=len))
+    if is_flat(block, Plan(space, [], [])):
+        return Plan((None,), [0], []), "elementwise", True
+    return Plan(space, list(range(len(space))), []), "elementwise", False
+
+
+def generate(block, name: str, materialized: dict[Value, str] | None = None) -> tuple[str, Plan, str, bool]:
+    """The kernel's source (a function `name`), its plan, layout and whether arrays are passed 1-D."""
+    plan, layout, flat = plan_kernel(block)
+    source = CudaKernelSource(block, plan, name, layout, materialized, flat).build()
+    return source, plan, layout, flat

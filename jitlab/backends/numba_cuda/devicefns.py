@@ -1,0 +1,265 @@
+"""Device functions generated CUDA kernels call: numpy's scalar semantics and block reductions.
+
+Kernels are the same source on a GPU and under numba's simulator; only the primitives
+below differ. On a GPU they are `math` and libdevice calls (numba.cuda has no numpy
+ufuncs on scalars). The simulator runs kernels as Python, where `math.log(0.0)` raises
+and `math.exp(1e3)` overflows, so there the primitives are numpy's own ufuncs.
+
+Block reductions follow the usual shape: each warp combines its 32 values with
+shuffles, lane 0 of each warp leaves its partial in shared memory, then warp 0 combines
+the partials. The simulator has no shuffles, so `_shfl_down` is emulated there through
+shared memory with two barriers per step; every thread calls it the same number of
+times, which the barriers need (and which the real shuffles do not mind).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda
+
+from .device import simulator_enabled
+
+SIMULATOR = simulator_enabled()
+WARP = 32
+FULL_MASK = 0xFFFFFFFF
+MAX_BLOCK = 1024
+# Shared slots for one reduction: a partial per warp, plus (simulator) one slot per thread for shuffles.
+REDUCE_SLOTS = WARP + (MAX_BLOCK if SIMULATOR else 0)
+
+
+def device(fn):
+    """A device function, inlined into the kernels that call it."""
+    return cuda.jit(device=True, inline="always")(fn)
+
+
+if SIMULATOR:
+    _exp, _expm1, _log, _log1p, _log2, _log10 = np.exp, np.expm1, np.log, np.log1p, np.log2, np.log10
+    _exp2, _sqrt, _tanh, _sin, _cos, _tan = np.exp2, np.sqrt, np.tanh, np.sin, np.cos, np.tan
+    _arcsin, _arccos, _arctan, _arctan2 = np.arcsin, np.arccos, np.arctan, np.arctan2
+    _sinh, _cosh, _arcsinh, _arccosh, _arctanh = np.sinh, np.cosh, np.arcsinh, np.arccosh, np.arctanh
+    _floor, _ceil, _trunc, _rint = np.floor, np.ceil, np.trunc, np.rint
+    _isnan, _isinf, _isfinite = np.isnan, np.isinf, np.isfinite
+    _power, _fmod, _mod, _floor_divide, _sign = np.power, np.fmod, np.mod, np.floor_divide, np.sign
+
+    def _erf(x):
+        return type(x)(math.erf(x))
+
+    @device
+    def _shfl_down(v, delta, scratch):
+        t = cuda.threadIdx.x
+        scratch[WARP + t] = v
+        cuda.syncthreads()
+        other = scratch[WARP + t + delta] if t % WARP + delta < WARP else v
+        cuda.syncthreads()
+        return other
+
+else:
+    from numba.cuda import libdevice
+
+    _exp, _expm1, _log, _log1p, _log2, _log10 = math.exp, math.expm1, math.log, math.log1p, math.log2, math.log10
+    _sqrt, _tanh, _sin, _cos, _tan = math.sqrt, math.tanh, math.sin, math.cos, math.tan
+    _arcsin, _arccos, _arctan, _arctan2 = math.asin, math.acos, math.atan, math.atan2
+    _sinh, _cosh, _arcsinh, _arccosh, _arctanh = math.sinh, math.cosh, math.asinh, math.acosh, math.atanh
+    _isnan, _isinf, _isfinite, _erf, _fmod = math.isnan, math.isinf, math.isfinite, math.erf, math.fmod
+
+    @device
+    def _exp2(x):
+        return math.pow(type(x)(2), x)
+
+    # libdevice's double versions are exact for float32 values too.
+    @device
+    def _floor(x):
+        return type(x)(libdevice.floor(x))
+
+    @device
+    def _ceil(x):
+        return type(x)(libdevice.ceil(x))
+
+    @device
+    def _trunc(x):
+        return type(x)(libdevice.trunc(x))
+
+    @device
+    def _rint(x):
+        return type(x)(libdevice.rint(x))
+
+    @device
+    def _power(x, y):
+        return math.pow(x, y)
+
+    @device
+    def _mod(a, b):
+        """numpy's float remainder: the sign of the divisor, NaN for a zero divisor."""
+        m = math.fmod(a, b)
+        if b == 0:
+            return m
+        if m != 0:
+            return m + b if (b < 0) != (m < 0) else m
+        return math.copysign(type(a)(0), b)
+
+    @device
+    def _floor_divide(a, b):
+        """numpy's float floor division (npy_divmod), inf or NaN for a zero divisor."""
+        if b == 0:
+            return a / b
+        m = math.fmod(a, b)
+        div = (a - m) / b
+        if m != 0 and (b < 0) != (m < 0):
+            div -= type(a)(1)
+        if div == 0:
+            return math.copysign(type(a)(0), a / b)
+        fd = type(a)(libdevice.floor(div))
+        return fd + type(a)(1) if div - fd > 0.5 else fd
+
+    @device
+    def _sign(x):
+        if x > 0:
+            return type(x)(1)
+        if x < 0:
+            return type(x)(-1)
+        return x
+
+    @device
+    def _shfl_down(v, delta, scratch):
+        return cuda.shfl_down_sync(FULL_MASK, v, delta)
+
+
+@device
+def _maximum(a, b):
+    return a if (a >= b or a != a) else b
+
+
+@device
+def _minimum(a, b):
+    return a if (a <= b or a != a) else b
+
+
+@device
+def _add(a, b):
+    return a + b
+
+
+@device
+def _mul(a, b):
+    return a * b
+
+
+@device
+def _int_div(a, b):
+    if b == 0:
+        return a - a
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+@device
+def _int_fmod(a, b):
+    if b == 0:
+        return a - a
+    r = abs(a) % abs(b)
+    return r if a >= 0 else -r
+
+
+@device
+def _int_pow(a, b):
+    if b < 0:
+        return 1 if a == 1 else ((1 if b % 2 == 0 else -1) if a == -1 else 0)
+    r = 1
+    for _ in range(b):
+        r *= a
+    return r
+
+
+@device
+def _float_to_int(x, lo, hi, imin, imax):
+    """Saturating float -> int (NaN -> 0); lo/hi are the int range as floats, imin/imax as ints."""
+    t = _trunc(x)
+    if t != t:
+        return imin - imin
+    if t >= hi:
+        return imax
+    if t <= lo:
+        return imin
+    return type(imax)(t)
+
+
+@device
+def _sigmoid(x):
+    one = type(x)(1)
+    if x >= 0:
+        return one / (one + _exp(-x))
+    e = _exp(x)
+    return e / (one + e)
+
+
+@device
+def _gelu_erf(x):
+    half = type(x)(0.5)
+    return half * x * (type(x)(1) + type(x)(_erf(x * type(x)(0.7071067811865476))))
+
+
+@device
+def _gelu_tanh(x):
+    half = type(x)(0.5)
+    inner = type(x)(0.7978845608028654) * (x + type(x)(0.044715) * x * x * x)
+    return half * x * (type(x)(1) + _tanh(inner))
+
+
+@device
+def _patch(x, n, c, y, col, valid, zero):
+    """A conv input element, or zero in the padding (and outside the GEMM's edges)."""
+    if valid and 0 <= y < x.shape[2] and 0 <= col < x.shape[3]:
+        return x[n, c, y, col]
+    return zero
+
+
+def _reducer(combine):
+    """A block-wide reduction with `combine`; every thread of the block gets the result."""
+
+    @device
+    def warp(v, scratch):
+        delta = WARP // 2
+        while delta > 0:
+            v = combine(v, _shfl_down(v, delta, scratch))
+            delta //= 2
+        return v
+
+    @device
+    def block(v, shared, identity):
+        t = cuda.threadIdx.x
+        v = warp(v, shared)
+        if t % WARP == 0:
+            shared[t // WARP] = v
+        cuda.syncthreads()
+        v = shared[t] if t < (cuda.blockDim.x + WARP - 1) // WARP else identity
+        v = warp(v, shared)            # all threads call it; only warp 0's result is kept
+        if t == 0:
+            shared[0] = v
+        cuda.syncthreads()
+        v = shared[0]
+        cuda.syncthreads()             # the next reduction may overwrite the slots
+        return v
+
+    return block
+
+
+_block_sum = _reducer(_add)
+_block_prod = _reducer(_mul)
+_block_max = _reducer(_maximum)
+_block_min = _reducer(_minimum)
+
+
+@device
+def _block_any(v, shared, identity):
+    return cuda.syncthreads_or(1 if v else 0) != 0
+
+
+@device
+def _block_all(v, shared, identity):
+    return cuda.syncthreads_and(1 if v else 0) != 0
+
+
+NAMES = sorted(n for n in list(globals()) if n.startswith("_") and not n.startswith("__")
+               and n not in ("_reducer",))

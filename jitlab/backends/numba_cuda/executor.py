@@ -1,0 +1,235 @@
+"""The CUDA executor: a fused program run on the device, kernels launched on streams.
+
+Data mapping (Paddle's variable <-> compiled buffer mapping): numpy inputs are copied
+to the device once per call; device arrays (numba's, or anything with
+`__cuda_array_interface__`: CuPy arrays, PyTorch CUDA tensors) are used in place;
+weights and constants are uploaded once and stay resident. Results come back as numpy
+arrays, or stay on the device with `device_outputs=True`.
+
+A call makes no host synchronisation or transfer between kernels: launches are
+queued on the streams of `report.streams`, cross-stream reads wait on events, and
+the call ends with one synchronisation. O1 walks its steps; O2 calls one generated
+function holding the whole launch sequence (sequence.py). The exception is an op no kernel covers (a
+leftover at O1): it runs on the host between a sync, a download and an upload, and
+is counted in `stats["host_ops"]` and in the report's warnings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError
+from ...ir.core import Operation, Value
+from ...ir.opdef import Trait
+from ...ir.program import Program
+from ...ir.shapes import evaluate_shape
+from ...report import CompileReport
+from ...runtime.reference import concrete_attrs
+from ...runtime.signature import is_numba_device_array
+from ..base import Kernel
+from . import device
+from .memory import Arena, PerBuffer, check_budget
+from .sequence import compile_sequence
+
+
+class _Step:
+    """One top-level op: where its operands and results live, and on which stream it runs."""
+
+    def __init__(self, op: Operation, ins: list[int], outs: list[int], stream: int):
+        self.op, self.ins, self.outs, self.stream = op, ins, outs, stream
+        self.waits: list[Any] = []       # events to wait for before running
+        self.records: list[Any] = []     # events to record after running
+        self.types = [r.type for r in op.results]
+        self.kernel: Kernel | None = None
+
+    def shapes(self, bindings: dict[str, int]) -> list[tuple[int, ...]]:
+        return [t.shape if t.is_static else evaluate_shape(t.shape, bindings) for t in self.types]
+
+
+class DeviceExecutor:
+    """Runs a fused program on the GPU; `kernels` maps each jit.group's uid to its kernel."""
+
+    def __init__(self, program: Program, kernels: dict[int, Kernel], report: CompileReport,
+                 options: dict[str, Any]):
+        self.cuda = device.cuda()
+        self.device_outputs = bool(options.get("device_outputs", False))
+        self.limit = options.get("memory_limit")        # bytes, parsed by jl.compile
+        self.stats: Counter = Counter()
+        self.slots: dict[Value, int] = {v: i for i, v in enumerate(program.inputs)}
+        self.input_types = [v.type for v in program.inputs]
+        self.input_names = list(program.input_names)
+        self.arena_plan = report.memory if report.memory is not None and report.memory.mode == "static" else None
+        streams = report.streams if self.arena_plan is None else None
+        self.resident: dict[int, Any] = {}
+        self.steps = self._plan(program, kernels, streams)
+        self.streams = [self.cuda.stream() for _ in range(max(1, streams.streams if streams else 1))]
+        self._events(streams)
+        self.inputs_ready = self._event()
+        self.allocator = self._allocator(program)
+        self.n_kernels = sum(1 for s in self.steps if s.kernel is not None)
+        self.sequence = None
+        if report.level == "O2":
+            report.launch_sequence, self.sequence = compile_sequence(self)
+        self._needs_checked: set[tuple] = set()
+        self._record_host_ops(report)
+        if all(t.is_static for t in (v.type for v in program.inputs)):
+            self._check_budget([tuple(v.type.shape) for v in program.inputs], {})
+
+    # -- planning ---------------------------------------------------------------------
+    def _plan(self, program: Program, kernels: dict[int, Kernel], streams) -> list[_Step]:
+        steps = []
+        for op in program.body.ops:
+            if op.has(Trait.TERMINATOR):
+                self.outputs = [self.slots[v] for v in op.operands]
+                continue
+            outs = [self.slots.setdefault(r, len(self.slots)) for r in op.results]
+            ins = [self.slots[v] for v in op.operands]
+            if op.has(Trait.CONSTANT) or op.name == "np.weight":
+                self.resident[outs[0]] = self.cuda.to_device(_constant(program, op))
+            elif not op.has(Trait.MEMORY):
+                step = _Step(op, ins, outs, streams.stream(op.uid) if streams else 0)
+                step.kernel = kernels.get(op.uid)
+                steps.append(step)
+        return steps
+
+    def _record_host_ops(self, report: CompileReport) -> None:
+        host = [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)]
+        if host:
+            report.warnings.append(f"cuda: {len(host)} op(s) without a kernel run on the host, each between a "
+                                   f"sync and two transfers: {', '.join(sorted(set(host)))}")
+        report.stats["device_host_ops"] = len(host)
+
+    def _events(self, streams) -> None:
+        if streams is None:
+            return
+        by_uid = {s.op.uid: s for s in self.steps}
+        recorded: dict[int, Any] = {}
+        for e in streams.events:
+            if e.producer not in recorded:
+                recorded[e.producer] = self._event()
+                by_uid[e.producer].records.append(recorded[e.producer])
+            by_uid[e.consumer].waits.append(recorded[e.producer])
+
+    def _allocator(self, program: Program):
+        per_buffer = PerBuffer(self.cuda)
+        if self.arena_plan is None:
+            return per_buffer
+        names = {slot: v.name for v, slot in self.slots.items() if v.name}
+        return _Mixed(Arena(self.cuda, self.arena_plan, names), per_buffer)
+
+    def _event(self):
+        # Events only order streams here; timing would cost. The simulator's take no arguments.
+        return self.cuda.event() if device.simulator_enabled() else self.cuda.event(timing=False)
+
+    # -- memory budget ----------------------------------------------------------------------
+    def _check_budget(self, input_shapes: list[tuple[int, ...]], bindings: dict[str, int]) -> None:
+        key = tuple(sorted(bindings.items()))
+        if key in self._needs_checked:
+            return
+        needs = [(f"input '{name}'", _nbytes(s, t.dtype))
+                 for name, s, t in zip(self.input_names, input_shapes, self.input_types)]
+        needs += [(f"constant/weight {array.shape}", array.nbytes) for array in self.resident.values()]
+        for step in self.steps:
+            if not step.op.has(Trait.VIEW):
+                for r, shape in zip(step.op.results, step.shapes(bindings)):
+                    needs.append((f"%{r.name} {list(shape)} from {step.op.name}", _nbytes(shape, r.type.dtype)))
+        free = self.cuda.current_context().get_memory_info()[0]
+        check_budget(needs, self.limit, free)
+        self._needs_checked.add(key)
+
+    # -- a call -------------------------------------------------------------------------------
+    def __call__(self, arrays: list, bindings: dict[str, int]) -> list:
+        if bindings:
+            self._check_budget([tuple(a.shape) for a in arrays], bindings)
+        env: list = [None] * len(self.slots)
+        first = self.streams[0]
+        for i, a in enumerate(arrays):
+            env[i] = self._to_device(a, i, first)
+        for slot, array in self.resident.items():
+            env[slot] = array
+        if len(self.streams) > 1:
+            self.inputs_ready.record(first)
+            for s in self.streams[1:]:
+                self.inputs_ready.wait(s)
+        if self.sequence is not None:
+            results = self.sequence(*env[:len(arrays)], bindings)
+            self.stats["launches"] += self.n_kernels
+        else:
+            for step in self.steps:
+                self._run(step, env, bindings)
+            results = [env[i] for i in self.outputs]
+        return self._finish(results)
+
+    def _to_device(self, a, index: int, stream) -> Any:
+        if isinstance(a, np.ndarray):
+            self.stats["uploads"] += 1
+            return self.cuda.to_device(np.asarray(a, order="C"), stream=stream)
+        d = a if is_numba_device_array(a) else self.cuda.as_cuda_array(a)
+        if not d.is_c_contiguous():
+            raise InputError(f"input '{self.input_names[index]}': device arrays must be C-contiguous "
+                             f"(got strides {d.strides}); copy it first (e.g. cupy.ascontiguousarray)")
+        return d
+
+    def _run(self, step: _Step, env: list, bindings: dict[str, int]) -> None:
+        stream = self.streams[step.stream]
+        for event in step.waits:
+            event.wait(stream)
+        if step.kernel is not None:
+            outs = [self.allocator.get(slot, shape, t.dtype, stream)
+                    for slot, shape, t in zip(step.outs, step.shapes(bindings), step.types)]
+            step.kernel.run([env[i] for i in step.ins], outs, bindings, stream)
+            self.stats["launches"] += 1
+        elif step.op.has(Trait.VIEW):
+            outs = [env[step.ins[0]].reshape(step.shapes(bindings)[0])]
+        else:
+            outs = self.host_step(step, [env[i] for i in step.ins], bindings, stream)
+        for slot, buf in zip(step.outs, outs):
+            env[slot] = buf
+        for event in step.records:
+            event.record(stream)
+
+    def host_step(self, step: _Step, operands, bindings: dict[str, int], stream) -> list:
+        """A leftover op: sync, download its operands, run its numpy reference, upload the results."""
+        self.cuda.synchronize()
+        self.stats["syncs"] += 1
+        self.stats["host_ops"] += 1
+        args = [a.copy_to_host() for a in operands]
+        self.stats["downloads"] += len(args)
+        attrs = concrete_attrs(step.op.attrs, bindings)
+        out = step.op.opdef.reference(*args, **attrs)
+        results = out if isinstance(out, (tuple, list)) else (out,)
+        self.stats["uploads"] += len(results)
+        return [self.cuda.to_device(np.asarray(r, order="C"), stream=stream) for r in results]
+
+    def _finish(self, results: list) -> list:
+        """The one synchronisation of a call, then (unless outputs stay on the device) the downloads."""
+        self.cuda.synchronize()
+        self.stats["syncs"] += 1
+        if self.device_outputs:
+            return results
+        self.stats["downloads"] += len(results)
+        return [r.copy_to_host() for r in results]
+
+
+class _Mixed:
+    """The arena for the buffers the static plan placed, one allocation each for the rest."""
+
+    def __init__(self, arena: Arena, rest: PerBuffer):
+        self.arena, self.rest = arena, rest
+
+    def get(self, slot, shape, dtype, stream):
+        return (self.arena if self.arena.covers(slot) else self.rest).get(slot, shape, dtype, stream)
+
+
+def _nbytes(shape, dtype) -> int:
+    return math.prod(shape) * np.dtype(dtype).itemsize
+
+
+def _constant(program: Program, op: Operation) -> np.ndarray:
+    if op.name == "np.weight":
+        return np.asarray(program.weights[op.attrs["name"]], order="C")
+    return np.asarray(op.attrs["value"].array, order="C")

@@ -1,0 +1,30 @@
+"""The bench programs end to end on cuda at small sizes, equal to O0; the bench entry point runs."""
+
+import pytest
+
+from jitlab.backends.numba_cuda import bench
+from tests.cuda.helpers import check
+
+CASES = [(p, "O2") for p in bench.suite("small")] + [(p, "O1") for p in bench.suite("small")
+                                                    if p.name in ("elementwise chain", "MLP")]
+
+
+@pytest.mark.parametrize("program,level", CASES, ids=lambda c: getattr(c, "name", c))
+def test_bench_program_matches_o0(program, level):
+    exe = check(program.fn, *program.args, level=level, rtol=1e-4, atol=1e-4)
+    assert exe.report.stats["device_host_ops"] == 0
+
+
+def test_bench_cuda_reports_what_it_measured():
+    [chain, mlp] = bench.bench_cuda([p for p in bench.suite("small") if p.name in ("elementwise chain", "MLP")],
+                                    repeats=1, peers=False)
+    assert chain.matches_o0 and chain.memory_bound and chain.bytes_moved == 3 * 96 * 4
+    assert mlp.matches_o0 and not mlp.memory_bound
+    assert chain.gb_per_s is None            # the simulator has no bandwidth to speak of
+    assert "= O0" in bench.report([chain, mlp])
+
+
+def test_bench_main_runs_the_chosen_programs(capsys):
+    assert bench.main(["--scale", "small", "--repeats", "1", "--no-peers", "--only", "500 tiny ops"]) == 0
+    out = capsys.readouterr().out
+    assert "500 tiny ops" in out and "memory-bound" in out and "MLP" not in out

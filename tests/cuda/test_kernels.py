@@ -1,0 +1,116 @@
+"""Elementwise and reduction CUDA kernels against the O0 reference, on tiny shapes."""
+
+import numpy as np
+import pytest
+
+import jitlab as jl
+from tests.cuda.helpers import check, layouts, on_cuda, rand
+
+# One block of 32 threads and at most one block (two in the other dims) per launch: with
+# tens of elements every grid-stride loop goes round more than once.
+TINY_GRID = {"threads_per_block": 32, "max_blocks": 1}
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layernorm(x, g, b):
+    m = x.mean(axis=-1, keepdims=True)
+    v = ((x - m) ** 2).mean(axis=-1, keepdims=True)
+    return (x - m) / np.sqrt(v + 1e-5) * g + b
+
+
+def test_elementwise_chain_is_one_grid_stride_kernel():
+    exe = check(lambda x, y: np.maximum((x * y + x - 0.5 * y) ** 2, 0), rand(100), rand(100), **TINY_GRID)
+    assert layouts(exe) == ["generated CUDA kernel (elementwise layout): 6 op(s) in one pass over memory"]
+    source = exe.report.kernels[0].source
+    assert "range(cuda.grid(1), n0, cuda.gridsize(1))" in source and "@cuda.jit" in source
+
+
+def test_broadcasts_transposes_and_slices_are_index_maps():
+    x, b, c = rand(6, 8), rand(8), rand(6, 1)
+    exe = check(lambda x, b, c: np.exp(x.T[::2, 1:] + 1.0) * c.T[:, 1:] + b[::2, None], x, b, c, **TINY_GRID)
+    assert len(exe.report.kernels) == 1
+    check(lambda x: np.tanh(x + x[:, :1]) - np.sin(x), rand(5, 7))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_transcendentals_and_rounding(dtype):
+    x = (rand(4, 9) * 3).astype(dtype)
+    check(lambda x: (np.tanh(x) + np.exp(x) + np.log1p(np.abs(x)) + np.floor(x) + np.round(x) + np.ceil(x)
+                     + np.sqrt(np.abs(x)) + np.sign(x) + np.arctan2(x, x + 1) + np.expm1(x) + np.trunc(x)), x)
+
+
+def test_integer_and_float_division_follow_numpy():
+    a = np.array([7, -7, 7, -7, 5, 0, 3], np.int32)
+    b = np.array([2, 2, -2, -2, 0, 3, 0], np.int32)
+    check(lambda a, b: (a // b) * 10 + a % b + np.abs(a) - np.maximum(a, b), a, b)
+    x = np.array([7.5, -7.5, 7.5, -7.5, 1.0, 0.0, -0.0], np.float32)
+    y = np.array([2.0, 2.0, -2.0, -2.0, 0.0, 3.0, 3.0], np.float32)
+    check(lambda x, y: np.floor_divide(x, y) + np.mod(x, y) * 3 + np.fmod(x, y), x, y)
+
+
+def test_casts_saturate_like_the_reference():
+    x = np.array([1.5, -2.5, 1e10, -1e10, np.nan, 0.0, 255.9], np.float32)
+    check(lambda x: (x.astype(np.int32) + 1, x.astype(np.uint8), x > 0), x)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (7, 33), (1, 70), (2, 3, 4)])
+def test_row_reductions_are_block_reductions(shape):
+    x = rand(*shape)
+    exe = check(softmax, x, **TINY_GRID)
+    assert "rows layout" in layouts(exe)[0]
+    assert "_block_max(" in exe.report.kernels[0].source and "_block_sum(" in exe.report.kernels[0].source
+    g, b = rand(shape[-1]), rand(shape[-1])
+    check(layernorm, x, g, b, rtol=1e-4, atol=1e-4, **TINY_GRID)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "prod"])
+def test_each_reduction_kind_over_rows_and_columns(op):
+    x = rand(5, 6) * 0.7
+    reduce = getattr(np, op)
+    exe = check(lambda x: (reduce(x, axis=1), reduce(x, axis=0, keepdims=True) * 2), x, **TINY_GRID)
+    assert sorted(k.choice.split("(")[1].split(" ")[0] for k in exe.report.kernels) == ["columns", "rows"]
+    check(lambda x: reduce(x, axis=(0, 1)), x, **TINY_GRID)
+
+
+def test_any_and_all_reduce_with_block_votes():
+    x = rand(4, 9)
+    check(lambda x: (np.any(x > 1.0, axis=1), np.all(x > -2.0, axis=1)), x, **TINY_GRID)
+
+
+def test_integer_reductions():
+    x = np.arange(-12, 12, dtype=np.int64).reshape(4, 6)
+    check(lambda x: (x.sum(axis=1), x.max(axis=1), x.min(axis=0)), x, **TINY_GRID)
+
+
+def test_kernel_source_is_in_the_report_and_readable():
+    exe = check(softmax, rand(4, 6))
+    record = exe.report.kernels[0]
+    assert record.backend == "numba_cuda" and record.source.startswith('"""jit.group 0')
+    compile(record.source, "kernel", "exec")          # valid Python, as written to the cache
+    assert "red_float32 = cuda.shared.array(REDUCE_SLOTS, np.float32)" in record.source
+
+
+def test_rows_that_do_not_fill_a_warp_and_rows_longer_than_a_block():
+    check(softmax, rand(3, 3), threads_per_block=32)
+    check(softmax, rand(2, 75), threads_per_block=32, max_blocks=1)
+
+
+def test_launch_configuration_comes_from_shapes_and_device():
+    from jitlab.backends.numba_cuda.device import info
+    from jitlab.backends.numba_cuda.launch import Policy
+
+    policy = Policy(info())
+    assert policy.elementwise(10).block[0] % 32 == 0
+    assert policy.rows(5, 3).block == (32, 1, 1)
+    assert policy.elementwise(10**9).grid[0] <= info().max_blocks
+    assert Policy(info(), 96, 1).elementwise(1000) == jl.backends.numba_cuda.launch.Launch((1, 1, 1), (96, 1, 1))
+
+
+def test_composite_scalar_ops_match_o0():
+    from jitlab.backends.numba_cuda.selfcheck import _composites
+
+    on_cuda(_composites(), [rand(4, 8) * 2], rtol=1e-5, atol=1e-6, **TINY_GRID)

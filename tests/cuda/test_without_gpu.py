@@ -1,0 +1,46 @@
+"""Without a GPU or the simulator: target resolution, the error for target="cuda", no needless numba.cuda import."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jitlab as jl
+from jitlab.backends.numba_cuda import device
+
+ROOT = Path(__file__).parent.parent.parent
+needs_no_gpu = pytest.mark.skipif(device.available(), reason="a GPU is present: target='cuda' works here")
+
+
+@needs_no_gpu
+def test_target_cuda_without_gpu_says_how_to_enable_the_simulator():
+    program = jl.trace(np.exp, np.ones(3, np.float32))
+    with pytest.raises(jl.UnsupportedError, match="NUMBA_ENABLE_CUDASIM=1"):
+        jl.compile(program, target="cuda")
+    with pytest.raises(jl.UnsupportedError, match="target='cpu'"):
+        jl.jit(np.exp, target="cuda")
+
+
+@needs_no_gpu
+def test_auto_target_is_cpu_without_gpu():
+    f = jl.jit(lambda x: x + 1)
+    f(np.ones(3, np.float32))
+    assert f.last.target == "cpu"
+
+
+@pytest.mark.skipif(any(os.path.exists(p) for p in device.DRIVER_FILES),
+                    reason="an NVIDIA driver is present: target='auto' rightly asks numba.cuda for a GPU")
+def test_cpu_work_does_not_import_numba_cuda():
+    code = ("import sys, numpy as np, jitlab as jl\n"
+            "f = jl.jit(lambda x: np.exp(x).sum(axis=0), target='cpu', progress=False)\n"
+            "f(np.ones((3, 4), np.float32))\n"
+            "jl.jit(lambda x: x + 1, progress=False)(np.ones(2, np.float32))\n"
+            "assert 'numba.cuda' not in sys.modules, 'numba.cuda was imported'\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
