@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from .backends.base import Kernel, backend_for_target, get_backend
@@ -43,6 +44,7 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     target = resolve_target(target)
     memory_limit = options.pop("memory_limit", None)
     memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
+    donate = options.pop("donate", ())
     start = time.perf_counter()
     report = CompileReport(program=program.name, level=level, target=target)
     instrumentation, options = split_instrumentation(options)
@@ -63,10 +65,24 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
         if run is None:
             run = O1Runner(compiled, lower_groups(compiled, target, report, options))
         report.seconds["kernels"] = time.perf_counter() - start
-    exe = Executable(compiled, level, target, report, run, source=program, memory_limit=memory_limit)
+    exe = Executable(compiled, level, target, report, run, source=program, memory_limit=memory_limit,
+                     donations=_donations(compiled, donate, run, report))
     if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
         exe.check_memory({})      # static shapes: fail now, before anything runs
     return exe
+
+
+def _donations(compiled: Program, donate, run, report: CompileReport) -> list:
+    """Pairs outputs with donated inputs, lets the runner write in place where safe, records the pairs."""
+    if not donate:
+        return []
+    from .runtime.donation import plan_donations
+
+    donations = plan_donations(compiled, donate, in_place=hasattr(run, "donate"))
+    if hasattr(run, "donate"):
+        run.donate(compiled, [d for d in donations if d.mode == "in place"])
+    report.donations = [dataclasses.asdict(d) for d in donations]
+    return donations
 
 
 def lower_groups(program: Program, target: str, report: CompileReport, options: dict) -> dict[int, Kernel]:

@@ -206,6 +206,7 @@ class CompileReport:
     warnings: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=dict)    # counts: kernels compiled/reused, launches saved
+    donations: list[dict[str, Any]] = field(default_factory=list)  # outputs written into donated inputs
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
