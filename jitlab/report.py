@@ -142,6 +142,7 @@ class BufferRecord:
     alias_of: str | None = None
     region: str | None = None     # what `offset` counts from: "arena", or the output whose buffer a
                                   # temporary borrows before that output is written (static plans)
+    role: str = ""                # "activation": made by a forward op, kept for a backward op
 
 
 @dataclass

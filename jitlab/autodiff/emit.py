@@ -17,6 +17,7 @@ from ..frontend.tracer import TraceContext, Tracer
 from ..ir.builder import Builder
 from ..ir.core import Location, Operation
 from ..ir.program import Program
+from ..passes.activations import backward_location
 from ..ir.shapes import Dim
 
 
@@ -29,7 +30,8 @@ class BackwardContext(TraceContext):
         self.forward_op: Operation | None = None
 
     def location(self) -> Location | None:
-        return self.forward_op.loc if self.forward_op is not None else None
+        # Marked, so the memory plan can tell forward activations from backward temporaries.
+        return backward_location(self.forward_op.loc if self.forward_op is not None else None)
 
     def where(self) -> str:
         op = self.forward_op
