@@ -45,6 +45,9 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     memory_limit = options.pop("memory_limit", None)
     memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
     donate = options.pop("donate", ())
+    if options.pop("recompute", False) and passes is None:
+        passes = with_recompute(pipeline_for(level), memory_limit)
+        memory_limit = None       # the pass warns with its best peak when the limit is out of reach
     start = time.perf_counter()
     report = CompileReport(program=program.name, level=level, target=target)
     instrumentation, options = split_instrumentation(options)
@@ -70,6 +73,15 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
         exe.check_memory({})      # static shapes: fail now, before anything runs
     return exe
+
+
+def with_recompute(pipeline: str, memory_limit: int | None) -> str:
+    """The pipeline with `recompute` before fusion (after the simplifications that would undo it)."""
+    if memory_limit is None:
+        raise JitlabError("jl.compile(recompute=True) needs memory_limit=BYTES")
+    names = pipeline.split(",")
+    at = names.index("mark-subgraphs") if "mark-subgraphs" in names else len(names)
+    return ",".join(names[:at] + [f"recompute{{limit={memory_limit}}}"] + names[at:])
 
 
 def _donations(compiled: Program, donate, run, report: CompileReport) -> list:

@@ -208,6 +208,7 @@ class CompileReport:
     seconds: dict[str, float] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=dict)    # counts: kernels compiled/reused, launches saved
     donations: list[dict[str, Any]] = field(default_factory=list)  # outputs written into donated inputs
+    recompute: dict[str, Any] | None = None     # the recompute pass's trade: peaks, values, ops added
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -17,8 +17,8 @@ from ..frontend.tracer import TraceContext, Tracer
 from ..ir.builder import Builder
 from ..ir.core import Location, Operation
 from ..ir.program import Program
-from ..passes.activations import backward_location
 from ..ir.shapes import Dim
+from ..passes.activations import backward_location
 
 
 class BackwardContext(TraceContext):
