@@ -1,6 +1,6 @@
 """jitlab: a deep-learning graph compiler for numpy code, built to be looked into."""
 
-from . import dialects, passes  # noqa: F401  (registers ops and passes)
+from . import dialects, optim, passes  # noqa: F401  (registers ops and passes; jl.optim)
 from .autodiff import grad, value_and_grad
 from .compiler import compile, opt
 from .errors import (

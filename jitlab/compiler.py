@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from .backends.base import Kernel, backend_for_target, get_backend
@@ -54,6 +55,10 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     target = resolve_target(target)
     memory_limit = options.pop("memory_limit", None)
     memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
+    donate = options.pop("donate", ())
+    if options.pop("recompute", False) and passes is None:
+        passes = with_recompute(pipeline_for(level), memory_limit)
+        memory_limit = None       # the pass warns with its best peak when the limit is out of reach
     start = time.perf_counter()
     report = CompileReport(program=program.name, level=level, target=target)
     instrumentation, options = split_instrumentation(options)
@@ -78,12 +83,33 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
             kernels = lower_groups(compiled, target, report, options)
             run = backend.executor(compiled, kernels, report, options) or O1Runner(compiled, kernels)
         report.seconds["kernels"] = time.perf_counter() - start
-    if level != "O0" and backend_for_target(target).checks_memory_limit:
-        options["memory_limit"], memory_limit = memory_limit, None
-    exe = Executable(compiled, level, target, report, run, source=program, memory_limit=memory_limit)
+    exe = Executable(compiled, level, target, report, run, source=program, memory_limit=memory_limit,
+                     donations=_donations(compiled, donate, run, report))
     if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
         exe.check_memory({})      # static shapes: fail now, before anything runs
     return exe
+
+
+def with_recompute(pipeline: str, memory_limit: int | None) -> str:
+    """The pipeline with `recompute` before fusion (after the simplifications that would undo it)."""
+    if memory_limit is None:
+        raise JitlabError("jl.compile(recompute=True) needs memory_limit=BYTES")
+    names = pipeline.split(",")
+    at = names.index("mark-subgraphs") if "mark-subgraphs" in names else len(names)
+    return ",".join(names[:at] + [f"recompute{{limit={memory_limit}}}"] + names[at:])
+
+
+def _donations(compiled: Program, donate, run, report: CompileReport) -> list:
+    """Pairs outputs with donated inputs, lets the runner write in place where safe, records the pairs."""
+    if not donate:
+        return []
+    from .runtime.donation import plan_donations
+
+    donations = plan_donations(compiled, donate, in_place=hasattr(run, "donate"))
+    if hasattr(run, "donate"):
+        run.donate(compiled, [d for d in donations if d.mode == "in place"])
+    report.donations = [dataclasses.asdict(d) for d in donations]
+    return donations
 
 
 def lower_groups(program: Program, target: str, report: CompileReport, options: dict) -> dict[int, Kernel]:

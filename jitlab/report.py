@@ -165,6 +165,7 @@ class BufferRecord:
     alias_of: str | None = None
     region: str | None = None     # what `offset` counts from: "arena", or the output whose buffer a
                                   # temporary borrows before that output is written (static plans)
+    role: str = ""                # "activation": made by a forward op, kept for a backward op
 
 
 @dataclass
@@ -231,6 +232,8 @@ class CompileReport:
     warnings: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=dict)    # counts: kernels compiled/reused, launches saved
+    donations: list[dict[str, Any]] = field(default_factory=list)  # outputs written into donated inputs
+    recompute: dict[str, Any] | None = None     # the recompute pass's trade: peaks, values, ops added
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -87,9 +87,9 @@ export function gantt(ctx, mem, height = 260) {
     const lo = dynamic ? lane[i] : b.offset;
     const hi = dynamic ? lane[i] + 0.9 : b.offset + b.bytes;
     const color = ctx.data.colors[String(b.group)] || "var(--jl-neutral)";
-    const rect = s("rect", { class: "jl-buffer", "data-buffer": b.name, "data-uid": b.producer ?? "",
+    const rect = s("rect", { class: b.role === "activation" ? "jl-buffer jl-activation" : "jl-buffer", "data-buffer": b.name, "data-uid": b.producer ?? "",
       x: x(b.first), width: Math.max(1.5, x(b.last + 1) - x(b.first)), y: y(hi), height: Math.max(1.5, y(lo) - y(hi)), fill: color },
-      s("title", {}, `${b.name}: ${fmtBytes(b.bytes)} at ${b.offset ?? "pool"}, steps ${b.first}–${b.last}, ${b.kind}${b.producer_name ? `, from ${b.producer_name}` : ""}`));
+      s("title", {}, `${b.name}: ${fmtBytes(b.bytes)} at ${b.offset ?? "pool"}, steps ${b.first}–${b.last}, ${b.kind}${b.role === "activation" ? " · activation kept for the backward pass" : ""}${b.producer_name ? `, from ${b.producer_name}` : ""}`));
     rect.addEventListener("click", () => ctx.select({ kind: "buffer", id: b.name, uids: b.producer === null ? [] : [b.producer], label: `buffer ${b.name}`, source: "memory" }));
     svg.append(rect);
   });
@@ -119,7 +119,8 @@ export class MemoryView {
     const item = (label, value) => h("div", { class: "jl-stat" }, h("div", { class: "jl-muted" }, label), h("b", {}, value));
     return h("div", { class: "jl-stats" },
       item("peak", fmtBytes(mem.peak_bytes)), item("lower bound (largest live set)", fmtBytes(mem.lower_bound_bytes)),
-      item("naive (every buffer apart)", fmtBytes(mem.naive_bytes)), item("mode", mem.mode + (mem.heuristic ? ` · ${mem.heuristic}` : "")),
+      item("naive (every buffer apart)", fmtBytes(mem.naive_bytes)),
+      mem.activation_bytes ? item("activations (forward → backward, outlined)", fmtBytes(mem.activation_bytes)) : null, item("mode", mem.mode + (mem.heuristic ? ` · ${mem.heuristic}` : "")),
       Object.keys(mem.heuristics || {}).length ? item("heuristics", Object.entries(mem.heuristics).map(([k, v]) => `${k} ${fmtBytes(v)}`).join(" · ")) : null);
   }
 

@@ -18,6 +18,7 @@ from ..ir.builder import Builder
 from ..ir.core import Location, Operation
 from ..ir.program import Program
 from ..ir.shapes import Dim
+from ..passes.activations import backward_location
 
 
 class BackwardContext(TraceContext):
@@ -29,7 +30,8 @@ class BackwardContext(TraceContext):
         self.forward_op: Operation | None = None
 
     def location(self) -> Location | None:
-        return self.forward_op.loc if self.forward_op is not None else None
+        # Marked, so the memory plan can tell forward activations from backward temporaries.
+        return backward_location(self.forward_op.loc if self.forward_op is not None else None)
 
     def where(self) -> str:
         op = self.forward_op

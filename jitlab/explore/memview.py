@@ -41,9 +41,10 @@ def memory_data(plan: MemoryPlan | None, ops: dict[str, dict[str, Any]]) -> dict
     peak_step = max(range(len(live)), key=live.__getitem__) if live else None
     buffers = [{"name": b.name, "bytes": b.bytes, "offset": b.offset, "first": b.first, "last": b.last,
                 "producer": b.producer, "producer_name": b.producer_name, "kind": b.kind, "alias_of": b.alias_of,
-                "group": (ops.get(str(b.producer)) or {}).get("group")} for b in plan.buffers]
+                "role": b.role, "group": (ops.get(str(b.producer)) or {}).get("group")} for b in plan.buffers]
     return {"peak_bytes": plan.peak_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
             "naive_bytes": plan.naive_bytes, "mode": plan.mode, "alignment": plan.alignment, "live_bytes": live,
             "peak_step": peak_step, "live_at_peak": [b.name for b in plan.largest_live_at_peak(8)],
             "heuristic": plan.heuristic, "heuristics": dict(plan.heuristics), "pool": pool_series(plan.pool),
-            "bindings": dict(plan.bindings), "buffers": buffers}
+            "bindings": dict(plan.bindings), "buffers": buffers,
+            "activation_bytes": sum(b.bytes for b in plan.buffers if b.role == "activation")}

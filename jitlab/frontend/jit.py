@@ -126,7 +126,8 @@ def trace(fn: Callable, *args, name: str | None = None, dynamic=None, **kwargs) 
 class JitFunction:
     """A function compiled on first call per input signature (shapes, dtypes, static values)."""
 
-    def __init__(self, fn: Callable, level: str = "O1", target: str = "auto", dynamic=None, **options):
+    def __init__(self, fn: Callable, level: str = "O1", target: str = "auto", dynamic=None,
+                 donate_argnums: int | tuple[int, ...] = (), **options):
         from ..compiler import LEVEL_NAMES, resolve_target
 
         if level not in LEVEL_NAMES:
@@ -135,6 +136,8 @@ class JitFunction:
         self.fn, self.level, self.target, self.dynamic, self.options = fn, level, target, dynamic or {}, options
         self._cache: dict[Any, tuple[Traced, Any]] = {}
         self._fast: dict[tuple, tuple[Traced, Any]] = {}   # positional arrays only: key by shapes/dtypes
+        # Donated arguments' arrays receive the outputs of their type (see runtime/donation.py).
+        self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
         self.last = None
         functools.update_wrapper(self, fn)
 
@@ -160,7 +163,9 @@ class JitFunction:
             from ..compiler import compile
 
             traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic)
-            exe = compile(traced.program, self.level, self.target, **self.options)
+            options = dict(self.options, donate=_donated_inputs(bound, self.donate_argnums)) \
+                if self.donate_argnums else self.options
+            exe = compile(traced.program, self.level, self.target, **options)
             self._cache[key] = (traced, exe)
         return [x for x, m in zip(leaves, mask) if m], self._cache[key]
 
@@ -188,15 +193,30 @@ class JitFunction:
         return f"<jl.jit {getattr(self.fn, '__name__', self.fn)} level={self.level} target={self.target}>"
 
 
+def _donated_inputs(bound: inspect.BoundArguments, argnums: tuple[int, ...]) -> tuple[str, ...]:
+    """The program input names of the array leaves of the positional arguments `argnums`."""
+    names = []
+    for i, (key, value) in enumerate(bound.arguments.items()):
+        if i in argnums:
+            leaves, leaf_names, _ = flatten(value, key, is_leaf=_is_input_leaf)
+            names += [n for leaf, n in zip(leaves, leaf_names) if _is_input_leaf(leaf)]
+    return tuple(names)
+
+
 def _outputs(traced: Traced, results: tuple) -> Any:
     if traced.out_tree.kind == "leaf":
         return results[0]
     return unflatten(traced.out_tree, list(results))
 
 
-def jit(fn: Callable | None = None, *, level: str = "O1", target: str = "auto", dynamic=None, **options):
-    """Compiles a numpy function: `@jl.jit` or `jl.jit(level="O2", target="cpu")(f)`."""
+def jit(fn: Callable | None = None, *, level: str = "O1", target: str = "auto", dynamic=None,
+        donate_argnums: int | tuple[int, ...] = (), **options):
+    """Compiles a numpy function: `@jl.jit` or `jl.jit(level="O2", target="cpu")(f)`.
+
+    `donate_argnums` (as in JAX): the arrays of these positional arguments may be
+    overwritten with outputs of the same shape and dtype, so a training step updates its
+    weights in place; after the call such an array holds the new value, never the old."""
     if fn is None:
-        return lambda f: JitFunction(f, level, target, dynamic, **options)
-    return JitFunction(fn, level, target, dynamic, **options)
+        return lambda f: JitFunction(f, level, target, dynamic, donate_argnums, **options)
+    return JitFunction(fn, level, target, dynamic, donate_argnums, **options)
 

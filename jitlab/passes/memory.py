@@ -24,6 +24,7 @@ from ..ir.program import Program
 from ..ir.shapes import num_elements
 from ..report import BufferRecord, MemoryPlan
 from ..runtime.pool import DEFAULT_ALIGNMENT, DEFAULT_CHUNK_BYTES, PoolCore
+from .activations import activation_roots
 from .liveness import FIXED, Lifetimes, StepGraph, round_up
 from .manager import Pass, PassContext, register_pass
 from .packing import Host, Interval, arena_lower_bound, best_packing
@@ -38,8 +39,11 @@ def buffer_records(life: Lifetimes, placement: Mapping[int, tuple[str, int]] | N
     at their owner; `placement` gives owners their (region, offset)."""
     placement = placement or {}
     pos = {n: s for s, n in enumerate(life.order)}
-    return [_record(life, i, pos, placement.get(life.buffer_of(i), (None, None)))
-            for i in range(len(life.graph.values))]
+    records = [_record(life, i, pos, placement.get(life.buffer_of(i), (None, None)))
+               for i in range(len(life.graph.values))]
+    for i in activation_roots(life.graph):
+        records[i].role = "activation"
+    return records
 
 
 def _record(life: Lifetimes, i: int, pos: dict[int, int], place: tuple) -> BufferRecord:

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..ir.program import Program
 from ..report import CompileReport, MemoryPlan
+from .donation import hand_back
 from .signature import check_dims_nonnegative, check_inputs, device_array_meta, is_numba_device_array
 
 Runner = Callable[[list[np.ndarray], dict[str, int]], Sequence[np.ndarray]]
@@ -28,7 +29,7 @@ class Executable:
     """Call it with numpy arrays (one per program input); it returns a tuple of arrays."""
 
     def __init__(self, program: Program, level: str, target: str, report: CompileReport, runner: Runner,
-                 source: Program | None = None, memory_limit: int | None = None):
+                 source: Program | None = None, memory_limit: int | None = None, donations: list | None = None):
         self.program = program
         self.source = source if source is not None else program
         self.level, self.target = level, target
@@ -41,6 +42,7 @@ class Executable:
         # Static programs check each argument with two comparisons; errors take the slow path.
         self._static = [(t.dtype, t.shape) for t in types] if all(t.is_static for t in types) else None
         self.memory_limit = memory_limit      # bytes; a call whose planned peak is over it fails before running
+        self.donations = donations or []      # outputs that go into donated input arrays (runtime/donation.py)
 
     def _fast_inputs(self, args) -> list[np.ndarray] | None:
         if self._static is None or len(args) != len(self._static):
@@ -53,7 +55,7 @@ class Executable:
     def __call__(self, *args) -> tuple[np.ndarray, ...]:
         arrays = self._fast_inputs(args)
         if arrays is not None:
-            return tuple(self._runner(arrays, {}))
+            return self._results(arrays, self._runner(arrays, {}))
         arrays, bindings = check_inputs(self.program, args, self.input_names)
         if not self._on_device:
             arrays = [to_host(a) for a in arrays]
@@ -63,7 +65,12 @@ class Executable:
                 check_dims_nonnegative(self.program, bindings)
                 self.check_memory(bindings)
                 self._checked_bindings.add(key)
-        return tuple(self._runner(arrays, bindings))
+        return self._results(arrays, self._runner(arrays, bindings))
+
+    def _results(self, arrays: list[np.ndarray], results) -> tuple[np.ndarray, ...]:
+        if self.donations:
+            results = hand_back(arrays, list(results), self.donations)
+        return tuple(results)
 
     def _repr_html_(self) -> str:
         from ..explore.reprs import executable_html

@@ -19,6 +19,7 @@ from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
+from .donation import safe_to_donate
 from .reference import concrete_attrs
 
 
@@ -58,9 +59,12 @@ class GroupStep(Step):
         super().__init__(op, ins, outs)
         self.kernel = kernel
         self.buffers = _Buffers(op.results)
+        self.donated: dict[int, int] = {}     # result index -> input slot it writes into, this call
 
     def run(self, env, bindings):
         outputs = self.buffers.get(bindings)
+        for k, slot in self.donated.items():
+            outputs[k] = env[slot]
         self.kernel.run([env[i] for i in self.ins], outputs, bindings)
         for slot, buf in zip(self.outs, outputs):
             env[slot] = buf
@@ -118,6 +122,26 @@ class O1Runner:
                 self.steps.append(LibraryStep(op, ins, outs))
         self.n_slots = len(slots)
         self.n_inputs = len(program.inputs)
+        self._slots = slots
+        self.donations: list = []
+
+    def donate(self, program: Program, donations: list) -> None:
+        """Lets the groups producing these outputs write into their donated input arrays."""
+        self.donations = []
+        for d in donations:
+            out = program.outputs[d.output]
+            step = next((s for s in self.steps if self._slots[out] in s.outs), None)
+            if isinstance(step, GroupStep):
+                self.donations.append((d, step, step.outs.index(self._slots[out])))
+            else:
+                d.mode = "copy"
+
+    def _bind_donations(self, arrays: list[np.ndarray]) -> None:
+        for d, step, k in self.donations:
+            if safe_to_donate(arrays, d):
+                step.donated[k] = d.input
+            else:
+                step.donated.pop(k, None)
 
     def __call__(self, arrays: list[np.ndarray], bindings: dict[str, int]) -> list[np.ndarray]:
         env: list = [None] * self.n_slots
@@ -126,6 +150,8 @@ class O1Runner:
             env[i] = a if a.flags.c_contiguous and a.flags.writeable else np.array(a, order="C")
         for slot, value in self.constants.items():
             env[slot] = value
+        if self.donations:
+            self._bind_donations(arrays)
         for step in self.steps:
             step.run(env, bindings)
         # Constants and weights are shared, read-only arrays: the caller gets a copy of those.

@@ -16,6 +16,7 @@ from ..ir.core import Value
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
 from ..report import MemoryPlan
+from .donation import safe_to_donate
 from .o1 import _Buffers, writable
 from .reference import Interpreter
 
@@ -58,6 +59,17 @@ class O2Runner:
         hosts = {b.region for b in plan.buffers}
         self.owned = [n for n in roots if n in produced or n in hosts]
         self.out_buffers = _Buffers([self.values[n] for n in self.owned])
+        self._hosts = hosts
+        self.donations: list = []
+
+    def donate(self, program: Program, donations: list) -> None:
+        """Outputs a segment writes, lending no bytes to temporaries, go into their donated inputs."""
+        self.donations = []
+        for d in donations:
+            if d.output_name in self.owned and d.output_name not in self._hosts:
+                self.donations.append(d)
+            else:
+                d.mode = "copy"
 
     def layout(self, bindings: dict[str, int]) -> _Layout:
         key = tuple(sorted(bindings.items()))
@@ -71,6 +83,9 @@ class O2Runner:
         for name, a in zip(self.input_names, arrays):
             env[name] = a if a.flags.c_contiguous and a.flags.writeable else np.array(a, order="C")
         env.update(zip(self.owned, self.out_buffers.get(bindings)))
+        for d in self.donations:
+            if safe_to_donate(arrays, d):
+                env[d.output_name] = arrays[d.input]
         for step in self.steps:
             if isinstance(step, tuple):
                 fn, params = step
