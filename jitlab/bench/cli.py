@@ -13,7 +13,7 @@ import numpy as np
 
 from .harness import bandwidth, interleaved_medians, machine
 from .peers import PEERS, Runner, jitlab_runner
-from .suite import Benchmark, by_name
+from .suite import Benchmark, by_name, flat
 
 LEVELS = ("O0", "O1", "O2")
 
@@ -43,7 +43,7 @@ def _prepare(runner: Runner, bench: Benchmark, inputs: tuple, expected: np.ndarr
     try:
         prepared = runner.prepare(bench, inputs)
         start = time.perf_counter()
-        result = prepared.to_numpy(prepared.call())
+        result = flat(prepared.call(), prepared.to_numpy)
         first = time.perf_counter() - start
     except NotImplementedError as e:
         return {"status": "n/a", "error": str(e)}
@@ -57,7 +57,7 @@ def _prepare(runner: Runner, bench: Benchmark, inputs: tuple, expected: np.ndarr
 
 def run_benchmark(bench: Benchmark, runners: list[Runner], args, bw: float) -> dict:
     inputs = bench.inputs(args.quick)
-    expected = np.asarray(bench.fn(*inputs))
+    expected = flat(bench.fn(*inputs))
     results = {r.name: _prepare(r, bench, inputs, expected) for r in runners}
     ready = {name: r.pop("call") for name, r in results.items() if r["status"] == "ok"}
     medians = interleaved_medians(ready, args.repeats)

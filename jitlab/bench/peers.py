@@ -108,7 +108,7 @@ def _jax_jit(bench: Benchmark, inputs: tuple):
 
     compiled = jax.jit(lambda *a: bench.fn(*a, xp=jnp))
     arrays = [jax.device_put(a) for a in inputs]
-    return Prepared(lambda: compiled(*arrays).block_until_ready(), np.asarray)
+    return Prepared(lambda: jax.block_until_ready(compiled(*arrays)), np.asarray)
 
 
 def _compile_seconds(fn, inputs) -> tuple[float, object]:

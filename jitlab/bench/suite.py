@@ -43,6 +43,18 @@ def mlp(x, w1, b1, w2, b2, xp=np):
     return xp.maximum(x @ w1 + b1, 0.0) @ w2 + b2
 
 
+def mlp_train(x, target, w1, b1, w2, b2, xp=np):
+    """A training step of the MLP block as a numpy user writes it: forward, mean squared error,
+    backward by hand, SGD; returns the new weights."""
+    h = x @ w1 + b1
+    a = xp.maximum(h, 0.0)
+    d = (a @ w2 + b2 - target) * (2.0 / (target.shape[0] * target.shape[1]))
+    da = (d @ w2.T) * (h > 0.0)
+    lr = 0.01
+    return (w1 - lr * (x.T @ da), b1 - lr * xp.sum(da, axis=0, keepdims=False),
+            w2 - lr * (a.T @ d), b2 - lr * xp.sum(d, axis=0, keepdims=False))
+
+
 TINY_OPS = 500
 
 
@@ -75,9 +87,9 @@ class Benchmark:
             arrays[1:] = [a / np.float32(math.sqrt(a.shape[0])) if a.ndim == 2 else a for a in arrays[1:]]
         return tuple(arrays)
 
-    def bytes_moved(self, inputs, output) -> int:
+    def bytes_moved(self, inputs, output: np.ndarray) -> int:
         """Bytes a perfect kernel must read and write: every input once and the output once."""
-        return sum(a.nbytes for a in inputs) + np.asarray(output).nbytes
+        return sum(a.nbytes for a in inputs) + output.nbytes
 
     def size(self, quick: bool) -> str:
         return " ".join("x".join(map(str, s)) for s in self.shapes[quick])
@@ -92,8 +104,18 @@ SUITE = [
     Benchmark("mlp", mlp, {False: [(256, 1024), (1024, 4096), (4096,), (4096, 1024), (1024,)],
                            True: [(32, 64), (64, 256), (256,), (256, 64), (64,)]}, False, rtol=1e-3, atol=1e-3,
               weights=True),
+    Benchmark("mlp_train", mlp_train, {False: [(256, 1024), (256, 1024), (1024, 4096), (4096,), (4096, 1024), (1024,)],
+                                       True: [(32, 64), (32, 64), (64, 256), (256,), (256, 64), (64,)]}, False,
+              rtol=1e-3, atol=1e-3, weights=True),
     Benchmark("tiny_500", tiny_chain, {False: [(64,)], True: [(64,)]}, False),
 ]
+
+
+def flat(result, to_numpy=np.asarray) -> np.ndarray:
+    """A benchmark's result as one array: several outputs (new weights) raveled end to end."""
+    if isinstance(result, (tuple, list)):
+        return np.concatenate([np.ravel(to_numpy(r)) for r in result])
+    return to_numpy(result)
 
 
 def by_name(names: list[str] | None) -> list[Benchmark]:

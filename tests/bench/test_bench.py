@@ -79,3 +79,17 @@ def test_bad_arguments_are_rejected():
         cli.parse_args(["--peers", "nosuchpeer"])
     with pytest.raises(ValueError, match="unknown benchmark"):
         suite.by_name(["nosuchbench"])
+
+
+def test_mlp_train_step_is_sgd_on_the_autodiff_gradient():
+    import jitlab as jl
+
+    bench = suite.by_name(["mlp_train"])[0]
+    x, target, *weights = (a.astype(np.float64) for a in bench.inputs(quick=True))
+
+    def loss(w1, b1, w2, b2):
+        return np.mean((suite.mlp(x, w1, b1, w2, b2) - target) ** 2)
+
+    grads = jl.grad(loss, argnums=(0, 1, 2, 3))(*weights)
+    for new, w, g in zip(suite.mlp_train(x, target, *weights), weights, grads):
+        np.testing.assert_allclose(new, w - 0.01 * g, rtol=1e-9, atol=1e-12)
