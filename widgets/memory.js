@@ -31,12 +31,21 @@ export function timeline(mem, onStep, height = 170) {
     svg.append(s("polygon", { class: "jl-live-area", points: `${x(0)},${y(0)} ${pts.join(" ")} ${x(mem.live_bytes.length - 1)},${y(0)}` }));
     svg.append(s("polyline", { class: "jl-live-line", points: pts.join(" ") }));
   }
+  const right = [];     // labels at the right edge, spread apart below so none overprint
   for (const [key, series] of Object.entries(pool)) {
+    const last = series[series.length - 1] || 0;
     svg.append(s("polyline", { class: `jl-pool jl-pool-${key}`, points: series.map((v, i) => `${x(i)},${y(v)}`).join(" ") }));
-    svg.append(axisLabel(W - PAD.r, y(series[series.length - 1] || 0) - 3, `pool ${key}`));
+    right.push([y(last) - 3, `pool ${key.replace("_", " ")} ${fmtBytes(last)}`]);
   }
-  svg.append(s("line", { class: "jl-bound", x1: PAD.l, x2: W - PAD.r, y1: y(mem.lower_bound_bytes), y2: y(mem.lower_bound_bytes) }),
-    axisLabel(W - PAD.r, y(mem.lower_bound_bytes) + 12, `lower bound ${fmtBytes(mem.lower_bound_bytes)}`));
+  svg.append(s("line", { class: "jl-bound", x1: PAD.l, x2: W - PAD.r, y1: y(mem.lower_bound_bytes), y2: y(mem.lower_bound_bytes) }));
+  right.push([y(mem.lower_bound_bytes) + 12, `lower bound ${fmtBytes(mem.lower_bound_bytes)}`]);
+  right.sort((a, b) => a[0] - b[0]);
+  let floor = PAD.t;
+  for (const [ly, text] of right) {
+    floor = Math.max(ly, floor);
+    svg.append(axisLabel(W - PAD.r, floor, text));
+    floor += 12;
+  }
   if (mem.peak_step !== null && mem.peak_step !== undefined) {
     const px = x(mem.peak_step);
     const py = y(mem.live_bytes[mem.peak_step]);

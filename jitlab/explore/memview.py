@@ -27,10 +27,12 @@ def streams_data(report: CompileReport) -> dict[str, Any] | None:
                                         "to": e.to_stream} for e in plan.events]}
 
 
+POOL_SERIES = ("reserved", "in_use")     # the byte counts the timeline draws; the rest are counts and ratios
+
+
 def pool_series(pool: list[dict[str, int]]) -> dict[str, list[int]]:
-    """The pool's per-step stats as one series per recorded key (e.g. reserved, in_use)."""
-    keys = list(dict.fromkeys(k for step in pool for k in step))
-    return {k: [int(step.get(k, 0)) for step in pool] for k in keys}
+    """The pool's bytes reserved from the system and in use, per step, for the timeline."""
+    return {k: [int(step.get(k, 0)) for step in pool] for k in POOL_SERIES if pool and k in pool[0]}
 
 
 def memory_data(plan: MemoryPlan | None, ops: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
