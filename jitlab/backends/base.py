@@ -150,7 +150,7 @@ def get_backend(name: str) -> Backend:
     """The backend instance for a target name (created on first use)."""
     if name not in _INSTANCES:
         _load_builtins()
-        if name in PLUGINS.broken:
+        if name in PLUGINS.broken and name not in BACKENDS:     # a clash never hides a built-in
             raise PLUGINS.broken[name]
         if name not in BACKENDS:
             raise JitlabError(f"unknown target {name!r}; targets are {', '.join(available_targets())}")
