@@ -69,6 +69,7 @@ def _random(rng: np.random.Generator, value) -> np.ndarray:
 def cmd_opt(args: argparse.Namespace) -> int:
     """Runs a pass pipeline and prints or writes the IR."""
     import jitlab as jl
+
     from .backends.base import available_targets
 
     available_targets()             # loads the backend plugins, whose passes may be in the pipeline
@@ -198,7 +199,8 @@ def _opt_parser(sub) -> None:
     q.add_argument("--passes", required=True, help="pipeline, e.g. canonicalize,cse,dce")
     group = q.add_mutually_exclusive_group()
     group.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass")
-    group.add_argument("--print-ir-after-change", action="store_true", help="print the IR after each pass that changed it")
+    group.add_argument("--print-ir-after-change", action="store_true",
+                       help="print the IR after each pass that changed it")
     q.add_argument("-o", "--output", help="write the IR here instead of printing it")
 
 
