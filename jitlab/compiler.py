@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 
-from .backends.base import Kernel, backend_for_target, get_backend
+from .backends.base import Kernel, available_targets, backend_for_target, get_backend
 from .errors import JitlabError
 from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
@@ -19,31 +20,56 @@ from .runtime.o1 import O1Runner
 from .runtime.reference import Interpreter
 
 LEVEL_NAMES = ("O0", "O1", "O2")
-TARGETS = ("cpu", "cuda", "auto")
+ENGINE_PASSES_VAR = "JITLAB_ENGINE_PASSES"
+CLAIM_STAGE = ("mark-subgraphs", "fuse")    # the level's marking stage that engine passes replace
 
 
 def resolve_target(target: str) -> str:
-    """"auto" is cuda when a GPU (or numba's CUDA simulator) is there, else cpu; "cuda" must be there."""
+    """"auto" is cuda when a GPU (or numba's CUDA simulator) is there, else cpu; "cuda" must be
+    there; any other name must be a registered backend (built in or a plugin)."""
     from .backends.numba_cuda import device
 
     if target == "auto":
         return "cuda" if device.available() else "cpu"
-    if target not in TARGETS:
-        raise JitlabError(f"unknown target {target!r}; targets are {', '.join(TARGETS)}")
+    if not isinstance(target, str):
+        raise JitlabError(f"a target is a name, got {type(target).__name__}; targets are "
+                          f"{', '.join(available_targets())}")
+    backend_for_target(target)          # unknown or broken targets fail here, naming the plugin
     if target == "cuda":
         device.require()
     return target
 
 
-def _pipeline(level: str, target: str) -> str:
-    """The level's passes, then those the target's backend asks for (e.g. assign-streams on cuda)."""
-    extra = backend_for_target(target).translate_passes if level != "O0" else ()
-    return ",".join([pipeline_for(level), *extra])
+def engine_pipeline(backend_passes: tuple[str, ...], engine_passes: str | None) -> str:
+    """The translate passes to run: `engine_passes`, else $JITLAB_ENGINE_PASSES, else the backend's."""
+    if engine_passes is None:
+        engine_passes = os.environ.get(ENGINE_PASSES_VAR)
+    if engine_passes is None:
+        return ",".join(backend_passes)
+    if not isinstance(engine_passes, str):
+        raise JitlabError(f"engine_passes is a pipeline string like 'p1,p2', got {type(engine_passes).__name__}")
+    return engine_passes.strip()
+
+
+def _pipeline(level: str, target: str, engine_passes: str | None = None, before_claim: tuple[str, ...] = ()) -> str:
+    """The level's passes with its marking stage replaced by `before_claim` and the engine
+    passes, then the passes the target's backend needs last (e.g. assign-streams on cuda)."""
+    if level == "O0":
+        return pipeline_for(level)
+    backend = backend_for_target(target)
+    names = pipeline_for(level).split(",")
+    at = names.index(CLAIM_STAGE[0])
+    engine = engine_pipeline(backend.translate_passes, engine_passes)
+    names[at:at + len(CLAIM_STAGE)] = [*before_claim, *([engine] if engine else [])]
+    return ",".join([*names, *backend.late_passes])
 
 
 def compile(program: Program, level: str = "O1", target: str = "auto", passes: str | None = None,
-            verify_each: bool | None = None, **options) -> Executable:
+            verify_each: bool | None = None, engine_passes: str | None = None, **options) -> Executable:
     """Runs the level's pipeline (or `passes`) on a copy of `program` and returns an Executable.
+
+    `engine_passes` ("p1,p2") are the translate passes that claim ops into engine groups, in
+    place of the target backend's own (default: $JITLAB_ENGINE_PASSES, else the backend's).
 
     Pass-manager options (print_after_all, print_after_change, stop_after) go to the
     pass manager; every other option is handed to the passes in their context."""
@@ -57,7 +83,7 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
     donate = options.pop("donate", ())
     if options.pop("recompute", False) and passes is None:
-        passes = with_recompute(pipeline_for(level), memory_limit)
+        passes = _pipeline(level, target, engine_passes, (recompute_pass(memory_limit),))
         memory_limit = None       # the pass warns with its best peak when the limit is out of reach
     start = time.perf_counter()
     report = CompileReport(program=program.name, level=level, target=target)
@@ -65,8 +91,8 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     if memory_limit is not None and level != "O0" and backend_for_target(target).checks_memory_limit:
         options["memory_limit"], memory_limit = memory_limit, None
     ctx = PassContext(report=report, target=target, options=options)
-    manager = PassManager.parse(passes if passes is not None else _pipeline(level, target), verify_each=verify_each,
-                                **instrumentation)
+    pipeline = passes if passes is not None else _pipeline(level, target, engine_passes)
+    manager = PassManager.parse(pipeline, verify_each=verify_each, **instrumentation)
     compiled = manager.run(program.clone(), ctx)
     report.graph = snapshot(compiled)
     report.seconds["passes"] = time.perf_counter() - start
@@ -90,13 +116,11 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     return exe
 
 
-def with_recompute(pipeline: str, memory_limit: int | None) -> str:
-    """The pipeline with `recompute` before fusion (after the simplifications that would undo it)."""
+def recompute_pass(memory_limit: int | None) -> str:
+    """`recompute` runs right before fusion, after the simplifications that would undo it."""
     if memory_limit is None:
         raise JitlabError("jl.compile(recompute=True) needs memory_limit=BYTES")
-    names = pipeline.split(",")
-    at = names.index("mark-subgraphs") if "mark-subgraphs" in names else len(names)
-    return ",".join(names[:at] + [f"recompute{{limit={memory_limit}}}"] + names[at:])
+    return f"recompute{{limit={memory_limit}}}"
 
 
 def _donations(compiled: Program, donate, run, report: CompileReport) -> list:

@@ -8,13 +8,15 @@ interface, and third-party ones register through the `jitlab.backends` entry poi
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import CompileError, JitlabError
+from ..errors import CompileError, JitlabError, PluginError
 from ..ir.core import Operation
 
 INTERFACE_VERSION = 1
@@ -41,7 +43,11 @@ class Backend:
     name: ClassVar[str] = ""
     interface_version: ClassVar[int] = INTERFACE_VERSION
     device: ClassVar[str] = "cpu"
-    translate_passes: ClassVar[tuple[str, ...]] = ()
+    # The engine passes: they claim ops into jit.groups of an engine, in place of the
+    # level's marking stage (`jl.compile(engine_passes=...)` or JITLAB_ENGINE_PASSES override them).
+    translate_passes: ClassVar[tuple[str, ...]] = ("mark-subgraphs", "fuse")
+    # Passes this backend needs after memory planning (e.g. assign-streams on cuda).
+    late_passes: ClassVar[tuple[str, ...]] = ()
     # True when the executor checks memory_limit against its own device memory; the host
     # plan's check is then skipped (it describes buffers this backend does not allocate).
     checks_memory_limit: ClassVar[bool] = False
@@ -86,24 +92,80 @@ class Backend:
 
 BACKENDS: dict[str, type[Backend]] = {}
 _INSTANCES: dict[str, Backend] = {}
+ENTRY_POINT_GROUP = "jitlab.backends"
+# Hooks a plugin must define itself: the base class's versions compile nothing.
+ENGINE_HOOKS = ("supports", "fusion_kind", "compile_group")
+RUNTIME_HOOKS = ("allocate", "free", "copy_in", "copy_out", "synchronize")
+# The base class's runtime hooks keep arrays in host memory; a backend for another device
+# must define these itself (free may stay: device arrays can be garbage collected too).
+DEVICE_HOOKS = ("allocate", "copy_in", "copy_out", "synchronize")
+
+
+class PluginWarning(UserWarning):
+    """A backend plugin found at discovery could not be loaded; selecting it raises its PluginError."""
+
+
+@dataclass
+class _Plugins:
+    """What entry-point discovery found: loaded plugin classes by target name, and the broken ones."""
+
+    loaded: dict[str, str] = field(default_factory=dict)     # name -> "module:Class (dist)"
+    broken: dict[str, PluginError] = field(default_factory=dict)
+    done: bool = False
+
+
+PLUGINS = _Plugins()
 
 
 def register_backend(cls: type[Backend]) -> type[Backend]:
-    """Class decorator for built-in backends; plugins come through entry points."""
+    """Class decorator for built-in backends (and backends defined in a session); plugins come
+    through entry points and are checked by the same `validate_backend`."""
+    problem = validate_backend(cls, cls.name if isinstance(cls, type) else "")
+    if problem:
+        raise PluginError(f"backend {getattr(cls, 'name', cls)!r} cannot be registered: {problem}")
     if cls.name in BACKENDS:
         raise ValueError(f"backend {cls.name!r} is registered twice")
     BACKENDS[cls.name] = cls
     return cls
 
 
+def validate_backend(cls: Any, name: str, plugin: bool = False) -> str | None:
+    """Why `cls` is not a usable backend class for target `name`, or None when it is."""
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        return f"{cls!r} is not a subclass of jitlab.backends.Backend"
+    if cls.name != name or not name:
+        return f"its class {cls.__name__} declares name {cls.name!r}, expected {name!r}"
+    if cls.interface_version != INTERFACE_VERSION:
+        return (f"it was built for backend interface version {cls.interface_version!r}, "
+                f"this jitlab provides version {INTERFACE_VERSION}")
+    required = (ENGINE_HOOKS if plugin else ()) + (DEVICE_HOOKS if cls.device != "cpu" else ())
+    missing = [h for h in required if getattr(cls, h, None) is getattr(Backend, h)]
+    missing += [h for h in ENGINE_HOOKS + RUNTIME_HOOKS if not callable(getattr(cls, h, None))]
+    if missing:
+        return f"it does not define the hook(s) {', '.join(dict.fromkeys(missing))}"
+    return None
+
+
 def get_backend(name: str) -> Backend:
     """The backend instance for a target name (created on first use)."""
     if name not in _INSTANCES:
         _load_builtins()
+        if name in PLUGINS.broken and name not in BACKENDS:     # a clash never hides a built-in
+            raise PLUGINS.broken[name]
         if name not in BACKENDS:
-            raise JitlabError(f"unknown target {name!r}; backends are {', '.join(sorted(BACKENDS))}")
-        _INSTANCES[name] = BACKENDS[name]()
+            raise JitlabError(f"unknown target {name!r}; targets are {', '.join(available_targets())}")
+        _INSTANCES[name] = _instantiate(name)
     return _INSTANCES[name]
+
+
+def _instantiate(name: str) -> Backend:
+    if name not in PLUGINS.loaded:
+        return BACKENDS[name]()
+    try:
+        return BACKENDS[name]()
+    except Exception as exc:  # a plugin's own bug must not escape as a crash of jitlab
+        raise PluginError(f"backend plugin {name!r} ({PLUGINS.loaded[name]}) raised while starting: "
+                          f"{type(exc).__name__}: {exc}") from exc
 
 
 TARGET_BACKENDS = {"cpu": "numba_cpu", "cuda": "numba_cuda"}
@@ -114,6 +176,53 @@ def backend_for_target(target: str) -> Backend:
     return get_backend(TARGET_BACKENDS.get(target, target))
 
 
+def available_targets() -> list[str]:
+    """Every name `jl.compile(target=...)` accepts: auto, the device aliases and each backend."""
+    _load_builtins()
+    return ["auto", *TARGET_BACKENDS, *sorted(BACKENDS)]
+
+
 def _load_builtins() -> None:
     from . import numba_cpu, numpy_backend  # noqa: F401  (register themselves)
     from .numba_cuda import backend  # noqa: F401  (registers itself; numba.cuda is imported on first use)
+
+    if not PLUGINS.done:
+        load_plugins()
+
+
+def load_plugins() -> dict[str, PluginError]:
+    """(Re)discovers the `jitlab.backends` entry points; each broken one is a warning now and
+    its PluginError when selected. Returns the broken ones by name."""
+    for name in PLUGINS.loaded:
+        BACKENDS.pop(name, None)
+        _INSTANCES.pop(name, None)
+    PLUGINS.loaded.clear()
+    PLUGINS.broken.clear()
+    PLUGINS.done = True
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            BACKENDS[ep.name] = _load_entry_point(ep)
+            PLUGINS.loaded[ep.name] = _describe(ep)
+        except PluginError as error:
+            PLUGINS.broken[ep.name] = error
+            warnings.warn(str(error), PluginWarning, stacklevel=2)
+    return dict(PLUGINS.broken)
+
+
+def _load_entry_point(ep: metadata.EntryPoint) -> type[Backend]:
+    where = f"backend plugin {ep.name!r} ({_describe(ep)})"
+    if ep.name in BACKENDS:
+        raise PluginError(f"{where} is ignored: the name {ep.name!r} is already a backend")
+    try:
+        cls = ep.load()
+    except Exception as exc:  # any import-time failure of third-party code
+        raise PluginError(f"{where} raised while loading: {type(exc).__name__}: {exc}") from exc
+    problem = validate_backend(cls, ep.name, plugin=True)
+    if problem:
+        raise PluginError(f"{where} cannot be used: {problem}")
+    return cls
+
+
+def _describe(ep: metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return f"entry point {ep.group}:{ep.name} = {ep.value}" + (f" from {dist.name}" if dist else "")

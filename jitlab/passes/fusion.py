@@ -68,9 +68,10 @@ class MarkSubgraphs(Pass):
     summary = "Asks the backend which ops it compiles and merges neighbours into cycle-free clusters."
     exclude: tuple = ()          # op names (np.exp) or value names (%7) to keep out of every group
     whole_graph: bool = False    # O2: try to put every compilable op in as few groups as possible
+    backend: str = ""            # a backend other than the target's (an engine claiming its ops)
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
-        backend = backend_for_target(ctx.target)
+        backend = backend_for_target(self.backend or ctx.target)
         marker = _Marker(program, backend, ctx, set(self.exclude))
         ctx.options["marking"] = Marking(marker.run(), backend.name)
         return program
@@ -228,7 +229,9 @@ class Fuse(Pass):
         marking: Marking | None = ctx.options.get("marking")
         if marking is None:
             raise PassError("fuse needs mark-subgraphs to run first")
-        for gid, cluster in enumerate(marking.clusters):
+        # Ids continue after groups an earlier engine pass made, so every group id stays unique.
+        first = max((op.attrs["id"] for op in program.body.ops if op.name == "jit.group"), default=-1) + 1
+        for gid, cluster in enumerate(marking.clusters, start=first):
             group = _build_group(program, cluster, gid, marking.backend)
             ctx.report.groups.append(GroupRecord(
                 gid, [op.uid for op in cluster.ops], [op.name for op in cluster.ops], marking.backend,

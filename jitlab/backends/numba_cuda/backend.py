@@ -46,7 +46,7 @@ class NumbaCUDABackend(Backend):
 
     name = "numba_cuda"
     device = "cuda"
-    translate_passes = ("assign-streams",)
+    late_passes = ("assign-streams",)
     checks_memory_limit = True
 
     def __init__(self):
