@@ -100,6 +100,7 @@ class _Builder:
         self.buffers: dict[str, BufferRecord] = {b.name: b for b in plan.buffers}
         self.graph = WholeGraph()
         self.kernels: dict[str, str] = {}          # group key -> function name prefix
+        self.bodies: dict[str, str] = {}           # kernel source (named kernel_*) -> function name prefix
         self.plans: dict[str, tuple] = {}          # group key -> (loop plan, flat)
         self.sources: list[str] = []
         self.symbols = sorted({s for v in program.inputs for s in v.type.symbols})
@@ -229,11 +230,15 @@ class _SegmentSource:
     def _kernel(self, op: Operation, materialized: dict) -> str:
         key = op.attrs["key"]
         if key not in self.b.kernels:
-            prefix = f"g{len(self.b.kernels)}"
-            par, seq, plan, flat = generate(op.block, prefix, materialized)
-            self.b.kernels[key] = prefix
+            par, seq, plan, flat = generate(op.block, "kernel", materialized)
+            body = _decorate(par, True) + "\n\n\n" + _decorate(seq, False)
+            # Groups differing only in their shapes (ResNet's conv + batch-norm epilogues) generate the
+            # same source: one function serves them all, and numba compiles it once, not per group.
+            if body not in self.b.bodies:
+                self.b.bodies[body] = prefix = f"g{len(self.b.bodies)}"
+                self.b.sources.append(body.replace("def kernel_", f"def {prefix}_"))
+            self.b.kernels[key] = self.b.bodies[body]
             self.b.plans[key] = (plan, flat)
-            self.b.sources.append(_decorate(par, True) + "\n\n\n" + _decorate(seq, False))
         return self.b.kernels[key]
 
     def _dims(self, op: Operation, con) -> tuple[list[str], object]:
