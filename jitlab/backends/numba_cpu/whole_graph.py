@@ -3,9 +3,9 @@
 The static memory plan gives every intermediate an offset in one byte arena (or in an
 output buffer it borrows). Each maximal run of ops that compile — fused groups,
 contractions with their epilogues (BLAS from inside numba), views — becomes one
-`segment` function: a call enters compiled code once for the whole run. An op that
-cannot be compiled ends a segment; it runs with numpy between segments, and the
-report says which op and why. Offsets and symbolic sizes are arguments, so one
+`segment` function (up to SEGMENT_GROUPS groups long): a call enters compiled code once
+for the whole run. An op that cannot be compiled ends a segment; it runs with numpy
+between segments, and the report says which op and why. Offsets and symbolic sizes are arguments, so one
 compiled segment serves every binding of the program's symbols.
 """
 
@@ -21,6 +21,11 @@ from ...ir.shapes import Sym
 from ...report import BufferRecord, MemoryPlan
 from .backend import NUMBA_DTYPES, PARALLEL_THRESHOLD, epilogue_target, module_header
 from .codegen import generate
+
+# numba's compile time grows faster than linearly with a function's length: ResNet-50's 150
+# groups in one segment took minutes to compile cold. Segments of at most this many groups
+# compile in a fraction of that, and the few more calls from Python cost microseconds.
+SEGMENT_GROUPS = 24
 
 
 @dataclass
@@ -114,6 +119,9 @@ class _Builder:
             reason = why_not_compiled(op)
             if reason is None:
                 run.append(op)
+                if sum(o.name == "jit.group" for o in run) >= SEGMENT_GROUPS:
+                    self._close(run)
+                    run = []
                 continue
             self._close(run)
             run = []
