@@ -141,10 +141,10 @@ def lower_groups(program: Program, target: str, report: CompileReport, options: 
     kernels: dict[int, Kernel] = {}
     by_key: dict[str, tuple[Kernel, KernelRecord]] = {}
     groups = [op for op in program.body.ops if op.name == "jit.group"]
-    distinct = len({op.attrs["key"] for op in groups})
+    distinct = len({_sharing_key(op) for op in groups})
     with progress(distinct, f"compiling @{program.name}", disable=not options.get("progress", True)) as bar:
         for op in groups:
-            key = op.attrs["key"]
+            key = _sharing_key(op)
             if key in by_key:
                 kernel, record = by_key[key]
                 record.reused_by.append(op.attrs["id"])
@@ -152,7 +152,7 @@ def lower_groups(program: Program, target: str, report: CompileReport, options: 
                 bar.step(f"group {op.attrs['id']}: " + ", ".join(_op_names(op)))
                 backend = get_backend(op.attrs["backend"]) if op.attrs["backend"] else backend_for_target(target)
                 kernel = backend.compile_group(op, options)
-                record = KernelRecord(key, kernel.backend, kernel.source, kernel.compile_seconds,
+                record = KernelRecord(op.attrs["key"], kernel.backend, kernel.source, kernel.compile_seconds,
                                       kernel.cache_hit, kernel.miss_reason, op.attrs["id"], kernel.choice)
                 report.kernels.append(record)
                 by_key[key] = (kernel, record)
@@ -160,6 +160,14 @@ def lower_groups(program: Program, target: str, report: CompileReport, options: 
     report.stats["kernels_compiled"] = len(by_key)
     report.stats["kernels_reused"] = len(kernels) - len(by_key)
     return kernels
+
+
+def _sharing_key(group) -> str:
+    """Groups share a kernel when their keys agree and so does which operands arrive read-only
+    (weights): a kernel compiled for a writable array does not take a read-only one."""
+    from .backends.numba_cpu.backend import is_readonly
+
+    return group.attrs["key"] + "".join("r" if is_readonly(v) else "w" for v in group.operands)
 
 
 def _op_names(group) -> list[str]:

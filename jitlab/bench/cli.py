@@ -12,6 +12,8 @@ import traceback
 import numpy as np
 
 from .harness import bandwidth, interleaved_medians, machine
+from .onnx_models import NAMES as ONNX_MODELS
+from .onnx_models import format_models, run_model
 from .peers import PEERS, Runner, jitlab_runner
 from .suite import Benchmark, by_name, flat
 
@@ -25,7 +27,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--level", action="append", choices=LEVELS, help="jitlab level(s) to run (default O1 and O2)")
     p.add_argument("--target", default="cpu", choices=("cpu", "cuda"), help="jitlab target (default cpu)")
     p.add_argument("--peers", default=",".join(PEERS), help=f"comma-separated peers (default {','.join(PEERS)})")
-    p.add_argument("--only", help="comma-separated benchmark names (default: the whole suite)")
+    p.add_argument("--only", help="comma-separated benchmark names, ONNX models among them "
+                                  f"({', '.join(ONNX_MODELS)}; default: the whole suite and every model)")
     p.add_argument("--repeats", type=int, help="interleaved repeats (default 11, 3 with --quick)")
     args = p.parse_args(argv)
     args.level = args.level or ["O1", "O2"]
@@ -87,13 +90,16 @@ def call_overhead_us(level: str, target: str, repeats: int = 2000) -> float:
 def run(args) -> dict:
     """The whole measurement as plain data."""
     names = args.only.split(",") if args.only else None
+    models = [n for n in names if n in ONNX_MODELS] if names else list(ONNX_MODELS)
+    names = [n for n in names if n not in ONNX_MODELS] if names else None
     runners = [PEERS[n] for n in args.peers.split(",") if n] + [jitlab_runner(lv, args.target) for lv in args.level]
     size = (64 if args.quick else 1024) << 20
     bw = {"1 thread": bandwidth(size, 1), "2 threads": bandwidth(size, 2)}
-    benches = [run_benchmark(b, runners, args, max(bw.values())) for b in by_name(names)]
+    benches = [] if names == [] else [run_benchmark(b, runners, args, max(bw.values())) for b in by_name(names)]
     return {"quick": args.quick, "repeats": args.repeats, "target": args.target, "machine": machine(),
             "bandwidth_bytes_per_s": bw, "benchmarks": benches,
-            "call_overhead_us": {lv: call_overhead_us(lv, args.target) for lv in args.level}}
+            "call_overhead_us": {lv: call_overhead_us(lv, args.target) for lv in args.level},
+            "onnx_models": [run_model(m, args.level, args.repeats, args.quick) for m in models]}
 
 
 def _cell(result: dict) -> str:
@@ -130,9 +136,15 @@ def format_report(data: dict) -> str:
                 lines.append(f"| {b['name']} | {name} | {r['first_call_s']:.3f} | {cold} | {warm} | {peak} |")
     lines += ["", "cached call overhead (x + 1 on one element): "
               + ", ".join(f"{lv} {us:.1f} us" for lv, us in data["call_overhead_us"].items())]
-    problems = [f"{b['name']} / {n}: {r['status']}: {r.get('error', '')}" for b in data["benchmarks"]
+    lines += format_models(data["onnx_models"]) if data["onnx_models"] else []
+    problems = [f"{b['name']} / {n}: {r['status']}: {r.get('error', '')}" for b in _all(data)
                 for n, r in b["results"].items() if r["status"] in ("error", "mismatch")]
     return "\n".join(lines + (["", "problems:"] + problems if problems else []))
+
+
+def _all(data: dict) -> list[dict]:
+    """The suite's benchmarks and the ONNX models: each has a name and results per runner."""
+    return data["benchmarks"] + data["onnx_models"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(data, f, indent=1, default=str)
-    failed = [b["name"] for b in data["benchmarks"] for n, r in b["results"].items()
+    failed = [b["name"] for b in _all(data) for n, r in b["results"].items()
               if n.startswith("jitlab") and r["status"] != "ok"]
     return 1 if failed else 0
 

@@ -150,3 +150,19 @@ def test_a_fallback_answering_with_a_view_does_not_alias_reused_bytes():
 
     x, w = rng.standard_normal((8, 6)).astype(np.float32), rng.standard_normal((6, 6)).astype(np.float32)
     check(jl.trace(fn, x, w), [x, w], rtol=1e-4)
+
+
+def test_groups_differing_only_in_shape_share_one_generated_kernel():
+    program = jl.parse("""func @convs(%x: f32[1,3,8,8], %k1: f32[4,3,3,3], %k2: f32[6,4,3,3]) -> (f32[1,6,8,8]) {
+  %0 = np.conv2d(%x, %k1) {pads = [1, 1, 1, 1]} : f32[1,4,8,8]
+  %1 = np.relu(%0) : f32[1,4,8,8]
+  %2 = np.conv2d(%1, %k2) {pads = [1, 1, 1, 1]} : f32[1,6,8,8]
+  %3 = np.relu(%2) : f32[1,6,8,8]
+  func.return(%3)
+}
+""")
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in ((1, 3, 8, 8), (4, 3, 3, 3), (6, 4, 3, 3))]
+    exe = check(program, inputs, rtol=1e-4)
+    source = exe.report.kernels[-1].source
+    assert len({g.attrs["key"] for g in exe.program.body.ops if g.name == "jit.group"}) == 2
+    assert source.count("def g0_par(") == 1 and "def g1_par(" not in source

@@ -75,3 +75,13 @@ def test_bad_calls_are_input_errors():
     with pytest.raises(InputError, match="runs on CPU"):
         JitlabBackend.prepare(reshape_model(), "CUDA")
     assert JitlabBackend.supports_device("CPU") and not JitlabBackend.supports_device("CUDA")
+
+
+def test_groups_with_one_key_but_read_only_weights_in_other_places_each_get_their_kernel():
+    """A bidirectional RNN repeats one step kernel per direction: in one the recurrence weight
+    is a weight (read-only), in the other a computed slice; sharing one compiled kernel crashed."""
+    from jitlab.onnx.conformance import node_cases, run_case
+
+    case = next(c for c in node_cases() if c.name == "test_simple_rnn_bidirectional")
+    result = run_case(case, level="O1")
+    assert result.status == "pass", result.detail

@@ -162,3 +162,19 @@ def test_a_shape_input_computed_at_run_time_is_reported():
               [tensor("y", np.float32, [3, 4])])
     with pytest.raises(UnsupportedOp, match="Reshape node 'r': the shape \\(input 1, 'shape'\\) must be known"):
         jl.onnx.load(m)
+
+
+@pytest.mark.parametrize("level", ["O0", "O2"])
+def test_the_backend_answers_bad_feeds_with_input_errors(level):
+    from jitlab.onnx import JitlabBackend
+
+    m = small_mlp()
+    rep = JitlabBackend.prepare(m, level=level)
+    x = np.ones((2, 4), np.float32)
+    bad = {r"got 2": [x, x], r"got 0": [], r"missing \['x'\], unknown \['y'\]": {"y": x},
+           r"missing \[\], unknown \['q'\]": {"x": x, "q": x}, "must have dtype f32, got f64": [x.astype(np.float64)],
+           "dim 1 must be 4": [np.zeros((2, 5), np.float32)]}
+    for message, feed in bad.items():
+        with pytest.raises(InputError, match=message):
+            rep.run(feed)
+    np.testing.assert_allclose(rep.run([x])[0], jl.compile(jl.onnx.load(m), level="O0")(x)[0], rtol=1e-6)

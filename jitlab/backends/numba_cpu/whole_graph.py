@@ -3,9 +3,9 @@
 The static memory plan gives every intermediate an offset in one byte arena (or in an
 output buffer it borrows). Each maximal run of ops that compile — fused groups,
 contractions with their epilogues (BLAS from inside numba), views — becomes one
-`segment` function: a call enters compiled code once for the whole run. An op that
-cannot be compiled ends a segment; it runs with numpy between segments, and the
-report says which op and why. Offsets and symbolic sizes are arguments, so one
+`segment` function (up to SEGMENT_GROUPS groups long): a call enters compiled code once
+for the whole run. An op that cannot be compiled ends a segment; it runs with numpy
+between segments, and the report says which op and why. Offsets and symbolic sizes are arguments, so one
 compiled segment serves every binding of the program's symbols.
 """
 
@@ -21,6 +21,11 @@ from ...ir.shapes import Sym
 from ...report import BufferRecord, MemoryPlan
 from .backend import NUMBA_DTYPES, PARALLEL_THRESHOLD, epilogue_target, module_header
 from .codegen import generate
+
+# numba's compile time grows faster than linearly with a function's length: ResNet-50's 150
+# groups in one segment took minutes to compile cold. Segments of at most this many groups
+# compile in a fraction of that, and the few more calls from Python cost microseconds.
+SEGMENT_GROUPS = 24
 
 
 @dataclass
@@ -100,6 +105,7 @@ class _Builder:
         self.buffers: dict[str, BufferRecord] = {b.name: b for b in plan.buffers}
         self.graph = WholeGraph()
         self.kernels: dict[str, str] = {}          # group key -> function name prefix
+        self.bodies: dict[str, str] = {}           # kernel source (named kernel_*) -> function name prefix
         self.plans: dict[str, tuple] = {}          # group key -> (loop plan, flat)
         self.sources: list[str] = []
         self.symbols = sorted({s for v in program.inputs for s in v.type.symbols})
@@ -113,6 +119,9 @@ class _Builder:
             reason = why_not_compiled(op)
             if reason is None:
                 run.append(op)
+                if sum(o.name == "jit.group" for o in run) >= SEGMENT_GROUPS:
+                    self._close(run)
+                    run = []
                 continue
             self._close(run)
             run = []
@@ -229,11 +238,15 @@ class _SegmentSource:
     def _kernel(self, op: Operation, materialized: dict) -> str:
         key = op.attrs["key"]
         if key not in self.b.kernels:
-            prefix = f"g{len(self.b.kernels)}"
-            par, seq, plan, flat = generate(op.block, prefix, materialized)
-            self.b.kernels[key] = prefix
+            par, seq, plan, flat = generate(op.block, "kernel", materialized)
+            body = _decorate(par, True) + "\n\n\n" + _decorate(seq, False)
+            # Groups differing only in their shapes (ResNet's conv + batch-norm epilogues) generate the
+            # same source: one function serves them all, and numba compiles it once, not per group.
+            if body not in self.b.bodies:
+                self.b.bodies[body] = prefix = f"g{len(self.b.bodies)}"
+                self.b.sources.append(body.replace("def kernel_", f"def {prefix}_"))
+            self.b.kernels[key] = self.b.bodies[body]
             self.b.plans[key] = (plan, flat)
-            self.b.sources.append(_decorate(par, True) + "\n\n\n" + _decorate(seq, False))
         return self.b.kernels[key]
 
     def _dims(self, op: Operation, con) -> tuple[list[str], object]:
