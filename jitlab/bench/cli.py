@@ -25,7 +25,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="small sizes and 3 repeats (a smoke run)")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     p.add_argument("--level", action="append", choices=LEVELS, help="jitlab level(s) to run (default O1 and O2)")
-    p.add_argument("--target", default="cpu", choices=("cpu", "cuda"), help="jitlab target (default cpu)")
+    p.add_argument("--target", default="cpu",
+                   help="jitlab target: cpu, cuda or any backend plugin such as numexpr (default cpu)")
     p.add_argument("--peers", default=",".join(PEERS), help=f"comma-separated peers (default {','.join(PEERS)})")
     p.add_argument("--only", help="comma-separated benchmark names, ONNX models among them "
                                   f"({', '.join(ONNX_MODELS)}; default: the whole suite and every model)")
@@ -33,6 +34,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.level = args.level or ["O1", "O2"]
     args.repeats = args.repeats or (3 if args.quick else 11)
+    from ..backends.base import available_targets
+
+    if args.target not in available_targets():
+        p.error(f"unknown target {args.target!r}; targets are {', '.join(available_targets())}")
     unknown = [n for n in args.peers.split(",") if n and n not in PEERS]
     if unknown:
         p.error(f"unknown peer(s) {', '.join(unknown)}; peers are {', '.join(PEERS)}")
@@ -126,14 +131,15 @@ def format_report(data: dict) -> str:
         bound = f"{b['lower_bound_ms']:.3f}" if b["lower_bound_ms"] is not None else "-"
         lines.append(f"| {b['name']} | {b['size']} | " + " | ".join(_cell(b["results"][n]) for n in names)
                      + f" | {bound} |")
-    lines += ["", "| benchmark | runner | first call s | compile cold s | compile warm s | peak memory |",
-              "| --- | --- | --- | --- | --- | --- |"]
+    lines += ["", "| benchmark | runner | first call s | compile cold s | compile warm s | peak memory | engine ops |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     for b in data["benchmarks"]:
         for name, r in b["results"].items():
             if r["status"] == "ok" and name != "numpy":
                 peak = f"{r['peak_bytes'] / 2**20:.1f} MiB" if r.get("peak_bytes") is not None else "-"
                 cold, warm = (f"{r[k]:.3f}" if k in r else "-" for k in ("compile_cold_s", "compile_warm_s"))
-                lines.append(f"| {b['name']} | {name} | {r['first_call_s']:.3f} | {cold} | {warm} | {peak} |")
+                lines.append(f"| {b['name']} | {name} | {r['first_call_s']:.3f} | {cold} | {warm} | {peak} "
+                             f"| {r.get('engine_ops', '-')} |")
     lines += ["", "cached call overhead (x + 1 on one element): "
               + ", ".join(f"{lv} {us:.1f} us" for lv, us in data["call_overhead_us"].items())]
     lines += format_models(data["onnx_models"]) if data["onnx_models"] else []

@@ -129,6 +129,10 @@ def jitlab_runner(level: str, target: str) -> Runner:
         memory = exe.report.memory
         info = {"compile_cold_s": cold, "compile_warm_s": warm,
                 "peak_bytes": memory.peak_bytes if memory is not None else None}
+        stats = exe.report.stats
+        if "engine_ops_before" in stats:       # an engine plugin's translate pass counted what it claimed
+            info["engine_ops"] = (f"{stats['engine_ops_before']} -> {stats['engine_ops_after']} "
+                                  f"({stats['engine_groups']} engine groups)")
         return Prepared(lambda: fn(*inputs), np.asarray, info)
 
     return Runner(f"jitlab {level}", None, prepare)
