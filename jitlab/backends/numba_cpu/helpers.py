@@ -5,45 +5,15 @@ import math
 import numpy as np
 from numba import njit
 
+from ..scalar_semantics import int_div, int_fmod, int_pow, maximum, minimum
+
 # forceinline lets LLVM inline them with their own flags kept; numba's inline="always" would
 # re-lower them with the kernel's flags instead (see fastmath.py).
 _INLINE = dict(forceinline=True, error_model="numpy", cache=True)
 
 
-@njit(**_INLINE)
-def _maximum(a, b):
-    return a if (a >= b or a != a) else b
-
-
-@njit(**_INLINE)
-def _minimum(a, b):
-    return a if (a <= b or a != a) else b
-
-
-@njit(**_INLINE)
-def _int_div(a, b):
-    if b == 0:
-        return 0
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-@njit(**_INLINE)
-def _int_fmod(a, b):
-    if b == 0:
-        return 0
-    r = abs(a) % abs(b)
-    return r if a >= 0 else -r
-
-
-@njit(**_INLINE)
-def _int_pow(a, b):
-    if b < 0:
-        return 1 if a == 1 else ((1 if b % 2 == 0 else -1) if a == -1 else 0)
-    r = 1
-    for _ in range(b):
-        r *= a
-    return r
+_maximum, _minimum, _int_div, _int_fmod, _int_pow = (
+    njit(**_INLINE)(fn) for fn in (maximum, minimum, int_div, int_fmod, int_pow))
 
 
 @njit(**_INLINE)

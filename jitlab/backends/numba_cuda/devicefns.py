@@ -19,6 +19,7 @@ import math
 import numpy as np
 from numba import cuda
 
+from ..scalar_semantics import int_div, int_fmod, int_pow, maximum, minimum
 from .device import simulator_enabled
 
 SIMULATOR = simulator_enabled()
@@ -126,14 +127,8 @@ else:
         return cuda.shfl_down_sync(FULL_MASK, v, delta)
 
 
-@device
-def _maximum(a, b):
-    return a if (a >= b or a != a) else b
-
-
-@device
-def _minimum(a, b):
-    return a if (a <= b or a != a) else b
+_maximum, _minimum, _int_div, _int_fmod, _int_pow = (
+    device(fn) for fn in (maximum, minimum, int_div, int_fmod, int_pow))
 
 
 @device
@@ -144,32 +139,6 @@ def _add(a, b):
 @device
 def _mul(a, b):
     return a * b
-
-
-@device
-def _int_div(a, b):
-    if b == 0:
-        return a - a
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-@device
-def _int_fmod(a, b):
-    if b == 0:
-        return a - a
-    r = abs(a) % abs(b)
-    return r if a >= 0 else -r
-
-
-@device
-def _int_pow(a, b):
-    if b < 0:
-        return 1 if a == 1 else ((1 if b % 2 == 0 else -1) if a == -1 else 0)
-    r = 1
-    for _ in range(b):
-        r *= a
-    return r
 
 
 @device
