@@ -112,39 +112,23 @@ for _name, _fn in [("sqrt", "np.sqrt"), ("sin", "np.sin"), ("cos", "np.cos"), ("
     scalar(_name)(_call(_fn))
 
 
-@scalar("div")
-def _div(a, attrs, t):
-    if t.out.startswith(("int", "uint")):
-        return _wrap(t, f"_int_div({a[0]}, {a[1]})")
-    return f"({a[0]} / {a[1]})"
+def _int_or_float(int_form: str, float_form: str) -> Rule:
+    """A binary op whose integer form needs numpy's guards (division by zero gives 0)."""
+    def rule(a, attrs, t):
+        if t.out.startswith(("int", "uint")):
+            return _wrap(t, int_form.format(*a))
+        return float_form.format(*a)
+
+    return rule
 
 
-@scalar("floordiv")
-def _floordiv(a, attrs, t):
-    if t.out.startswith(("int", "uint")):
-        return _wrap(t, f"(({a[0]} // {a[1]}) if {a[1]} != 0 else 0)")
-    return f"np.floor_divide({a[0]}, {a[1]})"
-
-
-@scalar("mod")
-def _mod(a, attrs, t):
-    if t.out.startswith(("int", "uint")):
-        return _wrap(t, f"(({a[0]} % {a[1]}) if {a[1]} != 0 else 0)")
-    return f"np.mod({a[0]}, {a[1]})"
-
-
-@scalar("fmod")
-def _fmod(a, attrs, t):
-    if t.out.startswith(("int", "uint")):
-        return _wrap(t, f"_int_fmod({a[0]}, {a[1]})")
-    return f"np.fmod({a[0]}, {a[1]})"
-
-
-@scalar("pow")
-def _pow(a, attrs, t):
-    if t.out.startswith(("int", "uint")):
-        return _wrap(t, f"_int_pow({a[0]}, {a[1]})")
-    return f"np.power({a[0]}, {a[1]})"
+for _name, _int_form, _float_form in [
+        ("div", "_int_div({0}, {1})", "({0} / {1})"),
+        ("floordiv", "(({0} // {1}) if {1} != 0 else 0)", "np.floor_divide({0}, {1})"),
+        ("mod", "(({0} % {1}) if {1} != 0 else 0)", "np.mod({0}, {1})"),
+        ("fmod", "_int_fmod({0}, {1})", "np.fmod({0}, {1})"),
+        ("pow", "_int_pow({0}, {1})", "np.power({0}, {1})")]:
+    scalar(_name)(_int_or_float(_int_form, _float_form))
 
 
 @scalar("neg")
