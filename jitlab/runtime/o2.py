@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..backends.numba_cpu.blas import addresses as blas_addresses
 from ..ir.core import Value
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
@@ -101,6 +102,8 @@ class O2Runner:
             return layout.arena
         if kind == "offsets":
             return layout.offsets
+        if kind == "blas":
+            return blas_addresses()
         if kind == "b":           # an output's bytes, where the plan lodges temporaries
             return self._value(name, env, layout, bindings).reshape(-1).view(np.uint8)
         return bindings[name] if kind == "s" else self._value(name, env, layout, bindings)

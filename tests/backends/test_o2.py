@@ -127,13 +127,17 @@ program = jl.parse(\'\'\'func @depthwise(%x: f32[2,4,11,1], %k: f32[4,1,4,1]) ->
   func.return(%0)
 }\'\'\')
 x = np.ones((2, 4, 11, 1), np.float32); k = np.ones((4, 1, 4, 1), np.float32)
+mm = jl.trace(lambda a, b: np.tanh(a @ b), np.ones((3, 5), np.float32), np.ones((5, 2), np.float32))
+a = np.full((3, 5), 0.1, np.float32); b = np.ones((5, 2), np.float32)
+assert np.allclose(jl.compile(mm, level="O2")(a, b), np.tanh(a @ b))
 print(float(jl.compile(program, level="O2")(x, k)[0].sum()))
 """
 
 
 def test_cached_segment_calling_parallel_conv_runs_in_a_new_process(tmp_path):
     # Run twice: the first process fills the cache, the second loads the segment from it,
-    # which once called the threading layer before it was launched and died.
+    # which once called the threading layer before it was launched and died. The matmul's
+    # BLAS address differs between the processes: it must come in as an argument.
     env = {**os.environ, "JITLAB_CACHE_DIR": str(tmp_path)}
     for _ in range(2):
         out = subprocess.run([sys.executable, "-c", CONV_SCRIPT], env=env, capture_output=True, text=True)
@@ -166,3 +170,15 @@ def test_groups_differing_only_in_shape_share_one_generated_kernel():
     source = exe.report.kernels[-1].source
     assert len({g.attrs["key"] for g in exe.program.body.ops if g.name == "jit.group"}) == 2
     assert source.count("def g0_par(") == 1 and "def g1_par(" not in source
+
+
+def test_kernels_take_shapes_as_arguments_so_one_compile_serves_every_shape():
+    # numba types a bare literal argument as Literal[int] and compiles the callee once per value.
+    def fn(x, y):
+        return np.tanh(x) + 1.0, np.tanh(y) + 1.0
+
+    x, y = rng.standard_normal((4, 8)).astype(np.float32), rng.standard_normal((16, 3)).astype(np.float32)
+    exe = check(jl.trace(fn, x, y), [x, y])
+    segment = next(step for step in exe._runner.steps if isinstance(step, tuple))[0]
+    kernels = [v for k, v in segment.py_func.__globals__.items() if k.startswith("g") and k.endswith("_seq")]
+    assert len(kernels) == 1 and len(kernels[0].signatures) == 1, [k.signatures for k in kernels]

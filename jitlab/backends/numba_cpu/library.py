@@ -10,6 +10,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from .blas import addresses, gemm
+
 # conv2d_nb (and the O2 segments that call it) run the parallel _im2col from inside njit
 # code. Loaded from numba's cache, such code links against the threading layer's symbols
 # (allocate_sched), which exist only once the layer is launched; unlaunched, the call jumps
@@ -38,9 +40,9 @@ def _im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
 
 
 @njit(cache=True)
-def conv2d_nb(x, w, out, sh, sw, ph, pw, dh, dw, groups):
+def conv2d_nb(x, w, out, sh, sw, ph, pw, dh, dw, groups, blas):
     """NCHW convolution by im2col + one BLAS call per image and group, written into `out`;
-    a 1x1 kernel with stride 1 and no padding reads the image directly."""
+    a 1x1 kernel with stride 1 and no padding reads the image directly. `blas`: blas.addresses()."""
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh, ow = out.shape[2], out.shape[3]
@@ -55,10 +57,10 @@ def conv2d_nb(x, w, out, sh, sw, ph, pw, dh, dw, groups):
     for b in range(n):
         for g in range(groups):
             if direct:
-                np.dot(wmat[g], flat_images[b, g], results[b, g])
+                gemm(blas, wmat[g], flat_images[b, g], results[b, g])
             else:
                 _im2col(images[b, g], kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols)
-                np.dot(wmat[g], cols, results[b, g])
+                gemm(blas, wmat[g], cols, results[b, g])
 
 
 def conv2d_into(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides, pads, dilations, groups: int) -> None:
@@ -67,4 +69,4 @@ def conv2d_into(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides, pads, di
         x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
         pads = (0, 0, 0, 0)
     conv2d_nb(x, np.ascontiguousarray(w), out, strides[0], strides[1], pads[0], pads[1], dilations[0],
-              dilations[1], groups)
+              dilations[1], groups, addresses())

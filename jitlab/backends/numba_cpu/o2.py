@@ -26,7 +26,7 @@ def _signature(program: Program, seg: Segment) -> tuple:
     for p in seg.params:
         if p == "arena":
             sig.append(numba.types.Array(numba.uint8, 1, "C"))
-        elif p == "offsets":
+        elif p in ("offsets", "blas"):
             sig.append(numba.types.Array(numba.int64, 1, "C"))
         elif p.startswith("b:"):
             sig.append(numba.types.Array(numba.uint8, 1, "C"))

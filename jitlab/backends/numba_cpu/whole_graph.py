@@ -88,6 +88,12 @@ def _sym(d, prefix: str = "s_") -> str:
     return "(" + " + ".join(terms) + ")"
 
 
+def _int(d) -> str:
+    """A dim as a kernel argument: numba would type a bare literal as Literal[int] and compile the
+    callee once per distinct value (one compile per shape, and slower loops for constant trip counts)."""
+    return f"np.int64({int(d)})" if not isinstance(d, Sym) else _sym(d)
+
+
 def _shape(t) -> str:
     dims = [_sym(d) for d in t.shape]
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
@@ -149,6 +155,7 @@ class _SegmentSource:
         self.local: dict[str, str] = {}           # value name -> local variable
         self.external: list[str] = []             # value names passed in
         self.hosts: list[str] = []                # outputs whose bytes are passed in to lodge temporaries
+        self.blas = False                         # whether a contraction needs numpy's BLAS addresses
 
     def render(self) -> str:
         for op in self.seg.ops:
@@ -157,9 +164,10 @@ class _SegmentSource:
             elif op.has(Trait.VIEW):
                 src = self.array(op.operands[0])
                 self._define(op.result, f"{src}.reshape({_shape(op.result.type)})")
-        self.seg.params = (["arena", "offsets"] + [f"v:{n}" for n in self.external] + [f"b:{n}" for n in self.hosts]
+        fixed = ["arena", "offsets"] + (["blas"] if self.blas else [])
+        self.seg.params = (fixed + [f"v:{n}" for n in self.external] + [f"b:{n}" for n in self.hosts]
                            + [f"s:{s}" for s in self.b.symbols])
-        names = (["arena", "offsets"] + [self._param(n) for n in self.external]
+        names = (fixed + [self._param(n) for n in self.external]
                  + [self._param(n, "b_") for n in self.hosts] + [f"s_{s}" for s in self.b.symbols])
         header = f"@njit(fastmath=FLAGS, error_model=\"numpy\", cache=True)\ndef {self.seg.name}({', '.join(names)}):"
         return header + "\n" + "\n".join("    " + line for line in self.lines or ["pass"])
@@ -254,8 +262,8 @@ class _SegmentSource:
         if flat:
             t = op.results[0].type
             size = math.prod(t.shape) if t.is_static else " * ".join(_sym(d) for d in t.shape)
-            return [_sym(size) if isinstance(size, int) else f"({size})"], size
-        dims = [_sym(d) for d in plan.space]
+            return [_int(size) if isinstance(size, int) else f"({size})"], size
+        dims = [_int(d) for d in plan.space]
         static = all(not isinstance(d, Sym) for d in plan.space)
         return dims, (math.prod(int(d) for d in plan.space) if static else " * ".join(dims) or "1")
 
@@ -272,10 +280,11 @@ class _SegmentSource:
             else:
                 dst = f"m_{len(self.lines)}"
                 self.lines.append(f"{dst} = np.empty({_shape(con.result.type)}, np.{con.result.type.dtype.name})")
+        self.blas = True
         if con.name == "np.conv2d":
             at = con.attrs
-            self.lines.append(f"conv2d_nb({a}, {b}, {dst}, {at['strides'][0]}, {at['strides'][1]}, {at['pads'][0]}, "
-                              f"{at['pads'][1]}, {at['dilations'][0]}, {at['dilations'][1]}, {at['groups']})")
+            geometry = (*at["strides"][:2], *at["pads"][:2], *at["dilations"][:2], at["groups"])
+            self.lines.append(f"conv2d_nb({a}, {b}, {dst}, {', '.join(_int(g) for g in geometry)}, blas)")
         else:
             self.lines.append(_dot(a, b, dst, con))
         return dst
@@ -284,13 +293,13 @@ class _SegmentSource:
 def _dot(a: str, b: str, dst: str, con: Operation) -> str:
     ta, tb = (v.type for v in con.operands)
     if ta.rank == 2 and tb.rank == 2:
-        return f"np.dot({a}, {b}, {dst})"
+        return f"gemm(blas, {a}, {b}, {dst})"
     if tb.rank == 2:        # (..., M, K) @ (K, N): one call over the flattened leading dims
         k, n = _sym(ta.shape[-1]), _sym(tb.shape[-1])
-        return f"np.dot({a}.reshape(-1, {k}), {b}, {dst}.reshape(-1, {n}))"
+        return f"gemm(blas, {a}.reshape(-1, {k}), {b}, {dst}.reshape(-1, {n}))"
     m, k, n = _sym(ta.shape[-2]), _sym(ta.shape[-1]), _sym(tb.shape[-1])
     return (f"for _i in range({a}.reshape(-1, {m}, {k}).shape[0]):\n"
-            f"        np.dot({a}.reshape(-1, {m}, {k})[_i], {b}.reshape(-1, {k}, {n})[_i], "
+            f"        gemm(blas, {a}.reshape(-1, {m}, {k})[_i], {b}.reshape(-1, {k}, {n})[_i], "
             f"{dst}.reshape(-1, {m}, {n})[_i])")
 
 
@@ -303,6 +312,7 @@ def whole_graph(program: Program, plan: MemoryPlan) -> WholeGraph:
     """Segments and fallbacks for a scheduled, statically planned program."""
     graph = _Builder(program, plan).build()
     graph.source = (f'"""O2 segments of @{program.name}."""\n\n' + module_header()
+                    + "from jitlab.backends.numba_cpu.blas import gemm  # noqa: F401\n"
                     + "from jitlab.backends.numba_cpu.library import conv2d_nb  # noqa: F401\n\n\n" + graph.source)
     return graph
 

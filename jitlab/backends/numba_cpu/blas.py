@@ -1,0 +1,92 @@
+"""Matrix products in compiled code through numpy's own BLAS.
+
+numba's `np.dot` calls scipy's BLAS, a second OpenBLAS with its own thread pool. Beside
+numpy's (which O1, the user's numpy code and every peer use) the two pools spin against each
+other on a small machine: an O2 MLP ran at half the speed of the same work at O1. So compiled
+code calls numpy's `cblas_?gemm` through its address, passed in at run time as an argument
+(`addresses()`): an address baked into the code would break numba's on-disk cache, since the
+library loads elsewhere in every process. Where numpy's BLAS does not export the symbols
+(a numpy not built against scipy-openblas) the addresses are 0 and `gemm` uses `np.dot`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import os
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+# numpy's wheels bundle OpenBLAS built with 64-bit integers and these symbol names.
+_SYMBOLS = ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_")
+_ROW_MAJOR, _NO_TRANS = 101, 111
+
+
+def _numpy_blas_library() -> str | None:
+    """The path of the OpenBLAS numpy's wheel bundles, if there is one."""
+    root = os.path.dirname(np.__file__)
+    folders = [root + ".libs", os.path.join(root, ".dylibs")]       # Linux and Windows wheels, macOS wheels
+    return next((path for d in folders for path in sorted(glob.glob(os.path.join(d, "libscipy_openblas64_*")))), None)
+
+
+@functools.cache
+def addresses() -> np.ndarray:
+    """[address of sgemm, address of dgemm] in numpy's BLAS, or zeros where it has none."""
+    out = np.zeros(2, np.int64)
+    path = _numpy_blas_library()
+    if path is None:
+        return out
+    try:
+        lib = ctypes.CDLL(path)
+        for k, name in enumerate(_SYMBOLS):
+            out[k] = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+    except (OSError, AttributeError):
+        out[:] = 0
+    return out
+
+
+def provider() -> str:
+    """Which BLAS compiled matrix products call, for the report and the bench."""
+    return "numpy's OpenBLAS" if addresses().all() else "scipy's BLAS through numba's np.dot"
+
+
+@intrinsic
+def _cblas_gemm(typingctx, address, a, b, out):
+    """out = a @ b for 2-D C-contiguous arrays of one float type, by the cblas_?gemm at `address`."""
+    if not all(isinstance(t, types.Array) and t.ndim == 2 and t.layout == "C" for t in (a, b, out)):
+        return None
+    if a.dtype not in (types.float32, types.float64) or not a.dtype == b.dtype == out.dtype:
+        return None
+
+    def codegen(context, builder, sig, args):
+        address, a, b, out = args
+        fty = context.get_value_type(sig.args[1].dtype)
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, fty, fty.as_pointer(), i64,
+                                               fty.as_pointer(), i64, fty, fty.as_pointer(), i64])
+        arrays = [context.make_array(t)(context, builder, v) for t, v in zip(sig.args[1:], (a, b, out))]
+        m, k = (builder.extract_value(arrays[0].shape, i) for i in (0, 1))
+        n = builder.extract_value(arrays[1].shape, 1)
+        fn = builder.inttoptr(address, fnty.as_pointer())
+        builder.call(fn, [i32(_ROW_MAJOR), i32(_NO_TRANS), i32(_NO_TRANS), m, n, k, fty(1.0), arrays[0].data, k,
+                          arrays[1].data, n, fty(0.0), arrays[2].data, n])
+        return context.get_dummy_value()
+
+    return types.void(types.int64, a, b, out), codegen
+
+
+@njit(cache=True)
+def gemm(blas, a, b, out):
+    """out = a @ b (2-D, C-contiguous, float32 or float64) with numpy's BLAS; `blas` is `addresses()`."""
+    address = blas[0] if a.itemsize == 4 else blas[1]
+    if address == 0:
+        np.dot(a, b, out)
+    elif a.shape[0] > 0 and b.shape[1] > 0:
+        if a.shape[1] == 0:
+            out[:] = 0
+        else:
+            _cblas_gemm(address, a, b, out)

@@ -1,0 +1,27 @@
+"""Matrix products through numpy's own BLAS from compiled code, against numpy's matmul."""
+
+import numpy as np
+import pytest
+
+from jitlab.backends.numba_cpu.blas import addresses, gemm
+
+rng = np.random.default_rng(5)
+SHAPES = [(3, 4, 5), (1, 1, 1), (0, 3, 2), (3, 0, 2), (3, 2, 0), (65, 129, 33)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,n", SHAPES)
+@pytest.mark.parametrize("blas", ["numpy", "fallback"])
+def test_gemm_matches_numpy(m, k, n, dtype, blas):
+    a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+    out = np.full((m, n), np.nan, dtype)
+    gemm(addresses() if blas == "numpy" else np.zeros(2, np.int64), a, b, out)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
+
+
+def test_numpys_bundled_blas_is_found_on_this_platform():
+    # The wheels on PyPI for Linux bundle scipy-openblas64; finding none would silently fall back.
+    info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    if info["name"] != "scipy-openblas":
+        pytest.skip(f"numpy is built against {info['name']}, not scipy-openblas")
+    assert addresses().all()
