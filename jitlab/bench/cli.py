@@ -11,6 +11,7 @@ import traceback
 
 import numpy as np
 
+from ..runtime.dryrun import format_bytes
 from .harness import bandwidth, interleaved_medians, machine
 from .onnx_models import NAMES as ONNX_MODELS
 from .onnx_models import format_models, run_model
@@ -140,12 +141,37 @@ def format_report(data: dict) -> str:
                 cold, warm = (f"{r[k]:.3f}" if k in r else "-" for k in ("compile_cold_s", "compile_warm_s"))
                 lines.append(f"| {b['name']} | {name} | {r['first_call_s']:.3f} | {cold} | {warm} | {peak} "
                              f"| {r.get('engine_ops', '-')} |")
+    lines += format_memory(data["benchmarks"])
     lines += ["", "cached call overhead (x + 1 on one element): "
               + ", ".join(f"{lv} {us:.1f} us" for lv, us in data["call_overhead_us"].items())]
     lines += format_models(data["onnx_models"]) if data["onnx_models"] else []
     problems = [f"{b['name']} / {n}: {r['status']}: {r.get('error', '')}" for b in _all(data)
                 for n, r in b["results"].items() if r["status"] in ("error", "mismatch")]
     return "\n".join(lines + (["", "problems:"] + problems if problems else []))
+
+
+def _bytes(n: int | None) -> str:
+    return format_bytes(n) if n is not None else "-"
+
+
+def format_memory(benchmarks: list[dict]) -> list[str]:
+    """The memory plans: planned peak against the largest live set, and the peak of each execution order."""
+    lines = ["", "memory plans: planned peak, the lower bound (largest live set under the order used), the naive "
+             "total (every buffer its own), and the lower bound under each order the schedule pass compares",
+             "| benchmark | runner | plan | planned peak | lower bound | peak / bound | naive | bfs | dfs "
+             "| memory-aware |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for b in benchmarks:
+        for name, r in b["results"].items():
+            m = r.get("memory") if r["status"] == "ok" else None
+            if m is None:
+                continue
+            peaks = m["order_peaks"]
+            ratio = f"{m['peak_bytes'] / m['lower_bound_bytes']:.3f}" if m["lower_bound_bytes"] else "-"
+            lines.append(f"| {b['name']} | {name} | {m['mode']} | {_bytes(m['peak_bytes'])} "
+                         f"| {_bytes(m['lower_bound_bytes'])} | {ratio} | {_bytes(m['naive_bytes'])} | "
+                         + " | ".join(_bytes(peaks.get(k)) for k in ("bfs", "dfs", "memory")) + " |")
+    return lines if len(lines) > 3 else []
 
 
 def _all(data: dict) -> list[dict]:

@@ -126,9 +126,14 @@ def jitlab_runner(level: str, target: str) -> Runner:
         cold, _ = _compile_seconds(jl.jit(bench.fn, level=level, target=target), inputs)
         fn = jl.jit(bench.fn, level=level, target=target)
         warm, exe = _compile_seconds(fn, inputs)
-        memory = exe.report.memory
+        memory, schedule = exe.report.memory, exe.report.schedule
         info = {"compile_cold_s": cold, "compile_warm_s": warm,
                 "peak_bytes": memory.peak_bytes if memory is not None else None}
+        if memory is not None:
+            info["memory"] = {"mode": memory.mode, "peak_bytes": memory.peak_bytes,
+                              "lower_bound_bytes": memory.lower_bound_bytes, "naive_bytes": memory.naive_bytes,
+                              "order": schedule.strategy if schedule else None,
+                              "order_peaks": dict(schedule.peaks) if schedule else {}}
         stats = exe.report.stats
         if "engine_ops_before" in stats:       # an engine plugin's translate pass counted what it claimed
             info["engine_ops"] = (f"{stats['engine_ops_before']} -> {stats['engine_ops_after']} "

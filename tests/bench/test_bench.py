@@ -51,6 +51,16 @@ def test_report_table_names_every_benchmark_and_runner(quick_run):
         assert runner in text
 
 
+def test_memory_table_gives_each_plan_against_its_bound_and_each_order(quick_run):
+    _, data = quick_run
+    text = cli.format_report(data)
+    for b in data["benchmarks"]:
+        memory = b["results"]["jitlab O2"]["memory"]
+        assert memory["mode"] == "static" and set(memory["order_peaks"]) >= {"bfs", "dfs", "memory"}
+        assert memory["lower_bound_bytes"] == memory["order_peaks"][memory["order"]]
+        assert f"| {b['name']} | jitlab O2 | static |" in text
+
+
 def test_wrong_result_is_reported_not_timed():
     bench = suite.by_name(["chain"])[0]
     inputs = bench.inputs(quick=True)
