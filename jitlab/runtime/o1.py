@@ -30,16 +30,20 @@ class _Buffers:
         self.types = [v.type for v in values]
         self.static = [t.shape if t.is_static else None for t in self.types]
         self.kept: list[np.ndarray | None] = [None] * len(values)
+        self.unshared = 0         # the count getrefcount gives here when only self.kept holds a buffer
 
     def get(self, bindings: dict[str, int]) -> list[np.ndarray]:
         out = []
         for k, t in enumerate(self.types):
             shape = self.static[k] or evaluate_shape(t.shape, bindings)
             buf = self.kept[k]
-            # 2 references: self.kept and getrefcount's argument; anything more is a holder outside.
-            if buf is None or buf.shape != shape or sys.getrefcount(buf) > 2:
+            # Any reference beyond the list, this local and getrefcount's argument is a holder
+            # outside: a result the user kept, or a view of one. The count is measured, not
+            # assumed, since what the interpreter counts for locals differs between versions.
+            if buf is None or buf.shape != shape or sys.getrefcount(buf) > self.unshared:
                 buf = np.empty(shape, t.dtype)
                 self.kept[k] = buf
+                self.unshared = sys.getrefcount(buf)
             out.append(buf)
         return out
 

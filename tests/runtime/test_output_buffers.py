@@ -1,0 +1,34 @@
+"""Output buffers are recycled across calls exactly when nothing outside holds them."""
+
+import numpy as np
+import pytest
+
+import jitlab as jl
+
+LEVELS = ["O1", "O2"]
+
+
+def fn(x):
+    return np.exp(x) + 1.0, (x * 2.0).reshape(10, 100)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_dropped_result_gives_its_memory_to_the_next_call(level):
+    # Fresh output memory is paid in page faults on every large call: reuse is what makes
+    # the memory-bound benchmarks fast.
+    f = jl.jit(fn, level=level)
+    x = np.zeros(1000, np.float32)
+    first = [r.ctypes.data for r in f(x)]
+    assert [r.ctypes.data for r in f(x)] == first
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_held_result_or_a_view_of_one_is_never_written_again(level):
+    f = jl.jit(fn, level=level)
+    held = f(np.zeros(1000, np.float32))
+    view = f(np.ones(1000, np.float32))[1][3:5]
+    for _ in range(2):
+        f(np.full(1000, 7.0, np.float32))
+    np.testing.assert_array_equal(held[0], np.full(1000, 2.0, np.float32))
+    np.testing.assert_array_equal(held[1], np.zeros((10, 100), np.float32))
+    np.testing.assert_array_equal(view, np.full((2, 100), 2.0, np.float32))
