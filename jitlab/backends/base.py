@@ -51,6 +51,9 @@ class Backend:
     # True when the executor checks memory_limit against its own device memory; the host
     # plan's check is then skipped (it describes buffers this backend does not allocate).
     checks_memory_limit: ClassVar[bool] = False
+    # True when a contraction group may read an operand through a 2-D transpose inside it
+    # (BLAS takes the stored matrix with a transpose flag): fusion then folds such transposes.
+    folds_operand_transposes: ClassVar[bool] = False
 
     # -- engine hooks -------------------------------------------------------------
     def supports(self, op: Operation) -> str | None:

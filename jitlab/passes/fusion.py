@@ -132,7 +132,8 @@ class _Marker:
             self.cluster_of[id(op)] = a
 
     def _why_not_merge(self, a: Cluster, b: Cluster, producer: Operation, consumer: Operation) -> str | None:
-        reason = _kind_rule(a, b, producer, consumer)
+        folds = self.backend.folds_operand_transposes and is_foldable_transpose(producer, consumer, a)
+        reason = None if folds else _kind_rule(a, b, producer, consumer)
         if reason is None:
             reason = self._space_rule(a, b)
         if reason is None and self._creates_cycle(a, b):
@@ -189,6 +190,17 @@ def _kind_rule(a: Cluster, b: Cluster, producer: Operation, consumer: Operation)
     if "reduction" in b.kinds and "contraction" in a.kinds:
         return "a contraction does not fuse into a reduction"
     return None
+
+
+def is_operand_transpose(op: Operation) -> bool:
+    """A 2-D transpose: a contraction can read its operand instead, with BLAS's transpose flag."""
+    return op.name == "np.transpose" and op.result.type.rank == 2 and tuple(op.attrs["perm"]) == (1, 0)
+
+
+def is_foldable_transpose(producer: Operation, consumer: Operation, cluster: Cluster) -> bool:
+    """Whether a matmul's cluster may take in this transpose: alone in its cluster, used by the matmul only."""
+    return (consumer.name == "np.matmul" and cluster.ops == [producer] and is_operand_transpose(producer)
+            and all(u is consumer for u in producer.result.users))
 
 
 def _is_epilogue_input(cluster: Cluster, producer: Operation) -> bool:

@@ -11,11 +11,13 @@ SHAPES = [(3, 4, 5), (1, 1, 1), (0, 3, 2), (3, 0, 2), (3, 2, 0), (65, 129, 33)]
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m,k,n", SHAPES)
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("blas", ["numpy", "fallback"])
-def test_gemm_matches_numpy(m, k, n, dtype, blas):
+def test_gemm_matches_numpy(m, k, n, ta, tb, dtype, blas):
     a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+    stored_a, stored_b = (np.ascontiguousarray(x.T) if t else x for x, t in ((a, ta), (b, tb)))
     out = np.full((m, n), np.nan, dtype)
-    gemm(addresses() if blas == "numpy" else np.zeros(2, np.int64), a, b, out)
+    gemm(addresses() if blas == "numpy" else np.zeros(2, np.int64), stored_a, stored_b, out, ta, tb)
     np.testing.assert_allclose(out, a @ b, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
 
 

@@ -102,3 +102,28 @@ def test_library_kernel_runs_the_group_with_numpy():
     out = [np.empty_like(X)]
     library_kernel(group)([X], out)
     np.testing.assert_allclose(out[0], np.sin(X) * 2.0 + 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_a_transpose_feeding_only_a_matmul_is_read_by_blas_not_copied(level):
+    def fn(a, w, v, b, u):
+        return np.maximum(a.T @ w, 0.0), w @ v.T, b.T @ u.T
+
+    shapes = [(16, 8), (16, 12), (8, 12), (16, 8), (12, 16)]
+    args = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
+    program = jl.trace(fn, *args)
+    exe = jl.compile(program, level=level, verify_each=True)
+    for got, want in zip(exe(*args), fn(*args)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    groups = [g.op_names for g in exe.report.groups]
+    assert sorted(g.count("np.transpose") for g in groups if "np.matmul" in g) == [1, 1, 2], groups
+    assert all("np.matmul" in g for g in groups if "np.transpose" in g), groups
+
+
+def test_a_transpose_with_another_user_is_materialized_once():
+    def fn(x, w):
+        t = x.T
+        return t @ w + t.sum(axis=1, keepdims=True)
+
+    exe = compile_o1(fn, X, rng.standard_normal((8, 4), dtype=np.float32))
+    assert not any("np.transpose" in g.op_names and "np.matmul" in g.op_names for g in exe.report.groups)

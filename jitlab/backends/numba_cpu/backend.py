@@ -42,6 +42,7 @@ class NumbaCPUBackend(Backend):
 
     name = "numba_cpu"
     device = "cpu"
+    folds_operand_transposes = True
 
     def fusion_kind(self, op: Operation) -> str:
         if op.has(Trait.ELEMENTWISE):
@@ -255,8 +256,8 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
     block = group.block
     outputs = list(block.last_op.operands)
     library = _CONTRACTIONS[con.name](con)
-    operand_index = [block.args.index(v) for v in con.operands]
-    has_epilogue = any(op is not con and not op.has(Trait.TERMINATOR) for op in block.ops)
+    operands = contraction_operands(block, con)
+    has_epilogue = any(is_epilogue_op(op, con) for op in block.ops)
     gen = _Generated(group, block, {con.result: "m0"}, options) if has_epilogue else None
     in_place = epilogue_target(con, outputs)
     result_shape = con.result.type.shape
@@ -270,7 +271,7 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
             dst = outputs_[in_place]
         else:
             dst = np.empty(evaluate_shape(result_shape, bindings), result_dtype)
-        library(*(inputs[i] for i in operand_index), dst)
+        library(*(inputs[i].T if transposed else inputs[i] for i, transposed in operands), dst)
         if gen is not None:
             gen(inputs, outputs_, (dst,), bindings)
 
@@ -279,6 +280,22 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
         " with a generated epilogue" if gen is not None else "")
     return Kernel(group.attrs["key"], "numba_cpu", run, source, gen.seconds if gen else 0.0,
                   gen.cache_hit if gen else True, gen.miss_reason if gen else "", choice)
+
+
+def contraction_operands(block, con: Operation) -> list[tuple[int, bool]]:
+    """For each operand of the contraction: the group input it reads, and whether it reads it
+    transposed (a 2-D transpose fusion folded into the group; numpy and BLAS read the view)."""
+    out = []
+    for v in con.operands:
+        transposed = isinstance(v, OpResult) and v.op.name == "np.transpose"
+        out.append((block.args.index(v.op.operands[0] if transposed else v), transposed))
+    return out
+
+
+def is_epilogue_op(op: Operation, con: Operation) -> bool:
+    """Whether `op` of a contraction group runs after the contraction (not the contraction,
+    the terminator, or a transpose folded into its operands)."""
+    return not (op is con or op.has(Trait.TERMINATOR) or any(u is con for r in op.results for u in r.users))
 
 
 def epilogue_target(con: Operation, outputs: list[Value]) -> int | None:

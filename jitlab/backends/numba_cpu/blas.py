@@ -23,7 +23,7 @@ from numba.extending import intrinsic
 
 # numpy's wheels bundle OpenBLAS built with 64-bit integers and these symbol names.
 _SYMBOLS = ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_")
-_ROW_MAJOR, _NO_TRANS = 101, 111
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
 
 def _numpy_blas_library() -> str | None:
@@ -55,38 +55,49 @@ def provider() -> str:
 
 
 @intrinsic
-def _cblas_gemm(typingctx, address, a, b, out):
-    """out = a @ b for 2-D C-contiguous arrays of one float type, by the cblas_?gemm at `address`."""
+def _cblas_gemm(typingctx, address, a, b, out, ta, tb):
+    """out = op(a) @ op(b) for 2-D C-contiguous arrays of one float type, by the cblas_?gemm at
+    `address`; op transposes where `ta`/`tb` is true (a and b are the stored matrices)."""
     if not all(isinstance(t, types.Array) and t.ndim == 2 and t.layout == "C" for t in (a, b, out)):
         return None
     if a.dtype not in (types.float32, types.float64) or not a.dtype == b.dtype == out.dtype:
         return None
 
     def codegen(context, builder, sig, args):
-        address, a, b, out = args
+        address, a, b, out, ta, tb = args
         fty = context.get_value_type(sig.args[1].dtype)
         i32, i64 = ir.IntType(32), ir.IntType(64)
         fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, fty, fty.as_pointer(), i64,
                                                fty.as_pointer(), i64, fty, fty.as_pointer(), i64])
-        arrays = [context.make_array(t)(context, builder, v) for t, v in zip(sig.args[1:], (a, b, out))]
-        m, k = (builder.extract_value(arrays[0].shape, i) for i in (0, 1))
-        n = builder.extract_value(arrays[1].shape, 1)
+        arrays = [context.make_array(t)(context, builder, v) for t, v in zip(sig.args[1:4], (a, b, out))]
+        (a_rows, a_cols), (_, b_cols), (m, n) = ([builder.extract_value(x.shape, i) for i in (0, 1)] for x in arrays)
+        k = builder.select(ta, a_rows, a_cols)
+        flag = [builder.select(t, i32(_TRANS), i32(_NO_TRANS)) for t in (ta, tb)]
         fn = builder.inttoptr(address, fnty.as_pointer())
-        builder.call(fn, [i32(_ROW_MAJOR), i32(_NO_TRANS), i32(_NO_TRANS), m, n, k, fty(1.0), arrays[0].data, k,
-                          arrays[1].data, n, fty(0.0), arrays[2].data, n])
+        builder.call(fn, [i32(_ROW_MAJOR), flag[0], flag[1], m, n, k, fty(1.0), arrays[0].data, a_cols,
+                          arrays[1].data, b_cols, fty(0.0), arrays[2].data, n])
         return context.get_dummy_value()
 
-    return types.void(types.int64, a, b, out), codegen
+    return types.void(types.int64, a, b, out, types.boolean, types.boolean), codegen
 
 
 @njit(cache=True)
-def gemm(blas, a, b, out):
-    """out = a @ b (2-D, C-contiguous, float32 or float64) with numpy's BLAS; `blas` is `addresses()`."""
+def gemm(blas, a, b, out, ta, tb):
+    """out = op(a) @ op(b), op transposing where ta/tb is true; 2-D C-contiguous float32 or float64
+    arrays (a and b as stored). `blas` is `addresses()`."""
     address = blas[0] if a.itemsize == 4 else blas[1]
-    if address == 0:
+    k = a.shape[0] if ta else a.shape[1]
+    if address != 0:
+        if out.shape[0] > 0 and out.shape[1] > 0:
+            if k == 0:
+                out[:] = 0
+            else:
+                _cblas_gemm(address, a, b, out, ta, tb)
+    elif ta and tb:         # one branch per layout: numba types a.T as another array type
+        np.dot(a.T, b.T, out)
+    elif ta:
+        np.dot(a.T, b, out)
+    elif tb:
+        np.dot(a, b.T, out)
+    else:
         np.dot(a, b, out)
-    elif a.shape[0] > 0 and b.shape[1] > 0:
-        if a.shape[1] == 0:
-            out[:] = 0
-        else:
-            _cblas_gemm(address, a, b, out)

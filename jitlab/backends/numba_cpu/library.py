@@ -57,10 +57,10 @@ def conv2d_nb(x, w, out, sh, sw, ph, pw, dh, dw, groups, blas):
     for b in range(n):
         for g in range(groups):
             if direct:
-                gemm(blas, wmat[g], flat_images[b, g], results[b, g])
+                gemm(blas, wmat[g], flat_images[b, g], results[b, g], False, False)
             else:
                 _im2col(images[b, g], kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols)
-                gemm(blas, wmat[g], cols, results[b, g])
+                gemm(blas, wmat[g], cols, results[b, g], False, False)
 
 
 def conv2d_into(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides, pads, dilations, groups: int) -> None:

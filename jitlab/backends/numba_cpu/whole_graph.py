@@ -19,7 +19,14 @@ from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...ir.shapes import Sym
 from ...report import BufferRecord, MemoryPlan
-from .backend import NUMBA_DTYPES, PARALLEL_THRESHOLD, epilogue_target, module_header
+from .backend import (
+    NUMBA_DTYPES,
+    PARALLEL_THRESHOLD,
+    contraction_operands,
+    epilogue_target,
+    is_epilogue_op,
+    module_header,
+)
 from .codegen import generate
 
 # numba's compile time grows faster than linearly with a function's length: ResNet-50's 150
@@ -226,7 +233,7 @@ class _SegmentSource:
         extra: list[str] = []
         if con is not None:
             extra = [self._contraction(op, con, ins, outs)]
-            if not any(o is not con and not o.has(Trait.TERMINATOR) for o in op.block.ops):
+            if not any(is_epilogue_op(o, con) for o in op.block.ops):
                 return
         prefix = self._kernel(op, {con.result: "m0"} if con is not None else {})
         dims, size = self._dims(op, con)
@@ -269,7 +276,7 @@ class _SegmentSource:
 
     def _contraction(self, group: Operation, con: Operation, ins: list[str], outs: list[str]) -> str:
         block = group.block
-        a, b = (ins[block.args.index(v)] for v in con.operands)
+        (a, ta), (b, tb) = ((ins[i], transposed) for i, transposed in contraction_operands(block, con))
         outputs = list(block.last_op.operands)
         if con.result in outputs:
             dst = outs[outputs.index(con.result)]
@@ -286,21 +293,23 @@ class _SegmentSource:
             geometry = (*at["strides"][:2], *at["pads"][:2], *at["dilations"][:2], at["groups"])
             self.lines.append(f"conv2d_nb({a}, {b}, {dst}, {', '.join(_int(g) for g in geometry)}, blas)")
         else:
-            self.lines.append(_dot(a, b, dst, con))
+            self.lines.append(_dot(a, b, dst, con, ta, tb))
         return dst
 
 
-def _dot(a: str, b: str, dst: str, con: Operation) -> str:
-    ta, tb = (v.type for v in con.operands)
-    if ta.rank == 2 and tb.rank == 2:
-        return f"gemm(blas, {a}, {b}, {dst})"
-    if tb.rank == 2:        # (..., M, K) @ (K, N): one call over the flattened leading dims
-        k, n = _sym(ta.shape[-1]), _sym(tb.shape[-1])
-        return f"gemm(blas, {a}.reshape(-1, {k}), {b}, {dst}.reshape(-1, {n}))"
-    m, k, n = _sym(ta.shape[-2]), _sym(ta.shape[-1]), _sym(tb.shape[-1])
+def _dot(a: str, b: str, dst: str, con: Operation, ta: bool, tb: bool) -> str:
+    """The BLAS call(s) of a matmul; `ta`/`tb`: the operand is stored transposed (2-D only)."""
+    at, bt = (v.type for v in con.operands)
+    flags = f"{ta}, {tb}"
+    if at.rank == 2 and bt.rank == 2:
+        return f"gemm(blas, {a}, {b}, {dst}, {flags})"
+    if bt.rank == 2:        # (..., M, K) @ (K, N): one call over the flattened leading dims
+        k, n = _sym(at.shape[-1]), _sym(bt.shape[-1])
+        return f"gemm(blas, {a}.reshape(-1, {k}), {b}, {dst}.reshape(-1, {n}), {flags})"
+    m, k, n = _sym(at.shape[-2]), _sym(at.shape[-1]), _sym(bt.shape[-1])
     return (f"for _i in range({a}.reshape(-1, {m}, {k}).shape[0]):\n"
             f"        gemm(blas, {a}.reshape(-1, {m}, {k})[_i], {b}.reshape(-1, {k}, {n})[_i], "
-            f"{dst}.reshape(-1, {m}, {n})[_i])")
+            f"{dst}.reshape(-1, {m}, {n})[_i], False, False)")
 
 
 def _decorate(src: str, parallel: bool) -> str:
