@@ -117,37 +117,43 @@ def _cell(result: dict) -> str:
 def format_report(data: dict) -> str:
     """The tables a person reads: times with speedups over numpy, then compile and memory figures."""
     m = data["machine"]
-    blas = ", ".join(f"{b['internal_api']} {b['version']} kernel {b['architecture']} ({b['num_threads']} threads)"
-                     for b in m["blas"])
+    blas = ", ".join(f"{b.get('owner') or '?'}'s {b['internal_api']} {b['version']} kernel {b['architecture']} "
+                     f"({b['num_threads']} threads)" for b in m["blas"])
     bw = ", ".join(f"{k} {v / 1e9:.1f} GB/s" for k, v in data["bandwidth_bytes_per_s"].items())
-    names = list(data["benchmarks"][0]["results"]) if data["benchmarks"] else []
     lines = [f"jitlab bench{' --quick' if data['quick'] else ''}: target {data['target']}, "
              f"median of {data['repeats']} interleaved runs, ms (speedup over numpy)",
              f"machine: {m['cpu']}, {m['cores']} cores, load average {m['load_average']:.1f}; "
              f"numpy {m['numpy']}, numba {m['numba']}; BLAS: {blas}; env {m['env'] or '{}'}",
-             f"memory bandwidth (copy, read + write): {bw}", "",
-             "| benchmark | size | " + " | ".join(names) + " | streaming lower bound |",
-             "|" + " --- |" * (len(names) + 3)]
-    for b in data["benchmarks"]:
-        bound = f"{b['lower_bound_ms']:.3f}" if b["lower_bound_ms"] is not None else "-"
-        lines.append(f"| {b['name']} | {b['size']} | " + " | ".join(_cell(b["results"][n]) for n in names)
-                     + f" | {bound} |")
-    lines += ["", "| benchmark | runner | first call s | compile cold s | compile warm s | peak memory | engine ops |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
-    for b in data["benchmarks"]:
-        for name, r in b["results"].items():
-            if r["status"] == "ok" and name != "numpy":
-                peak = f"{r['peak_bytes'] / 2**20:.1f} MiB" if r.get("peak_bytes") is not None else "-"
-                cold, warm = (f"{r[k]:.3f}" if k in r else "-" for k in ("compile_cold_s", "compile_warm_s"))
-                lines.append(f"| {b['name']} | {name} | {r['first_call_s']:.3f} | {cold} | {warm} | {peak} "
-                             f"| {r.get('engine_ops', '-')} |")
-    lines += format_memory(data["benchmarks"])
+             f"memory bandwidth (copy, read + write): {bw}"]
+    if data["benchmarks"]:
+        lines += format_suite(data["benchmarks"])
     lines += ["", "cached call overhead (x + 1 on one element): "
               + ", ".join(f"{lv} {us:.1f} us" for lv, us in data["call_overhead_us"].items())]
     lines += format_models(data["onnx_models"]) if data["onnx_models"] else []
     problems = [f"{b['name']} / {n}: {r['status']}: {r.get('error', '')}" for b in _all(data)
                 for n, r in b["results"].items() if r["status"] in ("error", "mismatch")]
     return "\n".join(lines + (["", "problems:"] + problems if problems else []))
+
+
+def format_suite(benchmarks: list[dict]) -> list[str]:
+    """The suite's tables: times and speedups, compile times and peaks, memory plans."""
+    names = list(benchmarks[0]["results"])
+    lines = ["", "| benchmark | size | " + " | ".join(names) + " | streaming lower bound |",
+             "|" + " --- |" * (len(names) + 3)]
+    for b in benchmarks:
+        bound = f"{b['lower_bound_ms']:.3f}" if b["lower_bound_ms"] is not None else "-"
+        lines.append(f"| {b['name']} | {b['size']} | " + " | ".join(_cell(b["results"][n]) for n in names)
+                     + f" | {bound} |")
+    lines += ["", "| benchmark | runner | first call s | compile cold s | compile warm s | peak memory | engine ops |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for b in benchmarks:
+        for name, r in b["results"].items():
+            if r["status"] == "ok" and name != "numpy":
+                peak = f"{r['peak_bytes'] / 2**20:.1f} MiB" if r.get("peak_bytes") is not None else "-"
+                cold, warm = (f"{r[k]:.3f}" if k in r else "-" for k in ("compile_cold_s", "compile_warm_s"))
+                lines.append(f"| {b['name']} | {name} | {r['first_call_s']:.3f} | {cold} | {warm} | {peak} "
+                             f"| {r.get('engine_ops', '-')} |")
+    return lines + format_memory(benchmarks)
 
 
 def _bytes(n: int | None) -> str:

@@ -68,11 +68,14 @@ def bandwidth(nbytes: int, threads: int, repeats: int = 5) -> float:
 
 
 def blas_info() -> list[dict]:
-    """The BLAS libraries numpy loaded and the kernel each selected (threadpoolctl)."""
+    """The BLAS libraries loaded, whose each is (numpy's, or scipy's that numba's np.dot may load),
+    and the kernel each selected (threadpoolctl)."""
     from threadpoolctl import threadpool_info
 
     np.ones((2, 2)) @ np.ones((2, 2))
-    return [{k: info.get(k) for k in ("internal_api", "version", "architecture", "num_threads", "threading_layer")}
+    keys = ("internal_api", "version", "architecture", "num_threads", "threading_layer")
+    return [{**{k: info.get(k) for k in keys},
+             "owner": os.path.basename(os.path.dirname(info.get("filepath") or "")).removesuffix(".libs")}
             for info in threadpool_info() if info.get("user_api") == "blas"]
 
 
