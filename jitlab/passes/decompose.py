@@ -3,7 +3,8 @@ what they are made of.
 
 Each decomposition computes what the op's reference implementation computes, in the
 same precision and (where it matters) the same order: softmax is max-subtracted,
-reductions keep their dims, layer_norm's mean and variance are sums times 1/N, and
+reductions keep their dims, layer_norm's mean and variance are sums divided by N (times
+1/N would differ from numpy's mean in the last bit where N is not a power of two), and
 layer_norm, batch_norm and gelu work in float64 as their references do, so a
 decomposed program agrees with O0 on overflow, NaN and inf as well.
 """
@@ -58,10 +59,10 @@ def log_softmax():
 
 def layer_norm(scale: bool, bias: bool):
     x = Cast(V.x, F64)
-    inv_n = Constant(lambda x, axis: np.float64(1) / _count(x.type.shape, _trailing(x, axis)), x)
-    mean = P.mul(P.sum(x, axes=_trailing, keepdims=True), inv_n)
+    n = Constant(lambda x, axis: np.float64(_count(x.type.shape, _trailing(x, axis))), x)
+    mean = P.div(P.sum(x, axes=_trailing, keepdims=True), n)
     centered = P.sub(x, mean)
-    var = P.mul(P.sum(P.mul(centered, centered), axes=_trailing, keepdims=True), inv_n)
+    var = P.div(P.sum(P.mul(centered, centered), axes=_trailing, keepdims=True), n)
     out = P.div(centered, P.sqrt(P.add(var, Constant(lambda eps: eps, x))))
     if scale:
         out = P.mul(out, Cast(V.scale, F64))

@@ -2,9 +2,12 @@
 their numpy library kernels, in the program's order.
 
 Steps are planned once: each value gets a slot in a list, each step knows its slots,
-so a call does no dictionary lookups or IR walking. Buffers are kept between calls and
-reused only when nothing outside the executor still refers to them (`sys.getrefcount`):
-a result the user holds, or a view of it, is never overwritten.
+so a call does no dictionary lookups or IR walking. Memory follows the dynamic plan:
+a group's temporaries come from the executor's pool (runtime/pool.py) where the
+program's mem.alloc ops say and go back at its mem.free ops, so the pool holds about the
+plan's peak and its memory stays paged in between calls. Results the caller gets are
+buffers kept per step and reused only when nothing outside the executor still refers to
+them (`sys.getrefcount`): a result the user holds, or a view of it, is never overwritten.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
 from .donation import safe_to_donate
+from .pool import MemoryPool
 from .reference import concrete_attrs
 
 
@@ -53,6 +57,7 @@ class Step:
 
     def __init__(self, op: Operation, ins: list[int], outs: list[int]):
         self.op, self.ins, self.outs = op, ins, outs
+        self.frees: list[int] = []            # slots whose pool buffers die after this step (mem.free)
 
     def run(self, env: list, bindings: dict[str, int]) -> None:
         raise NotImplementedError
@@ -63,10 +68,21 @@ class GroupStep(Step):
         super().__init__(op, ins, outs)
         self.kernel = kernel
         self.buffers = _Buffers(op.results)
+        # With a dynamic memory plan, the temporaries (a mem.alloc before this op, a mem.free
+        # after their last use) come from the runner's pool, placed in their slots before run();
+        # results the caller gets stay recycled buffers of their own.
+        self.temps: list[bool] | None = None
         self.donated: dict[int, int] = {}     # result index -> input slot it writes into, this call
+
+    def use_pool(self, temps: list[bool]) -> None:
+        self.temps = temps
+        self.buffers = _Buffers([r for r, t in zip(self.op.results, temps) if not t])
 
     def run(self, env, bindings):
         outputs = self.buffers.get(bindings)
+        if self.temps is not None:
+            kept = iter(outputs)
+            outputs = [env[slot] if temp else next(kept) for slot, temp in zip(self.outs, self.temps)]
         for k, slot in self.donated.items():
             outputs[k] = env[slot]
         self.kernel.run([env[i] for i in self.ins], outputs, bindings)
@@ -108,22 +124,33 @@ class O1Runner:
         slots: dict[Value, int] = {v: i for i, v in enumerate(program.inputs)}
         self.constants: dict[int, np.ndarray] = {}
         self.steps: list[Step] = []
+        allocs: dict[str, bool] = {}          # value name -> is an output, from mem.alloc ops
         for op in program.body.ops:
             if op.has(Trait.TERMINATOR):
                 self.outputs = [slots[v] for v in op.operands]
+                continue
+            if op.name == "mem.alloc":
+                allocs[op.attrs["value"]] = op.attrs.get("kind") == "output"
+                continue
+            if op.name == "mem.free" and self.steps:
+                self.steps[-1].frees.append(slots[op.operands[0]])
                 continue
             outs = [slots.setdefault(r, len(slots)) for r in op.results]
             ins = [slots[v] for v in op.operands]
             if op.has(Trait.CONSTANT) or op.name == "np.weight":
                 self.constants[outs[0]] = _constant(program, op)
             elif op.name == "jit.group":
-                self.steps.append(GroupStep(op, ins, outs, kernels[op.uid]))
+                step = GroupStep(op, ins, outs, kernels[op.uid])
+                if any(allocs.get(r.name) is False for r in op.results):
+                    step.use_pool([allocs.get(r.name) is False for r in op.results])
+                self.steps.append(step)
             elif op.has(Trait.VIEW):
                 self.steps.append(ViewStep(op, ins, outs))
             elif op.has(Trait.MEMORY):
                 continue
             else:
                 self.steps.append(LibraryStep(op, ins, outs))
+        self.pool = MemoryPool()
         self.n_slots = len(slots)
         self.n_inputs = len(program.inputs)
         self._slots = slots
@@ -156,10 +183,28 @@ class O1Runner:
             env[slot] = value
         if self.donations:
             self._bind_donations(arrays)
-        for step in self.steps:
-            step.run(env, bindings)
+        live: dict[int, np.ndarray] = {}      # slot -> the pool temporary it holds
+        try:
+            for step in self.steps:
+                if getattr(step, "temps", None) is not None:
+                    self._allocate(step, env, live, bindings)
+                step.run(env, bindings)
+                for slot in step.frees:
+                    buf = live.pop(slot, None)
+                    if buf is not None:
+                        self.pool.free(buf)
+        finally:
+            self.pool.reset()
         # Constants and weights are shared, read-only arrays: the caller gets a copy of those.
         return [env[i].copy() if i in self.constants else env[i] for i in self.outputs]
+
+
+    def _allocate(self, step: GroupStep, env: list, live: dict[int, np.ndarray], bindings) -> None:
+        """Pool buffers for a group's temporaries; a mem.free after a later step returns each."""
+        for slot, r, temp in zip(step.outs, step.op.results, step.temps):
+            if temp:
+                shape = r.type.shape if r.type.is_static else evaluate_shape(r.type.shape, bindings)
+                env[slot] = live[slot] = self.pool.allocate(shape, r.type.dtype)
 
 
 def writable(value: np.ndarray) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The memory pool of dynamic mode (O1): numpy arrays carved out of a few large chunks.
 
 `PoolCore` does the bookkeeping on offsets only (best fit over a free list, splitting,
-coalescing on free, growth by chunks, defragmentation); it never touches memory, which
+coalescing on free, geometric growth by chunks, defragmentation); it never touches memory, which
 lets the dry run replay an execution's allocations for shapes that could never be
 allocated. `MemoryPool` backs the core with numpy chunks and hands out arrays.
 
@@ -166,8 +166,11 @@ class PoolCore:
         return block
 
     def _grow(self, size: int) -> int:
+        # Growth is geometric up to chunk_bytes (each new chunk at least what is reserved so
+        # far), so a small program reserves about what it uses, and a large one takes a few
+        # system allocations on its first call (consolidate() merges them afterwards).
         chunk = next(self._ids)
-        self.chunks[chunk] = max(self.chunk_bytes, round_up(size, PAGE))
+        self.chunks[chunk] = round_up(max(size, min(self.chunk_bytes, self.reserved)), PAGE)
         self.system_allocs += 1
         self.peak_reserved = max(self.peak_reserved, self.reserved)
         self._add_free(chunk, 0, self.chunks[chunk])
