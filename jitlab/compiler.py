@@ -107,7 +107,7 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
             run = backend.compile_program(compiled, report, options)
         if run is None:
             kernels = lower_groups(compiled, target, report, options)
-            run = backend.executor(compiled, kernels, report, options) or O1Runner(compiled, kernels)
+            run = backend.executor(compiled, kernels, report, options) or O1Runner(compiled, kernels, report.memory)
         report.seconds["kernels"] = time.perf_counter() - start
     exe = Executable(compiled, level, target, report, run, source=program, memory_limit=memory_limit,
                      donations=_donations(compiled, donate, run, report))

@@ -186,6 +186,7 @@ class MemoryPlan:
     arena_bytes: int = 0          # static: the arena's size; dynamic: the pool's reserved peak
     arena_lower_bound_bytes: int = 0   # largest live set of the buffers the arena or pool holds
     fixed_bytes: int = 0          # inputs, weights and constants: live throughout, never allocated
+    first_chunk_bytes: int = 0    # dynamic: the pool's first chunk, as large as the peak in use
     order: list[int] = field(default_factory=list)            # op uid of each step
 
     def largest_live_at_peak(self, n: int = 5) -> list[BufferRecord]:

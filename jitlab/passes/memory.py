@@ -123,7 +123,13 @@ def dynamic_plan(program: Program, bindings: Mapping[str, int] | None = None,
     the pool's behaviour is replayed on offsets only, so nothing is allocated."""
     life = StepGraph(program, bindings).analyze()
     plan = _plan(life, "dynamic", alignment)
+    # The executor's pool starts with one chunk as large as the peak in use (a first replay
+    # finds it), so a call grows the pool only where best fit leaves gaps, not chunk by chunk.
+    probe = PoolCore(chunk_bytes, alignment)
+    replay_pool(life, probe)
+    plan.first_chunk_bytes = probe.peak_in_use
     core = PoolCore(chunk_bytes, alignment)
+    core.reserve(plan.first_chunk_bytes)
     plan.pool = replay_pool(life, core)
     plan.arena_bytes = core.peak_reserved
     plan.arena_lower_bound_bytes = core.peak_in_use

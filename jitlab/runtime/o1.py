@@ -22,6 +22,7 @@ from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
+from ..report import MemoryPlan
 from .donation import safe_to_donate
 from .pool import MemoryPool
 from .reference import concrete_attrs
@@ -120,7 +121,7 @@ class LibraryStep(Step):
 class O1Runner:
     """Runs a fused program; `kernels` maps each jit.group's uid to its compiled kernel."""
 
-    def __init__(self, program: Program, kernels: dict[int, Kernel]):
+    def __init__(self, program: Program, kernels: dict[int, Kernel], plan: MemoryPlan | None = None):
         slots: dict[Value, int] = {v: i for i, v in enumerate(program.inputs)}
         self.constants: dict[int, np.ndarray] = {}
         self.steps: list[Step] = []
@@ -150,7 +151,7 @@ class O1Runner:
                 continue
             else:
                 self.steps.append(LibraryStep(op, ins, outs))
-        self.pool = MemoryPool()
+        self.pool = MemoryPool(reserve=plan.first_chunk_bytes if plan is not None else 0)
         self.n_slots = len(slots)
         self.n_inputs = len(program.inputs)
         self._slots = slots

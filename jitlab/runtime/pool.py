@@ -124,6 +124,11 @@ class PoolCore:
         self.requested -= block.requested
         self._add_free(chunk, start, block.size)
 
+    def reserve(self, nbytes: int) -> None:
+        """Takes a first chunk of `nbytes` (rounded to pages) before anything is allocated."""
+        if nbytes > 0 and not self.chunks:
+            self._grow(nbytes)
+
     def consolidate(self) -> None:
         """With nothing in use, replaces several chunks by one as large as the peak in use, so
         the next run of the same program fits in one chunk without growing."""
@@ -226,12 +231,15 @@ class _Lease:
 class MemoryPool:
     """Hands out numpy arrays from pooled chunks; see the module docstring for the two kinds."""
 
-    def __init__(self, chunk_bytes: int = DEFAULT_CHUNK_BYTES, alignment: int = DEFAULT_ALIGNMENT):
+    def __init__(self, chunk_bytes: int = DEFAULT_CHUNK_BYTES, alignment: int = DEFAULT_ALIGNMENT,
+                 reserve: int = 0):
+        """`reserve`: the first chunk's size, a dynamic plan's first_chunk_bytes."""
         self.core = PoolCore(chunk_bytes, alignment, on_grow=self._new_chunk, on_release=self._drop_chunk)
         self._memory: dict[int, np.ndarray] = {}
         self._blocks: dict[int, tuple[Block, np.ndarray]] = {}   # id of a temporary -> its block and itself
         self._released: list[Block] = []              # output blocks whose last array died
         self._held: dict[tuple[int, int], Block] = {}
+        self.core.reserve(reserve)
 
     def allocate(self, shape: Sequence[int], dtype, alignment: int | None = None) -> np.ndarray:
         """A temporary array; give it back with `free` when it is dead."""

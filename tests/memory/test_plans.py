@@ -32,7 +32,7 @@ def check_levels(program, inputs):
     dynamic = jl.compile(program, level="O1", verify_each=True)
     plan = dynamic.report.memory
     check_plan(plan)
-    outputs, timeline = run_with_pool(dynamic.program, inputs, MemoryPool())
+    outputs, timeline = run_with_pool(dynamic.program, inputs, MemoryPool(reserve=plan.first_chunk_bytes))
     assert_identical(outputs, expected)
     assert timeline == plan.pool
     assert [t["requested"] + plan.fixed_bytes for t in timeline] == plan.live_bytes

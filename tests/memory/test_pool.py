@@ -197,3 +197,20 @@ def test_misuse_is_a_clear_error():
         pool.allocate((4,), np.float32, alignment=48)
     with pytest.raises(PoolError, match="freed twice"):
         pool.core.free(0, 12345)
+
+
+def test_a_reserved_first_chunk_serves_a_run_without_growing():
+    core = PoolCore(alignment=64)
+    core.reserve(3 * 1024)
+    blocks = [core.allocate(1000) for _ in range(3)]
+    core.free(blocks[1].chunk, blocks[1].start)
+    core.allocate(900)
+    assert core.system_allocs == 1 and core.reserved == PAGE
+
+
+def test_growth_is_geometric_so_small_programs_reserve_about_what_they_use():
+    core = PoolCore(alignment=64)
+    for _ in range(40):
+        core.allocate(3000)
+    assert core.system_allocs <= 8
+    assert core.reserved < 2 * core.in_use + PAGE
