@@ -113,9 +113,10 @@ class LibraryStep(Step):
 
     def run(self, env, bindings):
         attrs = concrete_attrs(self.attrs, bindings) if self.symbolic else self.attrs
-        out = self.fn(*[env[i] for i in self.ins], **attrs)
+        args = [env[i] for i in self.ins]
+        out = self.fn(*args, **attrs)
         for slot, value in zip(self.outs, out if isinstance(out, (tuple, list)) else (out,)):
-            env[slot] = writable(value)
+            env[slot] = owned(value, args)
 
 
 class O1Runner:
@@ -206,6 +207,15 @@ class O1Runner:
             if temp:
                 shape = r.type.shape if r.type.is_static else evaluate_shape(r.type.shape, bindings)
                 env[slot] = live[slot] = self.pool.allocate(shape, r.type.dtype)
+
+
+def owned(value: np.ndarray, args: Sequence[np.ndarray]) -> np.ndarray:
+    """A numpy library result as the plan sees it: its own memory. numpy may answer with a
+    view of an operand (split, transpose), and the plan hands an operand's bytes (a pool or
+    arena buffer) to other values once it dies."""
+    if any(np.may_share_memory(value, a) for a in args):
+        return np.array(value, order="C")
+    return writable(value)
 
 
 def writable(value: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
 from ..report import MemoryPlan
 from .donation import safe_to_donate
-from .o1 import _Buffers, writable
+from .o1 import _Buffers, owned
 from .reference import Interpreter
 
 
@@ -130,7 +130,4 @@ class O2Runner:
         args = [self._value(v.name, env, layout, bindings) for v in op.operands]
         out = Interpreter(self.program, bindings, check=False).run_op(op, args)   # groups run op by op
         for r, value in zip(op.results, out):
-            # numpy may answer with a view of an operand (split, transpose); the plan reuses an
-            # operand's bytes once it dies, so a result must own its memory.
-            aliased = any(np.may_share_memory(value, a) for a in args)
-            env[r.name] = np.array(value, order="C") if aliased else writable(value)
+            env[r.name] = owned(value, args)
