@@ -1,5 +1,5 @@
-"""numpy's scalar semantics that plain arithmetic does not give: NaN-propagating max/min and
-integer division, remainder and power by zero or negatives. Written once in plain Python;
+"""numpy's scalar semantics that plain arithmetic does not give: NaN-propagating max/min,
+integer division, remainder and power by zero or negatives, saturating float -> int casts. Written once in plain Python;
 each backend compiles them for its own target (numba_cpu/helpers.py, numba_cuda/devicefns.py)."""
 
 
@@ -23,6 +23,22 @@ def int_fmod(a, b):
         return a - a
     r = abs(a) % abs(b)
     return r if a >= 0 else -r
+
+
+def float_to_int_with(trunc):
+    """Saturating float -> int (NaN -> 0) built on the backend's own `trunc`; lo/hi are the int
+    range as floats, imin/imax as ints."""
+    def float_to_int(x, lo, hi, imin, imax):
+        t = trunc(x)
+        if t != t:
+            return imin - imin
+        if t >= hi:
+            return imax
+        if t <= lo:
+            return imin
+        return type(imax)(t)
+
+    return float_to_int
 
 
 def int_pow(a, b):

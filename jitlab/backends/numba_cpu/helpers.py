@@ -5,7 +5,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..scalar_semantics import int_div, int_fmod, int_pow, maximum, minimum
+from ..scalar_semantics import float_to_int_with, int_div, int_fmod, int_pow, maximum, minimum
 
 # forceinline lets LLVM inline them with their own flags kept; numba's inline="always" would
 # re-lower them with the kernel's flags instead (see fastmath.py).
@@ -16,17 +16,7 @@ _maximum, _minimum, _int_div, _int_fmod, _int_pow = (
     njit(**_INLINE)(fn) for fn in (maximum, minimum, int_div, int_fmod, int_pow))
 
 
-@njit(**_INLINE)
-def _float_to_int(x, lo, hi, imin, imax):
-    """Saturating float -> int (NaN -> 0); lo/hi are the int range as floats, imin/imax as ints."""
-    t = np.trunc(x)
-    if t != t:
-        return imin - imin
-    if t >= hi:
-        return imax
-    if t <= lo:
-        return imin
-    return type(imax)(t)
+_float_to_int = njit(**_INLINE)(float_to_int_with(np.trunc))
 
 
 @njit(**_INLINE)

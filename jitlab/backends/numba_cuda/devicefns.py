@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import cuda
 
-from ..scalar_semantics import int_div, int_fmod, int_pow, maximum, minimum
+from ..scalar_semantics import float_to_int_with, int_div, int_fmod, int_pow, maximum, minimum
 from .device import simulator_enabled
 
 SIMULATOR = simulator_enabled()
@@ -141,17 +141,7 @@ def _mul(a, b):
     return a * b
 
 
-@device
-def _float_to_int(x, lo, hi, imin, imax):
-    """Saturating float -> int (NaN -> 0); lo/hi are the int range as floats, imin/imax as ints."""
-    t = _trunc(x)
-    if t != t:
-        return imin - imin
-    if t >= hi:
-        return imax
-    if t <= lo:
-        return imin
-    return type(imax)(t)
+_float_to_int = device(float_to_int_with(_trunc))
 
 
 @device
