@@ -82,7 +82,8 @@ def _numexpr(bench: Benchmark, inputs: tuple):
     return Prepared(lambda: form(numexpr, *inputs), np.asarray)
 
 
-def _torch_namespace():
+def torch_namespace():
+    """The numpy functions the suite's programs call, as torch functions (the `xp` they take)."""
     import torch
 
     return SimpleNamespace(
@@ -96,7 +97,7 @@ def _torch_namespace():
 def _torch_compile(bench: Benchmark, inputs: tuple):
     import torch
 
-    xp = _torch_namespace()
+    xp = torch_namespace()
     compiled = torch.compile(lambda *a: bench.fn(*a, xp=xp))
     tensors = [torch.from_numpy(a) for a in inputs]
     return Prepared(lambda: compiled(*tensors), lambda t: t.detach().numpy())

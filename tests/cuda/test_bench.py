@@ -6,7 +6,7 @@ from jitlab.backends.numba_cuda import bench
 from tests.cuda.helpers import check
 
 CASES = [(p, "O2") for p in bench.suite("small")] + [(p, "O1") for p in bench.suite("small")
-                                                    if p.name in ("elementwise chain", "MLP")]
+                                                    if p.name in ("chain", "mlp")]
 
 
 @pytest.mark.parametrize("program,level", CASES, ids=lambda c: getattr(c, "name", c))
@@ -16,7 +16,7 @@ def test_bench_program_matches_o0(program, level):
 
 
 def test_bench_cuda_reports_what_it_measured():
-    [chain, mlp] = bench.bench_cuda([p for p in bench.suite("small") if p.name in ("elementwise chain", "MLP")],
+    [chain, mlp] = bench.bench_cuda([p for p in bench.suite("small") if p.name in ("chain", "mlp")],
                                     repeats=1, peers=False)
     assert chain.matches_o0 and chain.memory_bound and chain.bytes_moved == 3 * 96 * 4
     assert mlp.matches_o0 and not mlp.memory_bound
@@ -25,6 +25,6 @@ def test_bench_cuda_reports_what_it_measured():
 
 
 def test_bench_main_runs_the_chosen_programs(capsys):
-    assert bench.main(["--scale", "small", "--repeats", "1", "--no-peers", "--only", "500 tiny ops"]) == 0
+    assert bench.main(["--scale", "small", "--repeats", "1", "--no-peers", "--only", "tiny_500"]) == 0
     out = capsys.readouterr().out
-    assert "500 tiny ops" in out and "memory-bound" in out and "MLP" not in out
+    assert "tiny_500" in out and "memory-bound" in out and "mlp" not in out

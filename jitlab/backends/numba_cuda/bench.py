@@ -1,7 +1,7 @@
 """`jitlab bench --target cuda`: the bench programs on the GPU, as a fraction of its peak bandwidth.
 
-`bench_cuda(programs)` takes the suite as (name, fn, args) entries (the bench suite passes
-its own; `suite()` gives the standard programs at any scale), compiles each for cuda at
+`bench_cuda(programs)` takes (name, fn, args) entries (`suite()` gives the programs of
+`jitlab bench`'s suite, jitlab/bench/suite.py, at full size or tiny), compiles each for cuda at
 O2, keeps its inputs and outputs on the device, and times the calls. Achieved bandwidth
 counts the least traffic a program can move (its inputs read once, its outputs written
 once) over the median time; the fraction is of the device's peak (2 x memory clock x bus
@@ -59,74 +59,25 @@ class Result:
         return f"{self.name:22s} {kind:12s} {self.ms:9.3f} ms {bw}  {peers}{check}"
 
 
+# Shapes small enough for the simulator, per program of the bench suite (jitlab/bench/suite.py).
+_SMALL = {"chain": [(96,), (96,)], "tanh_gelu": [(96,)], "softmax": [(6, 40)], "layernorm": [(6, 40), (40,), (40,)],
+          "mlp": [(16, 16), (16, 16), (16,), (16, 16), (16,)],
+          "mlp_train": [(8, 16), (8, 16), (16, 16), (16,), (16, 16), (16,)], "tiny_500": [(64,)]}
+
+
 def suite(scale: str = "full", seed: int = 0) -> list[Program]:
-    """The standard bench programs (PERF-NOTES), at full size or tiny (`small`) for the simulator."""
-    small = scale == "small"
-    n, rows, cols, dim = (96, 6, 40, 16) if small else (1 << 24, 4096, 1024, 1024)
-    rng = np.random.default_rng(seed)
-    r = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
-    x, y = r(n), r(n)
-    big = r(rows, cols)
-    g, b = r(cols), r(cols)
-    w1, b1, w2, b2 = r(dim, dim) * 0.05, r(dim), r(dim, dim) * 0.05, r(dim)
-    tiny = r(64)
-    return [Program("elementwise chain", _chain, (x, y), _torch_chain),
-            Program("tanh/gelu chain", _gelu_chain, (x,), _torch_gelu_chain),
-            Program("row softmax", _softmax, (big,), lambda t: t.softmax(dim=1)),
-            Program("layernorm", _layernorm, (big, g, b), _torch_layernorm),
-            Program("MLP", _mlp, (r(dim, dim), w1, b1, w2, b2), _torch_mlp),
-            Program("500 tiny ops", _tiny_ops, (tiny,), _tiny_ops)]
+    """The bench suite's programs (`jitlab bench`), at full size or tiny (`small`) for the simulator;
+    each with its PyTorch twin, the same function over torch's namespace."""
+    from ...bench.peers import torch_namespace
+    from ...bench.suite import SUITE, Benchmark
 
-
-def _chain(x, y):
-    return np.maximum((x * y + x - 0.5 * y) ** 2, 0)
-
-
-def _gelu_chain(x):
-    t = np.tanh(x * 0.5 + 0.1)
-    return 0.5 * t * (1.0 + np.tanh(0.7978846 * (t + 0.044715 * t * t * t)))
-
-
-def _softmax(x):
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def _layernorm(x, g, b):
-    m = x.mean(axis=1, keepdims=True)
-    v = ((x - m) ** 2).mean(axis=1, keepdims=True)
-    return (x - m) / np.sqrt(v + 1e-5) * g + b
-
-
-def _mlp(x, w1, b1, w2, b2):
-    return np.maximum(x @ w1 + b1, 0) @ w2 + b2
-
-
-# PyTorch twins of the programs that call numpy functions (arithmetic-only ones run as they are).
-def _torch_chain(x, y):
-    return ((x * y + x - 0.5 * y) ** 2).clamp(min=0)
-
-
-def _torch_gelu_chain(x):
-    t = (x * 0.5 + 0.1).tanh()
-    return 0.5 * t * (1.0 + (0.7978846 * (t + 0.044715 * t * t * t)).tanh())
-
-
-def _torch_mlp(x, w1, b1, w2, b2):
-    return (x @ w1 + b1).clamp(min=0) @ w2 + b2
-
-
-def _tiny_ops(x):
-    for _ in range(125):           # 125 x 4 ops
-        x = (x * 1.0001 + 0.001) - 0.0005 * x
-        x = x * 0.9999
-    return x
-
-
-def _torch_layernorm(x, g, b):
-    import torch
-
-    return torch.nn.functional.layer_norm(x, x.shape[-1:], g, b, 1e-5)
+    programs = []
+    for b in SUITE:
+        sized = Benchmark(b.name, b.fn, {False: b.shapes[False], True: _SMALL[b.name]}, b.memory_bound,
+                          weights=b.weights)
+        twin = (lambda fn: lambda *a: fn(*a, xp=torch_namespace()))(b.fn)
+        programs.append(Program(b.name, b.fn, sized.inputs(scale == "small", seed), twin))
+    return programs
 
 
 def _median_ms(call: Callable, sync: Callable, repeats: int) -> float:

@@ -68,10 +68,14 @@ class Arena:
     """A static plan's arena: one device allocation; each buffer a view at its offset.
 
     Buffers sharing an offset must not be live at once on different streams, so the
-    executor runs an arena-planned program on one stream until plans know of streams."""
+    executor runs an arena-planned program on one stream until plans know of streams.
+    A temporary the plan lodges in an output's bytes (region = that output) is not placed
+    here: its offset counts from the output, which is allocated on its own, so it gets its
+    own allocation instead."""
 
     def __init__(self, cuda, plan: MemoryPlan, slot_names: dict[int, str]):
-        self.offsets = {b.name: b.offset for b in plan.buffers if b.offset is not None}
+        self.offsets = {b.name: b.offset for b in plan.buffers
+                        if b.offset is not None and b.region in (None, "arena")}
         self.names = slot_names
         self.base = cuda.device_array(max(plan.peak_bytes, 1), np.uint8)
 
