@@ -82,18 +82,23 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     memory_limit = options.pop("memory_limit", None)
     memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
     donate = options.pop("donate", ())
-    if options.pop("recompute", False) and passes is None:
-        passes = _pipeline(level, target, engine_passes, (recompute_pass(memory_limit),))
-        memory_limit = None       # the pass warns with its best peak when the limit is out of reach
+    recompute = options.pop("recompute", False) and passes is None
+    if recompute:
+        recompute_pass(memory_limit)
     start = time.perf_counter()
-    report = CompileReport(program=program.name, level=level, target=target)
     instrumentation, options = split_instrumentation(options)
-    if memory_limit is not None and level != "O0" and backend_for_target(target).checks_memory_limit:
+    if memory_limit is not None and level != "O0" and backend_for_target(target).checks_memory_limit \
+            and not recompute:
         options["memory_limit"], memory_limit = memory_limit, None
-    ctx = PassContext(report=report, target=target, options=options)
-    pipeline = passes if passes is not None else _pipeline(level, target, engine_passes)
-    manager = PassManager.parse(pipeline, verify_each=verify_each, **instrumentation)
-    compiled = manager.run(program.clone(), ctx)
+    if recompute:
+        compiled, report = _passes_under_limit(program, level, target, engine_passes, memory_limit,
+                                               verify_each, instrumentation, options)
+        memory_limit = None       # the plan is under the limit, or a warning says how far off it is
+    else:
+        report = CompileReport(program=program.name, level=level, target=target)
+        pipeline = passes if passes is not None else _pipeline(level, target, engine_passes)
+        compiled = PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(
+            program.clone(), PassContext(report=report, target=target, options=options))
     report.graph = snapshot(compiled)
     report.seconds["passes"] = time.perf_counter() - start
     if level == "O0":
@@ -114,6 +119,36 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
         exe.check_memory({})      # static shapes: fail now, before anything runs
     return exe
+
+
+RECOMPUTE_ATTEMPTS = 4
+
+
+def _passes_under_limit(program: Program, level: str, target: str, engine_passes, limit: int, verify_each,
+                        instrumentation: dict, options: dict) -> tuple[Program, CompileReport]:
+    """Runs the pipeline with `recompute`, lowering the pass's target while the memory plan is over `limit`.
+
+    The pass estimates peaks on the program before fusion; fusion and scheduling can move the
+    planned peak above that estimate (a fused group may yield two values where one lived), so the
+    plan, not the estimate, decides: each retry lowers the target by the plan's overshoot."""
+    target_bytes, attempts = limit, []
+    while True:
+        report = CompileReport(program=program.name, level=level, target=target)
+        pipeline = _pipeline(level, target, engine_passes, (recompute_pass(target_bytes),))
+        compiled = PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(
+            program.clone(), PassContext(report=report, target=target, options=dict(options)))
+        planned = report.memory.peak_bytes if report.memory is not None else None
+        attempts.append({"target_bytes": target_bytes, "planned_peak_bytes": planned})
+        record = report.recompute or {}
+        if planned is None or planned <= limit or not record.get("reached") or len(attempts) == RECOMPUTE_ATTEMPTS:
+            break
+        target_bytes -= planned - limit
+    if report.recompute is not None:
+        report.recompute.update(limit_bytes=limit, planned_peak_bytes=planned, attempts=attempts)
+    if planned is not None and planned > limit and record.get("reached"):
+        report.warnings.append(f"recompute: the memory plan's peak is {planned} bytes, over the limit of {limit} "
+                               f"after {len(attempts)} attempt(s) lowering the pass's target")
+    return compiled, report
 
 
 def recompute_pass(memory_limit: int | None) -> str:

@@ -17,6 +17,8 @@ from .onnx_models import NAMES as ONNX_MODELS
 from .onnx_models import format_models, run_model
 from .peers import PEERS, Runner, jitlab_runner
 from .suite import Benchmark, by_name, flat
+from .training import NAME as RECOMPUTE
+from .training import format_recompute, run_recompute
 
 LEVELS = ("O0", "O1", "O2")
 
@@ -30,7 +32,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="jitlab target: cpu, cuda or any backend plugin such as numexpr (default cpu)")
     p.add_argument("--peers", default=",".join(PEERS), help=f"comma-separated peers (default {','.join(PEERS)})")
     p.add_argument("--only", help="comma-separated benchmark names, ONNX models among them "
-                                  f"({', '.join(ONNX_MODELS)}; default: the whole suite and every model)")
+                                  f"({', '.join(ONNX_MODELS)}) and {RECOMPUTE} (a training step with and "
+                                  "without recomputation); default: all of them")
     p.add_argument("--repeats", type=int, help="interleaved repeats (default 11, 3 with --quick)")
     args = p.parse_args(argv)
     args.level = args.level or ["O1", "O2"]
@@ -97,7 +100,9 @@ def run(args) -> dict:
     """The whole measurement as plain data."""
     names = args.only.split(",") if args.only else None
     models = [n for n in names if n in ONNX_MODELS] if names else list(ONNX_MODELS)
-    names = [n for n in names if n not in ONNX_MODELS] if names else None
+    recompute = names is None or RECOMPUTE in names
+    names = [n for n in names if n not in ONNX_MODELS and n != RECOMPUTE] if names else None
+    planned_levels = [lv for lv in args.level if lv != "O0"]
     runners = [PEERS[n] for n in args.peers.split(",") if n] + [jitlab_runner(lv, args.target) for lv in args.level]
     size = (64 if args.quick else 1024) << 20
     bw = {"1 thread": bandwidth(size, 1), "2 threads": bandwidth(size, 2)}
@@ -105,7 +110,9 @@ def run(args) -> dict:
     return {"quick": args.quick, "repeats": args.repeats, "target": args.target, "machine": machine(),
             "bandwidth_bytes_per_s": bw, "benchmarks": benches,
             "call_overhead_us": {lv: call_overhead_us(lv, args.target) for lv in args.level},
-            "onnx_models": [run_model(m, args.level, args.repeats, args.quick) for m in models]}
+            "onnx_models": [run_model(m, args.level, args.repeats, args.quick) for m in models],
+            "recompute": run_recompute(planned_levels, args.repeats, args.quick, args.target)
+            if recompute and planned_levels else None}
 
 
 def _cell(result: dict) -> str:
@@ -130,6 +137,7 @@ def format_report(data: dict) -> str:
     lines += ["", "cached call overhead (x + 1 on one element): "
               + ", ".join(f"{lv} {us:.1f} us" for lv, us in data["call_overhead_us"].items())]
     lines += format_models(data["onnx_models"]) if data["onnx_models"] else []
+    lines += format_recompute(data["recompute"]) if data.get("recompute") else []
     problems = [f"{b['name']} / {n}: {r['status']}: {r.get('error', '')}" for b in _all(data)
                 for n, r in b["results"].items() if r["status"] in ("error", "mismatch")]
     return "\n".join(lines + (["", "problems:"] + problems if problems else []))
@@ -195,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(data, f, indent=1, default=str)
     failed = [b["name"] for b in _all(data) for n, r in b["results"].items()
               if n.startswith("jitlab") and r["status"] != "ok"]
+    rows = data["recompute"]["rows"] if data.get("recompute") else []
+    failed += [RECOMPUTE] if not all(r["same_result"] for r in rows) else []
     return 1 if failed else 0
 
 

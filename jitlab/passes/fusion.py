@@ -21,6 +21,7 @@ from ..ir.core import Block, Operation, OpResult, Region, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..report import FusionDecision, GroupRecord, Rejection
+from .activations import is_backward
 from .manager import Pass, PassContext, register_pass
 
 
@@ -134,6 +135,8 @@ class _Marker:
     def _why_not_merge(self, a: Cluster, b: Cluster, producer: Operation, consumer: Operation) -> str | None:
         folds = self.backend.folds_operand_transposes and is_foldable_transpose(producer, consumer, a)
         reason = None if folds else _kind_rule(a, b, producer, consumer)
+        if reason is None and is_backward(consumer):
+            reason = _lifetime_rule(a, b, producer)
         if reason is None:
             reason = self._space_rule(a, b)
         if reason is None and self._creates_cycle(a, b):
@@ -179,8 +182,9 @@ def _kind_rule(a: Cluster, b: Cluster, producer: Operation, consumer: Operation)
     """The fusion rules: what kind of cluster may absorb what."""
     if "opaque" in a.kinds or "opaque" in b.kinds:
         return "opaque op: compiled on its own"
-    if "contraction" in b.kinds:
-        return "inputs of a contraction are materialized (only epilogues fuse into matmul/conv)"
+    if "contraction" in b.kinds and not _joins_epilogue(a, b, producer, consumer):
+        return ("inputs of a contraction are materialized (only elementwise work on its result's shape "
+                "fuses into matmul/conv, as its epilogue)")
     if "contraction" in a.kinds and not b.kinds <= {"elementwise", "injective"}:
         return "a contraction takes elementwise epilogues only"
     if "contraction" in a.kinds and not _is_epilogue_input(a, producer):
@@ -206,6 +210,30 @@ def is_foldable_transpose(producer: Operation, consumer: Operation, cluster: Clu
 def _is_epilogue_input(cluster: Cluster, producer: Operation) -> bool:
     con = next(op for op in cluster.ops if op.has(Trait.CONTRACTION))
     return producer is con or producer.result.type.shape == con.result.type.shape
+
+
+def _lifetime_rule(a: Cluster, b: Cluster, producer: Operation) -> str | None:
+    """Backward ops run where their results are used: pulled up into the group that makes their input
+    (a forward group, or one recomputing an activation) they would live beside it until then."""
+    if not is_backward(producer):
+        return ("forward/backward boundary: a forward group computing backward values would keep "
+                "them alive beside the activations they come from")
+    members = {id(op) for op in a.ops + b.ops}
+    shared = any(id(u) not in members for r in producer.results for u in r.users)
+    escapes = any(id(u) not in members for op in b.ops for r in op.results for u in r.users)
+    if shared and escapes and b.kinds <= {"elementwise"}:
+        return (f"%{producer.results[0].name} is read elsewhere too: computing this backward value in its "
+                "group would make it live beside it until its own reader runs")
+    return None
+
+
+def _joins_epilogue(a: Cluster, b: Cluster, producer: Operation, consumer: Operation) -> bool:
+    """Whether elementwise work feeding a contraction group's epilogue (not the contraction) can be
+    computed inside that epilogue: the backward pass's `1 - y*y` beside `g @ W.T`, say."""
+    con = next(op for op in b.ops if op.has(Trait.CONTRACTION))
+    feeds_con = any(u is con for r in consumer.results for u in r.users)
+    return (a.kinds <= {"elementwise"} and consumer is not con and not feeds_con
+            and tuple(producer.result.type.shape) == tuple(con.result.type.shape))
 
 
 def _same_reduction(a: Cluster, b: Cluster) -> bool:

@@ -61,6 +61,17 @@ def test_memory_table_gives_each_plan_against_its_bound_and_each_order(quick_run
         assert f"| {b['name']} | jitlab O2 | static |" in text
 
 
+def test_recompute_table_trades_memory_under_its_limit(quick_run):
+    _, data = quick_run
+    rows = data["recompute"]["rows"]
+    assert [r["level"] for r in rows] == ["O1", "O2"]
+    for r in rows:
+        assert r["same_result"], r
+        assert r["limit_bytes"] == int(0.6 * r["plain_peak_bytes"])
+        assert r["recompute_peak_bytes"] <= r["limit_bytes"] and r["ops_added"] > 0
+    assert "| O2 |" in cli.format_report(data).split("recompute: SGD step")[1]
+
+
 def test_wrong_result_is_reported_not_timed():
     bench = suite.by_name(["chain"])[0]
     inputs = bench.inputs(quick=True)
