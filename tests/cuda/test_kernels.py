@@ -43,6 +43,12 @@ def test_transcendentals_and_rounding(dtype):
                      + np.sqrt(np.abs(x)) + np.sign(x) + np.arctan2(x, x + 1) + np.expm1(x) + np.trunc(x)), x)
 
 
+def test_sign_of_negative_zero_is_positive_zero():
+    # numpy's sign(-0.0) is +0.0; the GPU's sign once returned its -0.0 operand, flipping 1 / sign(x) to -inf.
+    for dtype in (np.float32, np.float64):
+        check(lambda x: 1.0 / np.sign(x), np.array([-0.0, 0.0, -2.5, 3.0, np.nan], dtype))
+
+
 def test_integer_and_float_division_follow_numpy():
     a = np.array([7, -7, 7, -7, 5, 0, 3], np.int32)
     b = np.array([2, 2, -2, -2, 0, 3, 0], np.int32)

@@ -31,8 +31,14 @@ REDUCE_SLOTS = WARP + (MAX_BLOCK if SIMULATOR else 0)
 
 
 def device(fn):
-    """A device function, inlined into the kernels that call it."""
-    return cuda.jit(device=True, inline="always")(fn)
+    """A device function, inlined into the kernels that call it.
+
+    The inlining is NVVM's (forceinline), not numba's IR-level inline="always": that one types each
+    call site's copy again, and tiny_500 (one kernel of 500 ops, 250 calls) compiled in over 100 s
+    on an H100 with it, 4.6 s without. The simulator has no inlining and takes no such option."""
+    if SIMULATOR:
+        return cuda.jit(device=True)(fn)
+    return cuda.jit(device=True, forceinline=True)(fn)
 
 
 if SIMULATOR:
@@ -42,7 +48,7 @@ if SIMULATOR:
     _sinh, _cosh, _arcsinh, _arccosh, _arctanh = np.sinh, np.cosh, np.arcsinh, np.arccosh, np.arctanh
     _floor, _ceil, _trunc, _rint = np.floor, np.ceil, np.trunc, np.rint
     _isnan, _isinf, _isfinite = np.isnan, np.isinf, np.isfinite
-    _power, _fmod, _mod, _floor_divide, _sign = np.power, np.fmod, np.mod, np.floor_divide, np.sign
+    _power, _fmod, _mod, _floor_divide = np.power, np.fmod, np.mod, np.floor_divide
 
     def _erf(x):
         return type(x)(math.erf(x))
@@ -115,16 +121,21 @@ else:
         return fd + type(a)(1) if div - fd > 0.5 else fd
 
     @device
-    def _sign(x):
-        if x > 0:
-            return type(x)(1)
-        if x < 0:
-            return type(x)(-1)
-        return x
-
-    @device
     def _shfl_down(v, delta, scratch):
         return cuda.shfl_down_sync(FULL_MASK, v, delta)
+
+
+# One definition for the GPU and the simulator, so that the simulator's tests check the GPU's code.
+@device
+def _sign(x):
+    """numpy's sign: +0.0 for either zero (-0.0 included: 1 / sign(-0.0) is +inf), NaN for NaN."""
+    if x > 0:
+        return type(x)(1)
+    if x < 0:
+        return type(x)(-1)
+    if x == 0:
+        return type(x)(0)
+    return x
 
 
 _maximum, _minimum, _int_div, _int_fmod, _int_pow = (

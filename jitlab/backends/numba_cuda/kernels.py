@@ -9,6 +9,7 @@ simulator there is nothing to compile.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import time
@@ -55,8 +56,19 @@ def load_module(group: Operation, source: str, options: dict[str, Any]):
     parts = {"structure": group.attrs["key"], "backend": "numba_cuda",
              "source": hashlib.sha256(source.encode()).hexdigest()[:16],
              "versions": f"jitlab {__version__}, numba {numba.__version__}, numpy {np.__version__}, "
-                         f"simulator {simulator_enabled()}"}
+                         f"simulator {simulator_enabled()}",
+             "devicefns": _devicefns_hash()}
     return (options.get("cache") or default_cache()).load(parts, source)
+
+
+@functools.lru_cache(maxsize=1)
+def _devicefns_hash() -> str:
+    """numba caches a kernel by its own file only: a kernel compiled against an older devicefns.py
+    would be reused after a fix there, so that file's text is part of the key."""
+    from . import devicefns
+
+    with open(devicefns.__file__, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
 def params_of(source: str) -> list[str]:
