@@ -87,6 +87,8 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
         recompute_pass(memory_limit)
     start = time.perf_counter()
     instrumentation, options = split_instrumentation(options)
+    if donate:
+        options["donate"] = tuple(donate)     # fusion and the memory plan take donated inputs into account
     if memory_limit is not None and level != "O0" and backend_for_target(target).checks_memory_limit \
             and not recompute:
         options["memory_limit"], memory_limit = memory_limit, None

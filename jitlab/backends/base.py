@@ -35,6 +35,9 @@ class Kernel:
     miss_reason: str = ""
     choice: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    # At each index every input is read before any output is written there, so an output may
+    # share a donated input's array even when the group has several results.
+    reads_before_writes: bool = False
 
 
 class Backend:
@@ -54,6 +57,10 @@ class Backend:
     # True when a contraction group may read an operand through a 2-D transpose inside it
     # (BLAS takes the stored matrix with a transpose flag): fusion then folds such transposes.
     folds_operand_transposes: ClassVar[bool] = False
+    # True when compiled programs run on the host runners, which write an output straight into
+    # a donated input's array where that is safe (runtime/donation.py); fusion then keeps the
+    # updates of donated inputs out of contraction epilogues, where they could not be.
+    donates_in_place: ClassVar[bool] = True
 
     # -- engine hooks -------------------------------------------------------------
     def supports(self, op: Operation) -> str | None:

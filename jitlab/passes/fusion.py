@@ -82,6 +82,8 @@ class _Marker:
     def __init__(self, program: Program, backend: Backend, ctx: PassContext, exclude: set[str]):
         self.program, self.backend, self.ctx, self.exclude = program, backend, ctx, exclude
         self.cluster_of: dict[int, Cluster] = {}
+        donate = ctx.options.get("donate", ()) if backend.donates_in_place else ()
+        self.updates = donated_updates(program, donate)
 
     def run(self) -> list[Cluster]:
         ops = [op for op in self.program.body.ops if not op.has(Trait.TERMINATOR)]
@@ -137,11 +139,21 @@ class _Marker:
         reason = None if folds else _kind_rule(a, b, producer, consumer)
         if reason is None and is_backward(consumer):
             reason = _lifetime_rule(a, b, producer)
+        if reason is None and self.updates and self._mixes_donated_update(a, b):
+            reason = ("updates a donated input: the update stays out of contraction and reduction groups, in an "
+                      "elementwise group that writes straight into the input's array")
         if reason is None:
             reason = self._space_rule(a, b)
         if reason is None and self._creates_cycle(a, b):
             reason = "would create a cycle: another path between them leaves the cluster"
         return reason
+
+    def _mixes_donated_update(self, a: Cluster, b: Cluster) -> bool:
+        """Whether the merged cluster would hold a contraction or reduction beside the update of a
+        donated input: such a group could only write the update into a buffer of its own."""
+        kinds = a.kinds | b.kinds
+        return ("contraction" in kinds or "reduction" in kinds) and any(id(op) in self.updates
+                                                                        for op in a.ops + b.ops)
 
     def _space_rule(self, a: Cluster, b: Cluster) -> str | None:
         merged = Cluster(a.ops[0], "elementwise")
@@ -210,6 +222,23 @@ def is_foldable_transpose(producer: Operation, consumer: Operation, cluster: Clu
 def _is_epilogue_input(cluster: Cluster, producer: Operation) -> bool:
     con = next(op for op in cluster.ops if op.has(Trait.CONTRACTION))
     return producer is con or producer.result.type.shape == con.result.type.shape
+
+
+def donated_updates(program: Program, donate) -> set[int]:
+    """ids of the ops computing a donated input's new value elementwise: the elementwise ops the
+    output going into its array is made of, back to the first non-elementwise producers
+    (`m = b1*m + (1-b1)*g`: both products and the add, not the matmul making g)."""
+    from ..runtime.donation import donation_pairs
+
+    found: set[int] = set()
+    for d in donation_pairs(program, donate) if donate else []:
+        stack = [program.outputs[d.output]]
+        while stack:
+            op = getattr(stack.pop(), "op", None)
+            if op is not None and op.has(Trait.ELEMENTWISE) and id(op) not in found:
+                found.add(id(op))
+                stack.extend(op.operands)
+    return found
 
 
 def _lifetime_rule(a: Cluster, b: Cluster, producer: Operation) -> str | None:

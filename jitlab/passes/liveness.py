@@ -24,6 +24,7 @@ from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
 from ..ir.types import TensorType
+from ..runtime.donation import in_place_pairs
 
 FIXED = ("input", "weight", "constant")
 
@@ -58,7 +59,10 @@ def _base_kind(v: Value) -> str:
 class StepGraph:
     """The data dependences between a program's steps, and every value's size and buffer owner."""
 
-    def __init__(self, program: Program, bindings: Mapping[str, int] | None = None):
+    def __init__(self, program: Program, bindings: Mapping[str, int] | None = None, donate: Sequence[str] = (),
+                 ordered: bool = True):
+        """`donate`: donated input names; outputs written straight into their arrays (runtime/donation.py)
+        take no memory of their own. `ordered=False` for the schedule pass, which orders their readers first."""
         self.program = program
         self.bindings = dict(bindings or {})
         self.ops = compute_steps(program)
@@ -77,6 +81,9 @@ class StepGraph:
         self._find_roots()
         self.in_place_ok = [op.has(Trait.ELEMENTWISE) and not op.regions and len(op.results) == 1
                             for op in self.ops]
+        # output value -> donated input value whose array it is written into
+        self.donated = {index[program.outputs[d.output]]: d.input
+                        for d in (in_place_pairs(program, donate, ordered) if donate else [])}
 
     def _find_roots(self) -> None:
         """Each value's buffer owner (views follow their first operand) and each owner's facts."""
@@ -120,6 +127,7 @@ class StepGraph:
         life = Lifetimes(self, order, first, last)
         if in_place:
             life.merge_in_place()
+        life.merge_donated()
         return life
 
 
@@ -166,6 +174,13 @@ class Lifetimes:
                 del self.first[res]
                 self.in_place.append(InPlace(s, source, res))
 
+    def merge_donated(self) -> None:
+        """Outputs written into donated inputs' arrays own no buffer: they live in the input's."""
+        for out, inp in self.graph.donated.items():
+            if self.graph.root[out] == out and self.kinds.get(out) == "output":
+                self.owner[out] = self.graph.root[inp]
+                del self.first[out], self.last[out], self.kinds[out]
+
     def _in_place_source(self, step: int, n: int, res: int) -> int | None:
         """The first operand whose buffer dies at this step and exactly fits the result, if any."""
         g = self.graph
@@ -206,3 +221,11 @@ class Lifetimes:
         """The largest live set over the order: no plan for this order can need less."""
         live = self.live_bytes()
         return max(live) if live else sum(self.graph.bytes[b] for b in self.first if self.kind(b) in FIXED)
+
+
+def donated_in_place(ctx) -> tuple[str, ...]:
+    """The donated inputs whose arrays outputs may be written into: none where the target's runner copies."""
+    from ..backends.base import backend_for_target
+
+    donate = tuple(ctx.options.get("donate", ()))
+    return donate if donate and backend_for_target(ctx.target).donates_in_place else ()

@@ -14,7 +14,7 @@ ownership tracking in dynamic mode). A plan's `peak_bytes` counts all of it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..dialects.mem import is_mem_op
@@ -25,7 +25,7 @@ from ..ir.shapes import num_elements
 from ..report import BufferRecord, MemoryPlan
 from ..runtime.pool import DEFAULT_ALIGNMENT, DEFAULT_CHUNK_BYTES, PoolCore
 from .activations import activation_roots
-from .liveness import FIXED, Lifetimes, StepGraph, round_up
+from .liveness import FIXED, Lifetimes, StepGraph, donated_in_place, round_up
 from .manager import Pass, PassContext, register_pass
 from .packing import Host, Interval, arena_lower_bound, best_packing
 from .rewriter import Rewriter
@@ -72,13 +72,14 @@ def _plan(life: Lifetimes, mode: str, alignment: int, placement=None) -> MemoryP
 
 
 def static_plan(program: Program, bindings: Mapping[str, int] | None = None,
-                alignment: int = DEFAULT_ALIGNMENT) -> MemoryPlan:
+                alignment: int = DEFAULT_ALIGNMENT, donate: Sequence[str] = ()) -> MemoryPlan:
     """One arena for every temporary of the program in its block order (temporaries that die
     before an output is written may borrow that output's buffer instead).
 
     Borrowing is for static shapes only: code compiled once for a symbolic program reads
-    offsets per binding, but which buffer holds a temporary must not change with the sizes."""
-    life = StepGraph(program, bindings).analyze()
+    offsets per binding, but which buffer holds a temporary must not change with the sizes.
+    Outputs written into donated inputs (`donate`) live in those arrays and host nothing."""
+    life = StepGraph(program, bindings, donate).analyze()
     g = life.graph
     items = [Interval(b, round_up(g.bytes[b], alignment), life.first[b], life.last[b])
              for b in life.buffers if life.kind(b) == "temp"]
@@ -118,10 +119,11 @@ def step_events(life: Lifetimes) -> list[StepEvents]:
 
 
 def dynamic_plan(program: Program, bindings: Mapping[str, int] | None = None,
-                 alignment: int = DEFAULT_ALIGNMENT, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> MemoryPlan:
+                 alignment: int = DEFAULT_ALIGNMENT, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                 donate: Sequence[str] = ()) -> MemoryPlan:
     """Buffers allocated from the pool right before first use and freed right after last use;
     the pool's behaviour is replayed on offsets only, so nothing is allocated."""
-    life = StepGraph(program, bindings).analyze()
+    life = StepGraph(program, bindings, donate).analyze()
     plan = _plan(life, "dynamic", alignment)
     # The executor's pool starts with one chunk as large as the peak in use (a first replay
     # finds it), so a call grows the pool only where best fit leaves gaps, not chunk by chunk.
@@ -194,11 +196,12 @@ class PlanMemory(Pass):
         for op in [op for op in program.body.ops if is_mem_op(op)]:
             rw.erase_op(op)
         bindings = hint_bindings(program, ctx.options.get("bindings"))
+        donate = donated_in_place(ctx)
         if self.mode == "static":
-            plan = static_plan(program, bindings, self.alignment)
+            plan = static_plan(program, bindings, self.alignment, donate)
         else:
-            insert_mem_ops(program, StepGraph(program, bindings).analyze(), rw)
-            plan = dynamic_plan(program, bindings, self.alignment)
+            insert_mem_ops(program, StepGraph(program, bindings, donate).analyze(), rw)
+            plan = dynamic_plan(program, bindings, self.alignment, donate=donate)
         ctx.report.memory = plan
         ctx.log.notes.append(f"plan-memory ({self.mode}): peak {plan.peak_bytes} bytes, lower bound "
                              f"{plan.lower_bound_bytes}, naive {plan.naive_bytes}"

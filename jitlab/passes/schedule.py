@@ -20,7 +20,7 @@ from ..errors import PassError
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..report import ScheduleRecord
-from .liveness import FIXED, StepGraph
+from .liveness import FIXED, StepGraph, donated_in_place
 from .manager import Pass, PassContext, register_pass
 
 DEFAULT_SYMBOL_VALUE = 64   # size assumed for a symbolic dim when comparing orders at compile time
@@ -48,6 +48,7 @@ class Dependences:
         impure = [n for n, op in enumerate(g.ops) if not op.has(Trait.PURE)]
         for a, b in itertools.pairwise(impure):
             preds[b].add(a)
+        _order_donated_readers(g, preds)
         succs: list[list[int]] = [[] for _ in g.ops]
         for n, ps in enumerate(preds):
             for p in sorted(ps):
@@ -55,6 +56,32 @@ class Dependences:
         lazy = [not preds[n] and op.has(Trait.PURE) and all(g.kind[r] in FIXED for r in g.results[n])
                 for n, op in enumerate(g.ops)]
         return cls([sorted(p) for p in preds], succs, lazy)
+
+
+def _order_donated_readers(g: StepGraph, preds: list[set[int]]) -> None:
+    """A step writing an output into a donated input's array runs after the input's other readers
+    (write after read), unless one of them needs its result: that output is then copied in instead."""
+    for out, inp in g.donated.items():
+        writer = g.producer[out]
+        after = _downstream(preds, writer)
+        for reader in g.root_users[g.root[inp]]:
+            if reader != writer and reader not in after:
+                preds[writer].add(reader)
+
+
+def _downstream(preds: list[set[int]], start: int) -> set[int]:
+    """Steps that depend on `start`, directly or through others."""
+    succs: dict[int, list[int]] = {}
+    for n, ps in enumerate(preds):
+        for p in ps:
+            succs.setdefault(p, []).append(n)
+    seen, stack = set(), [start]
+    while stack:
+        for n in succs.get(stack.pop(), ()):
+            if n not in seen:
+                seen.add(n)
+                stack.append(n)
+    return seen
 
 
 class Policy:
@@ -253,7 +280,7 @@ class Schedule(Pass):
         if any(is_mem_op(op) for op in program.body.ops):
             raise PassError("pass schedule must run before plan-memory (the program already has mem ops)")
         bindings = hint_bindings(program, ctx.options.get("bindings"))
-        g = StepGraph(program, bindings)
+        g = StepGraph(program, bindings, donated_in_place(ctx), ordered=False)
         orders, peaks, source = compare_orders(g)
         chosen = orders[self.order]
         reorder(program, [g.ops[n] for n in chosen])

@@ -6,7 +6,9 @@ serves at most one output. How it is written is decided per output:
 
 - "in place": the kernel producing the output writes straight into the donated array,
   because nothing reads the input afterwards and the producing step reads it, if at all,
-  only element for element (a group made only of elementwise ops, one result);
+  only element for element (a group made only of elementwise ops; with several results,
+  a kernel that reads every input at an index before it writes any output there, as
+  generated kernels do: an optimizer step updating weights and moments together);
 - "copy": the output is computed into its own buffer and copied into the donated array
   when the call ends (the input is read later, or by a contraction in the same kernel).
 
@@ -68,12 +70,13 @@ def _aliases(program: Program, value: Value) -> set[Value]:
 
 def _elementwise_only(op: Operation) -> bool:
     inner = op.block.ops if op.name == "jit.group" else [op]
-    return len(op.results) == 1 and all(
-        o.has(Trait.ELEMENTWISE) or o.has(Trait.CONSTANT) or o.has(Trait.TERMINATOR) for o in inner)
+    return all(o.has(Trait.ELEMENTWISE) or o.has(Trait.CONSTANT) or o.has(Trait.TERMINATOR) for o in inner)
 
 
-def writes_in_place(program: Program, d: Donation) -> bool:
-    """Whether the producer of output d may write into input d's array without a wrong answer."""
+def writes_in_place(program: Program, d: Donation, ordered: bool = True) -> bool:
+    """Whether the producer of output d may write into input d's array without a wrong answer;
+    `ordered=False` leaves out the check that no step after the producer reads the input (the
+    schedule pass orders the readers first)."""
     source = program.inputs[d.input]
     target = program.outputs[d.output]
     aliases = _aliases(program, source)
@@ -81,12 +84,17 @@ def writes_in_place(program: Program, d: Donation) -> bool:
         return False
     producer = target.op
     after = False
-    for op in program.body.ops:
+    for op in program.body.ops if ordered else ():
         if after and any(v in aliases for v in op.operands):
             return False
         after = after or op is producer
     reads = [v for v in producer.operands if v in aliases]
     return not reads or (_elementwise_only(producer) and all(v is source for v in reads))
+
+
+def in_place_pairs(program: Program, donated: Sequence[str], ordered: bool = True) -> list[Donation]:
+    """The donations whose output can be written straight into the donated array (see writes_in_place)."""
+    return [d for d in donation_pairs(program, donated) if writes_in_place(program, d, ordered)]
 
 
 def plan_donations(program: Program, donated: Sequence[str], in_place: bool) -> list[Donation]:

@@ -13,7 +13,7 @@ them (`sys.getrefcount`): a result the user holds, or a view of it, is never ove
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 
 import numpy as np
 
@@ -37,9 +37,15 @@ class _Buffers:
         self.kept: list[np.ndarray | None] = [None] * len(values)
         self.unshared = 0         # the count getrefcount gives here when only self.kept holds a buffer
 
-    def get(self, bindings: dict[str, int]) -> list[np.ndarray]:
+    def get(self, bindings: dict[str, int], skip: Container[int] = ()) -> list[np.ndarray | None]:
+        """A buffer per value, None for those in `skip` (written elsewhere this call: their kept
+        buffer is let go, so a donated output does not hold a second copy of its input)."""
         out = []
         for k, t in enumerate(self.types):
+            if k in skip:
+                self.kept[k] = None
+                out.append(None)
+                continue
             shape = self.static[k] or evaluate_shape(t.shape, bindings)
             buf = self.kept[k]
             # Any reference beyond the list, this local and getrefcount's argument is a holder
@@ -74,13 +80,15 @@ class GroupStep(Step):
         # results the caller gets stay recycled buffers of their own.
         self.temps: list[bool] | None = None
         self.donated: dict[int, int] = {}     # result index -> input slot it writes into, this call
+        self.kept_index = {k: k for k in range(len(op.results))}    # result index -> index in self.buffers
 
     def use_pool(self, temps: list[bool]) -> None:
         self.temps = temps
         self.buffers = _Buffers([r for r, t in zip(self.op.results, temps) if not t])
+        self.kept_index = {k: i for i, k in enumerate(k for k, t in enumerate(temps) if not t)}
 
     def run(self, env, bindings):
-        outputs = self.buffers.get(bindings)
+        outputs = self.buffers.get(bindings, {self.kept_index[k] for k in self.donated} if self.donated else ())
         if self.temps is not None:
             kept = iter(outputs)
             outputs = [env[slot] if temp else next(kept) for slot, temp in zip(self.outs, self.temps)]
@@ -164,7 +172,7 @@ class O1Runner:
         for d in donations:
             out = program.outputs[d.output]
             step = next((s for s in self.steps if self._slots[out] in s.outs), None)
-            if isinstance(step, GroupStep):
+            if isinstance(step, GroupStep) and (len(step.outs) == 1 or step.kernel.reads_before_writes):
                 self.donations.append((d, step, step.outs.index(self._slots[out])))
             else:
                 d.mode = "copy"

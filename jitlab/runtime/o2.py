@@ -61,13 +61,18 @@ class O2Runner:
         self.owned = [n for n in roots if n in produced or n in hosts]
         self.out_buffers = _Buffers([self.values[n] for n in self.owned])
         self._hosts = hosts
+        # Outputs the plan lodges in a donated input's array (memory.py: they own no buffer).
+        inputs, outputs = set(self.input_names), set(self.output_names)
+        self.lodged = {b.name for b in plan.buffers if b.kind == "inplace" and b.alias_of in inputs
+                       and b.name in outputs}
         self.donations: list = []
 
     def donate(self, program: Program, donations: list) -> None:
-        """Outputs a segment writes, lending no bytes to temporaries, go into their donated inputs."""
+        """Outputs the plan lodges in donated inputs, and outputs a segment writes that lend no bytes
+        to temporaries, go into their donated inputs."""
         self.donations = []
         for d in donations:
-            if d.output_name in self.owned and d.output_name not in self._hosts:
+            if d.output_name in self.lodged or (d.output_name in self.owned and d.output_name not in self._hosts):
                 self.donations.append(d)
             else:
                 d.mode = "copy"
@@ -83,10 +88,17 @@ class O2Runner:
         env: dict[str, np.ndarray] = dict(self.constants)
         for name, a in zip(self.input_names, arrays):
             env[name] = a if a.flags.c_contiguous and a.flags.writeable else np.array(a, order="C")
-        env.update(zip(self.owned, self.out_buffers.get(bindings)))
+        donated = {}
         for d in self.donations:
             if safe_to_donate(arrays, d):
-                env[d.output_name] = arrays[d.input]
+                donated[d.output_name] = arrays[d.input]
+            elif d.output_name in self.lodged:
+                # Compiled code writes this output through the input's name: when this call's array
+                # cannot take it (it backs another argument), the input gets a private copy instead.
+                env[d.input_name] = np.array(arrays[d.input], order="C")
+        skip = {k for k, n in enumerate(self.owned) if n in donated}
+        env.update((n, b) for n, b in zip(self.owned, self.out_buffers.get(bindings, skip)) if b is not None)
+        env.update(donated)
         for step in self.steps:
             if isinstance(step, tuple):
                 fn, params = step

@@ -227,7 +227,7 @@ def _compile_generated(group: Operation, options: dict[str, Any]) -> Kernel:
         gen(inputs, outputs, (), bindings or {})
 
     return Kernel(group.attrs["key"], "numba_cpu", run, gen.source, gen.seconds, gen.cache_hit,
-                  gen.miss_reason, choice=_choice(group))
+                  gen.miss_reason, choice=_choice(group), reads_before_writes=True)   # codegen's store_all
 
 
 def _choice(group: Operation) -> str:

@@ -48,6 +48,7 @@ class NumbaCUDABackend(Backend):
     device = "cuda"
     late_passes = ("assign-streams",)
     checks_memory_limit = True
+    donates_in_place = False        # its executor copies results into donated arrays
 
     def __init__(self):
         self._cpu = NumbaCPUBackend()
