@@ -83,15 +83,20 @@ function lanes(buffers) {
 
 export function gantt(ctx, mem, height = 260) {
   const n = steps(mem);
-  const placed = mem.buffers.filter((b) => b.kind !== "view" && !b.alias_of);
-  const dynamic = placed.some((b) => b.offset === null || b.offset === undefined);
+  const owners = mem.buffers.filter((b) => b.kind !== "view" && !b.alias_of);
+  // A static plan draws its arena at the offsets it chose; inputs, outputs and the temporaries
+  // lodged in an output's bytes are outside the arena.
+  const inArena = (b) => b.offset !== null && b.offset !== undefined && (!b.region || b.region === "arena");
+  const dynamic = mem.mode !== "static" || !owners.some(inArena);
+  const placed = dynamic ? owners : owners.filter(inArena);
   const lane = dynamic ? lanes(placed) : null;
   const top = dynamic ? Math.max(1, ...lane) + 1 : Math.max(1, ...placed.map((b) => b.offset + b.bytes));
   const x = (i) => PAD.l + (i / n) * (W - PAD.l - PAD.r);
   const y = (v) => height - PAD.b - (v / top) * (height - PAD.t - PAD.b);
   const svg = s("svg", { class: "jl-chart jl-gantt", viewBox: `0 0 ${W} ${height}`, width: "100%" });
   svg.append(axisLabel(PAD.l - 4, y(top) + 4, dynamic ? `${top} lanes` : fmtBytes(top)), axisLabel(PAD.l - 4, y(0), "0"),
-    axisLabel(W - PAD.r, height - 6, dynamic ? "step · one lane per live buffer (pool, no fixed offsets)" : "step · y = arena offset"));
+    axisLabel(W - PAD.r, height - 6, dynamic ? "step · one lane per live buffer (pool, no fixed offsets)"
+      : `step · y = arena offset (${owners.length - placed.length} buffers outside the arena not drawn)`));
   placed.forEach((b, i) => {
     const lo = dynamic ? lane[i] : b.offset;
     const hi = dynamic ? lane[i] + 0.9 : b.offset + b.bytes;
@@ -129,7 +134,9 @@ export class MemoryView {
     return h("div", { class: "jl-stats" },
       item("peak", fmtBytes(mem.peak_bytes)), item("lower bound (largest live set)", fmtBytes(mem.lower_bound_bytes)),
       item("naive (every buffer apart)", fmtBytes(mem.naive_bytes)),
-      mem.activation_bytes ? item("activations (forward → backward, outlined)", fmtBytes(mem.activation_bytes)) : null, item("mode", mem.mode + (mem.heuristic ? ` · ${mem.heuristic}` : "")),
+      mem.activation_bytes ? item("activations (forward → backward, outlined)", fmtBytes(mem.activation_bytes)) : null,
+      (mem.donated || []).length ? item("written into donated inputs (not allocated)",
+        `${mem.donated.length} outputs · ${fmtBytes(mem.donated.reduce((t, d) => t + d.bytes, 0))}`) : null, item("mode", mem.mode + (mem.heuristic ? ` · ${mem.heuristic}` : "")),
       Object.keys(mem.heuristics || {}).length ? item("heuristics", Object.entries(mem.heuristics).map(([k, v]) => `${k} ${fmtBytes(v)}`).join(" · ")) : null);
   }
 

@@ -43,10 +43,19 @@ def memory_data(plan: MemoryPlan | None, ops: dict[str, dict[str, Any]]) -> dict
     peak_step = max(range(len(live)), key=live.__getitem__) if live else None
     buffers = [{"name": b.name, "bytes": b.bytes, "offset": b.offset, "first": b.first, "last": b.last,
                 "producer": b.producer, "producer_name": b.producer_name, "kind": b.kind, "alias_of": b.alias_of,
-                "role": b.role, "group": (ops.get(str(b.producer)) or {}).get("group")} for b in plan.buffers]
+                "region": b.region, "role": b.role, "group": (ops.get(str(b.producer)) or {}).get("group")}
+               for b in plan.buffers]
     return {"peak_bytes": plan.peak_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
             "naive_bytes": plan.naive_bytes, "mode": plan.mode, "alignment": plan.alignment, "live_bytes": live,
             "peak_step": peak_step, "live_at_peak": [b.name for b in plan.largest_live_at_peak(8)],
             "heuristic": plan.heuristic, "heuristics": dict(plan.heuristics), "pool": pool_series(plan.pool),
             "bindings": dict(plan.bindings), "buffers": buffers,
-            "activation_bytes": sum(b.bytes for b in plan.buffers if b.role == "activation")}
+            "activation_bytes": sum(b.bytes for b in plan.buffers if b.role == "activation"),
+            "donated": donated_outputs(plan)}
+
+
+def donated_outputs(plan: MemoryPlan) -> list[dict[str, Any]]:
+    """Outputs the plan lodges in donated inputs' arrays: memory a training step does not hold twice."""
+    inputs = {b.name for b in plan.buffers if b.kind == "input"}
+    return [{"name": b.name, "input": b.alias_of, "bytes": b.bytes} for b in plan.buffers
+            if b.kind == "inplace" and b.alias_of in inputs]

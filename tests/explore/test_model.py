@@ -121,3 +121,12 @@ def test_ir_diff_accounts_for_every_line(a, b):
     skipped = sum(r["n"] for r in rows if r["t"] == "skip")
     assert len(left) + skipped == len(a) and len(right) + skipped == len(b)
     assert all(r["a"] == r["b"] for r in rows if r["t"] == "same")
+
+
+def test_memory_data_lists_outputs_written_into_donated_inputs():
+    w, g = np.ones((8, 4), np.float32), np.full((8, 4), 0.5, np.float32)
+    step = jl.jit(lambda w, g: (w - 0.1 * g, (g * g).sum()), level="O2", donate_argnums=0)
+    step(w, g)
+    donated = from_object(step.last).build()["memory"]["donated"]
+    assert [(d["input"], d["bytes"]) for d in donated] == [("w", w.nbytes)]
+    assert [d["mode"] for d in step.last.report.donations] == ["in place"]
