@@ -95,6 +95,11 @@ class Backend:
     def synchronize(self) -> None:
         """Host backends are always synchronous."""
 
+    def peak_bandwidth(self) -> float | None:
+        """Bytes per second this backend's device memory streams at its peak, for the bench's lower
+        bounds; None where the bench measures it itself (the host) or nothing is known."""
+        return None
+
     def executor(self, program, kernels: dict[int, Kernel], report, options: dict[str, Any]) -> Callable | None:
         """A runner for programs compiled for this backend's device; None runs them with the O1 executor."""
         return None

@@ -67,7 +67,16 @@ def _prepare(runner: Runner, bench: Benchmark, inputs: tuple, expected: np.ndarr
     return {"status": "ok", "call": prepared.call, "first_call_s": first, **prepared.info}
 
 
-def run_benchmark(bench: Benchmark, runners: list[Runner], args, bw: float) -> dict:
+def _bound_bandwidth(target: str, host: dict[str, float]) -> tuple[float | None, str]:
+    """The bandwidth lower bounds divide by, and whose: the host's measured copy rate for host
+    targets, the device's peak for a device target (None, and no bounds, where it does not say)."""
+    from ..backends.base import backend_for_target
+
+    backend = backend_for_target(target)
+    return (max(host.values()), "host") if backend.device == "cpu" else (backend.peak_bandwidth(), "device")
+
+
+def run_benchmark(bench: Benchmark, runners: list[Runner], args, bw: float | None) -> dict:
     inputs = bench.inputs(args.quick)
     expected = flat(bench.fn(*inputs))
     results = {r.name: _prepare(r, bench, inputs, expected) for r in runners}
@@ -78,7 +87,7 @@ def run_benchmark(bench: Benchmark, runners: list[Runner], args, bw: float) -> d
         results[name].update(ms=seconds * 1e3, speedup=(base / seconds) if base else None)
     moved = bench.bytes_moved(inputs, expected)
     return {"name": bench.name, "size": bench.size(args.quick), "bytes_moved": moved,
-            "lower_bound_ms": moved / bw * 1e3 if bench.memory_bound else None, "results": results}
+            "lower_bound_ms": moved / bw * 1e3 if bench.memory_bound and bw else None, "results": results}
 
 
 def call_overhead_us(level: str, target: str, repeats: int = 2000) -> float:
@@ -106,9 +115,11 @@ def run(args) -> dict:
     runners = [PEERS[n] for n in args.peers.split(",") if n] + [jitlab_runner(lv, args.target) for lv in args.level]
     size = (64 if args.quick else 1024) << 20
     bw = {"1 thread": bandwidth(size, 1), "2 threads": bandwidth(size, 2)}
-    benches = [] if names == [] else [run_benchmark(b, runners, args, max(bw.values())) for b in by_name(names)]
+    bound_bw, source = _bound_bandwidth(args.target, bw)
+    benches = [] if names == [] else [run_benchmark(b, runners, args, bound_bw) for b in by_name(names)]
     return {"quick": args.quick, "repeats": args.repeats, "target": args.target, "machine": machine(),
-            "bandwidth_bytes_per_s": bw, "benchmarks": benches,
+            "bandwidth_bytes_per_s": bw, "bound_bandwidth_bytes_per_s": bound_bw, "bound_source": source,
+            "benchmarks": benches,
             "call_overhead_us": {lv: call_overhead_us(lv, args.target) for lv in args.level},
             "onnx_models": [run_model(m, args.level, args.repeats, args.quick) for m in models],
             "recompute": run_recompute(planned_levels, args.repeats, args.quick, args.target)
@@ -132,6 +143,10 @@ def format_report(data: dict) -> str:
              f"machine: {m['cpu']}, {m['cores']} cores, load average {m['load_average']:.1f}; "
              f"numpy {m['numpy']}, numba {m['numba']}; BLAS: {blas}; env {m['env'] or '{}'}",
              f"memory bandwidth (copy, read + write): {bw}"]
+    if data.get("bound_source", "host") != "host":
+        peak = data["bound_bandwidth_bytes_per_s"]
+        lines.append("streaming lower bounds: " + (f"the device's peak, {peak / 1e9:.0f} GB/s" if peak
+                                                    else "none (the device gives no peak bandwidth)"))
     if data["benchmarks"]:
         lines += format_suite(data["benchmarks"])
     lines += ["", "cached call overhead (x + 1 on one element): "

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from jitlab.bench import cli, suite
-from jitlab.bench.peers import Prepared, Runner
+from jitlab.bench.peers import PEERS, Prepared, Runner
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +114,24 @@ def test_mlp_train_step_is_sgd_on_the_autodiff_gradient():
     grads = jl.grad(loss, argnums=(0, 1, 2, 3))(*weights)
     for new, w, g in zip(suite.mlp_train(x, target, *weights), weights, grads):
         np.testing.assert_allclose(new, w - 0.01 * g, rtol=1e-9, atol=1e-12)
+
+
+def test_device_targets_bound_by_the_device_peak_not_the_host(monkeypatch):
+    class Device:
+        device = "cuda"
+
+        def __init__(self, peak):
+            self.peak = peak
+
+        def peak_bandwidth(self):
+            return self.peak
+
+    host = {"1 thread": 2e10, "2 threads": 3e10}
+    assert cli._bound_bandwidth("cpu", host) == (3e10, "host")
+    monkeypatch.setattr("jitlab.backends.base.backend_for_target", lambda target: Device(3e12))
+    assert cli._bound_bandwidth("cuda", host) == (3e12, "device")
+    monkeypatch.setattr("jitlab.backends.base.backend_for_target", lambda target: Device(None))
+    assert cli._bound_bandwidth("cuda", host) == (None, "device")
+    bench = suite.by_name(["chain"])[0]
+    result = cli.run_benchmark(bench, [PEERS["numpy"]], type("Args", (), {"quick": True, "repeats": 1})(), None)
+    assert result["lower_bound_ms"] is None

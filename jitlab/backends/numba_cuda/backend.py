@@ -99,6 +99,12 @@ class NumbaCUDABackend(Backend):
     def synchronize(self) -> None:
         device.cuda().synchronize()
 
+    def peak_bandwidth(self) -> float | None:
+        from .device import info
+
+        peak = info().peak_bytes_per_second
+        return peak if peak > 0 else None        # the simulator has no memory to stream
+
     def executor(self, program, kernels, report, options):
         from .executor import DeviceExecutor
 

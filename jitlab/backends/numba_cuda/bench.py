@@ -1,4 +1,5 @@
-"""`jitlab bench --target cuda`: the bench programs on the GPU, as a fraction of its peak bandwidth.
+"""The bench programs on the GPU as a fraction of its peak bandwidth (`jitlab bench --target cuda`
+gives the same programs' times beside numpy's and the peers').
 
 `bench_cuda(programs)` takes (name, fn, args) entries (`suite()` gives the programs of
 `jitlab bench`'s suite, jitlab/bench/suite.py, at full size or tiny), compiles each for cuda at
