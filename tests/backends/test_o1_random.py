@@ -154,3 +154,13 @@ def test_results_the_user_holds_are_never_overwritten():
     c = f(np.full(4, 5.0, np.float32))
     assert a.tolist() == [2.0] * 4 and b.tolist() == [6.0] * 4 and view.tolist() == [6.0] * 3
     assert c.tolist() == [10.0] * 4
+
+
+@pytest.mark.parametrize("level", ("O1", "O2"))
+def test_row_value_kept_in_scratch_along_a_size_one_dim(level):
+    # exp(x) is kept for the loop writing the second result; x's last dim has size 1, so the value
+    # does not vary along it and was hoisted, with its scratch store, out of the loop binding i1.
+    x = np.array([[0.25], [-0.5], [1.5]], np.float32)
+    got = jl.jit(lambda x: (np.exp(x).sum(), np.exp(x) * 2.0), level=level)(x)
+    np.testing.assert_allclose(got[0], np.exp(x).sum(), rtol=1e-6)
+    np.testing.assert_allclose(got[1], np.exp(x) * 2.0, rtol=1e-6)

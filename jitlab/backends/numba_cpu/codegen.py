@@ -226,7 +226,9 @@ class KernelSource:
         scratch = f"s{len(self.scratch_dtypes)}"
         self.scratch_dtypes[scratch] = value.type.dtype
         self.scratch[key] = (scratch, self.phase)
-        self.place(needs).add(f"{scratch}[{self._row_index()}] = {name}")
+        # Stored at every index of the row, as later loops read it: inside the loop over each inner dim,
+        # also those the value does not vary along (a broadcast operand).
+        self.place(needs | self._inner_vars()).add(f"{scratch}[{self._row_index()}] = {name}")
 
     def _square(self, op: Operation, m: Map, key) -> str:
         base = self._emit_one(op.operands[0], self._operand_maps(op, m)[0])
