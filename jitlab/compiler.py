@@ -83,8 +83,8 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
     donate = options.pop("donate", ())
     recompute = options.pop("recompute", False) and passes is None
-    if recompute:
-        recompute_pass(memory_limit)
+    if recompute and memory_limit is None:
+        raise JitlabError("jl.compile(recompute=True) needs memory_limit=BYTES")
     start = time.perf_counter()
     instrumentation, options = split_instrumentation(options)
     if donate:
@@ -97,10 +97,8 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
                                                verify_each, instrumentation, options)
         memory_limit = None       # the plan is under the limit, or a warning says how far off it is
     else:
-        report = CompileReport(program=program.name, level=level, target=target)
         pipeline = passes if passes is not None else _pipeline(level, target, engine_passes)
-        compiled = PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(
-            program.clone(), PassContext(report=report, target=target, options=options))
+        compiled, report = _run_passes(program, level, target, pipeline, verify_each, instrumentation, options)
     report.graph = snapshot(compiled)
     report.seconds["passes"] = time.perf_counter() - start
     if level == "O0":
@@ -126,6 +124,15 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
 RECOMPUTE_ATTEMPTS = 4
 
 
+def _run_passes(program: Program, level: str, target: str, pipeline: str, verify_each, instrumentation: dict,
+                options: dict) -> tuple[Program, CompileReport]:
+    """The pipeline run on a copy of `program`, with a fresh report."""
+    report = CompileReport(program=program.name, level=level, target=target)
+    compiled = PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(
+        program.clone(), PassContext(report=report, target=target, options=dict(options)))
+    return compiled, report
+
+
 def _passes_under_limit(program: Program, level: str, target: str, engine_passes, limit: int, verify_each,
                         instrumentation: dict, options: dict) -> tuple[Program, CompileReport]:
     """Runs the pipeline with `recompute`, lowering the pass's target while the memory plan is over `limit`.
@@ -135,10 +142,9 @@ def _passes_under_limit(program: Program, level: str, target: str, engine_passes
     plan, not the estimate, decides: each retry lowers the target by the plan's overshoot."""
     target_bytes, attempts = limit, []
     while True:
-        report = CompileReport(program=program.name, level=level, target=target)
-        pipeline = _pipeline(level, target, engine_passes, (recompute_pass(target_bytes),))
-        compiled = PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(
-            program.clone(), PassContext(report=report, target=target, options=dict(options)))
+        # recompute runs right before fusion, after the simplifications that would undo it
+        pipeline = _pipeline(level, target, engine_passes, (f"recompute{{limit={target_bytes}}}",))
+        compiled, report = _run_passes(program, level, target, pipeline, verify_each, instrumentation, options)
         planned = report.memory.peak_bytes if report.memory is not None else None
         attempts.append({"target_bytes": target_bytes, "planned_peak_bytes": planned})
         record = report.recompute or {}
@@ -151,13 +157,6 @@ def _passes_under_limit(program: Program, level: str, target: str, engine_passes
         report.warnings.append(f"recompute: the memory plan's peak is {planned} bytes, over the limit of {limit} "
                                f"after {len(attempts)} attempt(s) lowering the pass's target")
     return compiled, report
-
-
-def recompute_pass(memory_limit: int | None) -> str:
-    """`recompute` runs right before fusion, after the simplifications that would undo it."""
-    if memory_limit is None:
-        raise JitlabError("jl.compile(recompute=True) needs memory_limit=BYTES")
-    return f"recompute{{limit={memory_limit}}}"
 
 
 def _donations(compiled: Program, donate, run, report: CompileReport) -> list:

@@ -21,6 +21,7 @@ from ..ir.core import Block, Operation, OpResult, Region, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..report import FusionDecision, GroupRecord, Rejection
+from ..runtime.donation import donation_pairs
 from .activations import is_backward
 from .manager import Pass, PassContext, register_pass
 
@@ -228,8 +229,6 @@ def donated_updates(program: Program, donate) -> set[int]:
     """ids of the ops computing a donated input's new value elementwise: the elementwise ops the
     output going into its array is made of, back to the first non-elementwise producers
     (`m = b1*m + (1-b1)*g`: both products and the add, not the matmul making g)."""
-    from ..runtime.donation import donation_pairs
-
     found: set[int] = set()
     for d in donation_pairs(program, donate) if donate else []:
         stack = [program.outputs[d.output]]

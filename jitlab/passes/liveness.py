@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..dialects.mem import is_mem_op
 from ..ir.core import Operation, Value
@@ -25,6 +26,9 @@ from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
 from ..ir.types import TensorType
 from ..runtime.donation import in_place_pairs
+
+if TYPE_CHECKING:
+    from .manager import PassContext
 
 FIXED = ("input", "weight", "constant")
 
@@ -223,7 +227,7 @@ class Lifetimes:
         return max(live) if live else sum(self.graph.bytes[b] for b in self.first if self.kind(b) in FIXED)
 
 
-def donated_in_place(ctx) -> tuple[str, ...]:
+def donated_in_place(ctx: PassContext) -> tuple[str, ...]:
     """The donated inputs whose arrays outputs may be written into: none where the target's runner copies."""
     from ..backends.base import backend_for_target
 

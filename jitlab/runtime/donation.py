@@ -83,13 +83,20 @@ def writes_in_place(program: Program, d: Donation, ordered: bool = True) -> bool
     if any(v in aliases for v in program.outputs):
         return False
     producer = target.op
-    after = False
-    for op in program.body.ops if ordered else ():
-        if after and any(v in aliases for v in op.operands):
-            return False
-        after = after or op is producer
+    if ordered and _read_after(program, producer, aliases):
+        return False
     reads = [v for v in producer.operands if v in aliases]
     return not reads or (_elementwise_only(producer) and all(v is source for v in reads))
+
+
+def _read_after(program: Program, producer: Operation, aliases: set[Value]) -> bool:
+    """Whether a step after `producer` in block order reads one of `aliases`."""
+    after = False
+    for op in program.body.ops:
+        if after and any(v in aliases for v in op.operands):
+            return True
+        after = after or op is producer
+    return False
 
 
 def in_place_pairs(program: Program, donated: Sequence[str], ordered: bool = True) -> list[Donation]:

@@ -3,7 +3,8 @@
 numba caches compiled code only for functions defined in a file, so each generated
 kernel is written as a module into the cache folder and imported; numba's own
 `cache=True` then reloads its machine code in a later process. An entry's key has
-named parts (group structure, input signature, backend, library versions); on a miss
+named parts (group structure, input signature, backend, library versions, and the
+`support_hash` of the modules the kernel calls into); on a miss
 the report says which part differed from the entries on disk.
 
 Safety: files are written atomically (two processes may compile at once); an entry
@@ -14,6 +15,7 @@ because numba's index files are pickles.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -37,6 +39,19 @@ class CacheEntry:
     module: ModuleType
     hit: bool
     miss_reason: str = ""
+
+
+@functools.cache
+def support_hash(*modules: str) -> str:
+    """A hash of the modules a generated kernel calls into (helpers, fast math, device functions).
+
+    numba's cache checks only the kernel's own file, so code compiled against an older version of
+    one of these would be loaded again after it changed; their text is therefore part of the key."""
+    digest = hashlib.sha256()
+    for name in modules:
+        with open(importlib.util.find_spec(name).origin, "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest()[:16]
 
 
 def default_directory() -> str:

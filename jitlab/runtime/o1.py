@@ -124,7 +124,7 @@ class LibraryStep(Step):
         args = [env[i] for i in self.ins]
         out = self.fn(*args, **attrs)
         for slot, value in zip(self.outs, out if isinstance(out, (tuple, list)) else (out,)):
-            env[slot] = owned(value, args)
+            env[slot] = detached(value, args)
 
 
 class O1Runner:
@@ -208,7 +208,6 @@ class O1Runner:
         # Constants and weights are shared, read-only arrays: the caller gets a copy of those.
         return [env[i].copy() if i in self.constants else env[i] for i in self.outputs]
 
-
     def _allocate(self, step: GroupStep, env: list, live: dict[int, np.ndarray], bindings) -> None:
         """Pool buffers for a group's temporaries; a mem.free after a later step returns each."""
         for slot, r, temp in zip(step.outs, step.op.results, step.temps):
@@ -217,7 +216,7 @@ class O1Runner:
                 env[slot] = live[slot] = self.pool.allocate(shape, r.type.dtype)
 
 
-def owned(value: np.ndarray, args: Sequence[np.ndarray]) -> np.ndarray:
+def detached(value: np.ndarray, args: Sequence[np.ndarray]) -> np.ndarray:
     """A numpy library result as the plan sees it: its own memory. numpy may answer with a
     view of an operand (split, transpose), and the plan hands an operand's bytes (a pool or
     arena buffer) to other values once it dies."""

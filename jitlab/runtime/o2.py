@@ -18,7 +18,7 @@ from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
 from ..report import MemoryPlan
 from .donation import safe_to_donate
-from .o1 import _Buffers, owned
+from .o1 import _Buffers, detached
 from .reference import Interpreter
 
 
@@ -142,4 +142,4 @@ class O2Runner:
         args = [self._value(v.name, env, layout, bindings) for v in op.operands]
         out = Interpreter(self.program, bindings, check=False).run_op(op, args)   # groups run op by op
         for r, value in zip(op.results, out):
-            env[r.name] = owned(value, args)
+            env[r.name] = detached(value, args)

@@ -87,3 +87,18 @@ def test_miss_names_the_key_part_that_differs(tmp_path):
     assert other.load(parts, "X = 1\n").hit
     assert other.info()["kernels"] == 2
     assert other.clear() == 2 and other.info()["kernels"] == 0
+
+
+def test_key_changes_with_the_modules_kernels_call_into(tmp_path, monkeypatch):
+    # numba's cache checks only the kernel's own file: a fix in a helper module must change the key.
+    from jitlab.backends.numba_cpu.backend import SUPPORT_MODULES, _key_parts_for
+    from jitlab.runtime.kernel_cache import support_hash
+
+    helper = tmp_path / "kernel_support_mod.py"
+    helper.write_text("def f(x):\n    return x + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = support_hash("kernel_support_mod")
+    helper.write_text("def f(x):\n    return x + 2\n")
+    support_hash.cache_clear()
+    assert support_hash("kernel_support_mod") != before
+    assert _key_parts_for("g", "", "src")["support"] == support_hash(*SUPPORT_MODULES)

@@ -18,7 +18,7 @@ from ... import __version__
 from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym, evaluate_shape
-from ...runtime.kernel_cache import KernelCache, default_cache
+from ...runtime.kernel_cache import KernelCache, default_cache, support_hash
 from ..base import Backend, Kernel, register_backend
 from . import helpers
 from .codegen import _REDUCE, generate
@@ -122,11 +122,18 @@ def _key_parts(group: Operation, signature: str, source: str) -> dict[str, str]:
     return _key_parts_for(group.attrs["key"], signature, source)
 
 
+# The modules generated kernels call into: their text is part of a kernel's cache key.
+SUPPORT_MODULES = tuple(f"jitlab.backends.{m}" for m in (
+    "scalar_semantics", "numba_cpu.helpers", "numba_cpu.fastmath", "numba_cpu.bits", "numba_cpu.blas",
+    "numba_cpu.library"))
+
+
 def _key_parts_for(structure: str, signature: str, source: str) -> dict[str, str]:
     return {"structure": structure, "signature": signature, "backend": "numba_cpu",
             "source": hashlib.sha256(source.encode()).hexdigest()[:16],
             "versions": f"jitlab {__version__}, numba {numba.__version__}, llvmlite {llvmlite.__version__}, "
-                        f"numpy {np.__version__}"}
+                        f"numpy {np.__version__}",
+            "support": support_hash(*SUPPORT_MODULES)}
 
 
 def _signature(params: list[str], types: dict[str, tuple[np.dtype, int]], readonly: set[str]) -> tuple:

@@ -9,7 +9,6 @@ simulator there is nothing to compile.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import time
@@ -22,7 +21,7 @@ from ...errors import CompileError
 from ...ir.core import Operation
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym, evaluate_shape
-from ...runtime.kernel_cache import default_cache
+from ...runtime.kernel_cache import default_cache, support_hash
 from .launch import Launch, Policy
 
 _HEADER = '''"""jit.group {gid} ({key}): {ops}. CUDA, {layouts}."""
@@ -57,18 +56,8 @@ def load_module(group: Operation, source: str, options: dict[str, Any]):
              "source": hashlib.sha256(source.encode()).hexdigest()[:16],
              "versions": f"jitlab {__version__}, numba {numba.__version__}, numpy {np.__version__}, "
                          f"simulator {simulator_enabled()}",
-             "devicefns": _devicefns_hash()}
+             "support": support_hash("jitlab.backends.scalar_semantics", "jitlab.backends.numba_cuda.devicefns")}
     return (options.get("cache") or default_cache()).load(parts, source)
-
-
-@functools.lru_cache(maxsize=1)
-def _devicefns_hash() -> str:
-    """numba caches a kernel by its own file only: a kernel compiled against an older devicefns.py
-    would be reused after a fix there, so that file's text is part of the key."""
-    from . import devicefns
-
-    with open(devicefns.__file__, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
 def params_of(source: str) -> list[str]:
