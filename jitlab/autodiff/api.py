@@ -53,10 +53,10 @@ class GradFunction:
                  with_value: bool = False, level: str = "O0", target: str = "auto"):
         self.fn, self.argnums, self.has_aux, self.with_value = fn, argnums, has_aux, with_value
         self._positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn, updated=())     # not fn's __dict__: see JitFunction
         self.__name__ = f"{'value_and_grad' if with_value else 'grad'}_{getattr(fn, '__name__', 'fn')}"
 
-        @functools.wraps(fn)
+        @functools.wraps(fn, updated=())
         def step(*args, **kwargs):
             return self.trace_call(args, kwargs)
 

@@ -139,7 +139,9 @@ class JitFunction:
         # Donated arguments' arrays receive the outputs of their type (see runtime/donation.py).
         self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
         self.last = None
-        functools.update_wrapper(self, fn)
+        # Names and docs only: copying fn's __dict__ would put a wrapped jit's or grad's own
+        # fields (fn, level, caches) over this wrapper's, compiling the wrong function.
+        functools.update_wrapper(self, fn, updated=())
 
     def _signature(self, leaves, names, mask, in_tree):
         key = [in_tree]
