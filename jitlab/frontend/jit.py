@@ -18,6 +18,7 @@ from ..ir.shapes import sym
 from ..ir.types import TensorType
 from ..runtime.signature import device_array_meta
 from .pytree import TreeDef, flatten, unflatten
+from .trace_errors import located
 from .tracer import TraceContext, Tracer
 
 
@@ -100,10 +101,11 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
                                                for x, m in zip(leaves, mask)]))
     try:
         result = fn(*bound.args, **bound.kwargs)
-    except JitlabError:
-        raise
-    except (TypeError, ValueError, IndexError, AttributeError) as e:
-        raise TraceError(f"tracing {fn_name} failed: {type(e).__name__}: {e}") from e
+    except Exception as e:
+        error = located(e, fn_name)
+        if error is e:
+            raise
+        raise error from e
     out_leaves, _, out_tree = flatten(result, is_leaf=lambda x: isinstance(x, Tracer))
     outputs = []
     for i, leaf in enumerate(out_leaves):

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import JitlabError, TraceError, UnsupportedOp
+from ..errors import JitlabError, TraceError
 from ..ir.attributes import Dense
 from ..ir.builder import Builder
 from ..ir.core import Location, Value
@@ -193,29 +193,34 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __array__(self, dtype=None, copy=None):
         raise TraceError(f"a traced array has no value while tracing: it cannot be converted to a "
-                         f"numpy array ({self.ctx.where()}). Keep the computation in numpy "
-                         "functions jitlab supports")
+                         f"numpy array ({self.ctx.where()}); write np.stack([...]) instead of "
+                         "np.array([...]) of traced arrays, x instead of np.asarray(x), and keep the "
+                         "computation in numpy functions jitlab supports")
 
-    def _concrete(self, what: str):
-        raise TraceError(f"{what} of a traced array is not known while tracing "
-                         f"({self.ctx.where()}): data-dependent Python control flow cannot be "
-                         "compiled; use np.where or np.maximum instead")
+    def _concrete(self, what: str, advice: str):
+        raise TraceError(f"{what} of a traced array is not known while tracing ({self.ctx.where()}): {advice}")
 
     def __bool__(self):
-        self._concrete("the truth value")
+        self._concrete("the truth value", "data-dependent Python control flow (if, while, and, or) cannot be "
+                       "compiled; use np.where(cond, a, b), np.maximum or np.minimum instead, or pass the "
+                       "deciding value with static_argnums")
 
     def __float__(self):
-        self._concrete("the float value")
+        self._concrete("the float value", "keep it an array (x.astype(np.float64), np.sqrt rather than "
+                       "math.sqrt), or pass the value with static_argnums")
 
     def __int__(self):
-        self._concrete("the int value")
+        self._concrete("the int value", "keep it an array (x.astype(np.int64)), or pass the value with "
+                       "static_argnums")
 
     def __index__(self):
-        self._concrete("the index value")
+        self._concrete("the index value", "sizes, ranges and Python indices must be Python ints; use "
+                       "x.shape for sizes, np.take(a, i) for a traced index, or pass the value with "
+                       "static_argnums")
 
     def __setitem__(self, key, value):
-        raise UnsupportedOp(f"in-place assignment x[...] = v is not supported ({self.ctx.where()}); "
-                            "build the result with np.where, np.concatenate or np.pad")
+        raise TraceError(f"in-place assignment x[...] = v is not supported while tracing ({self.ctx.where()}); "
+                         "build the result with np.stack, np.concatenate, np.where or np.pad")
 
     def __hash__(self):
         return id(self)

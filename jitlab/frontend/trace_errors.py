@@ -1,0 +1,109 @@
+"""Errors escaping a function while it is traced, pointed at the user's line.
+
+Whatever fails inside the traced function (numpy's own ValueError when a tracer is
+written into an np.zeros array, a tracer's `__bool__`, an AttributeError, a jitlab
+error from an op) reaches the caller as a JitlabError that names the innermost frame
+of the user's code, its source line, and what to write instead."""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import os
+import sysconfig
+import traceback
+
+import numpy as np
+
+from ..errors import JitlabError, TraceError
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+_STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"])
+_MAX_STATEMENT_LINES = 20
+_NUMPY_SETITEM = "setting an array element with a sequence"   # numpy's words for a tracer written into an array
+
+SETITEM_ADVICE = ("jitlab traces pure array code: build the array from its parts instead, e.g. "
+                  "np.stack or np.concatenate of the computed pieces, np.where(mask, new, old) to replace "
+                  "elements, np.pad to add borders")
+GENERIC_ADVICE = ("traced arrays have a shape and a dtype but no values: keep values in numpy functions "
+                  "(np.where for choices, np.stack to build arrays), or pass values that decide shapes or "
+                  "control flow with static_argnums")
+
+
+def _is_user_file(path: str) -> bool:
+    path = os.path.abspath(path)
+    if path.startswith((_PACKAGE_DIR, _NUMPY_DIR)):
+        return False
+    return not path.startswith(_STDLIB_DIR) or "site-packages" in path
+
+
+def user_frame(tb) -> traceback.FrameSummary | None:
+    """The innermost frame of the traceback that runs the user's code (not jitlab, numpy or the stdlib)."""
+    frames = [f for f in traceback.extract_tb(tb) if _is_user_file(f.filename)]
+    return frames[-1] if frames else None
+
+
+def _statement(frame: traceback.FrameSummary) -> ast.stmt | None:
+    """The statement starting at the frame's line, parsed; None where it does not parse alone."""
+    lines = []
+    for i in range(frame.lineno, frame.lineno + _MAX_STATEMENT_LINES):
+        line = linecache.getline(frame.filename, i)
+        if not line:
+            return None
+        lines.append(line.strip() if not lines else line)
+        try:
+            body = ast.parse("".join(lines)).body
+        except SyntaxError:
+            continue
+        return body[0] if body else None
+    return None
+
+
+def assigns_into_an_element(frame: traceback.FrameSummary) -> bool:
+    """Whether the frame's statement is `a[...] = v` or `a[...] += v`."""
+    stmt = _statement(frame)
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        targets = [stmt.target]
+    else:
+        return False
+    return any(isinstance(t, ast.Subscript) for t in targets)
+
+
+def _where(frame: traceback.FrameSummary | None, fn_name: str) -> str:
+    return f"in {fn_name}" + (f" at {frame.filename}:{frame.lineno}" if frame else "")
+
+
+def _source(frame: traceback.FrameSummary | None) -> str:
+    return f"\n    {frame.line}" if frame is not None and frame.line else ""
+
+
+def _generic_advice(e: Exception) -> str:
+    from .tracer import Tracer
+
+    if isinstance(e, AttributeError) and getattr(e, "obj", None) is not None and isinstance(e.obj, Tracer):
+        methods = sorted(n for n in dir(Tracer) if not n.startswith("_") and n not in ("value", "ctx"))
+        return (f"traced arrays have no values, so methods that read them (item, tolist) cannot work; "
+                f"a traced array has: {', '.join(methods)}, and numpy's functions take it")
+    return GENERIC_ADVICE
+
+
+def located(e: Exception, fn_name: str) -> Exception:
+    """`e`, raised by the traced function `fn_name`, as a JitlabError naming the user's line."""
+    if getattr(e, "_jitlab_located", False):
+        return e           # already pointed at its line by a trace nested inside this one
+    frame = user_frame(e.__traceback__)
+    if frame is not None and assigns_into_an_element(frame) or _NUMPY_SETITEM in str(e):
+        out = TraceError(f"in-place assignment into an array element is not supported while tracing "
+                         f"({_where(frame, fn_name)}):{_source(frame)}\n{SETITEM_ADVICE}")
+    elif isinstance(e, JitlabError):
+        where = "" if frame is None or f"{frame.filename}:{frame.lineno}" in str(e) else f" ({_where(frame, fn_name)})"
+        e.args = (f"{e}{where}{_source(frame)}",)
+        out = e
+    else:
+        out = TraceError(f"tracing {fn_name} failed ({_where(frame, fn_name)}): {type(e).__name__}: {e}"
+                         f"{_source(frame)}\n{_generic_advice(e)}")
+    out._jitlab_located = True
+    return out

@@ -1,0 +1,149 @@
+"""Whatever fails inside a traced function reaches the user as a JitlabError that names
+the file and line of the user's code, shows that line, and says what to write instead."""
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+import jitlab as jl
+from jitlab.errors import JitlabError, TraceError
+
+X = np.ones((3, 3), np.float32)
+
+
+def qr_first_entry(A):
+    n = A.shape[0]
+    R = np.zeros((n, n))
+    R[0, 0] = np.sqrt(np.dot(A[:, 0], A[:, 0]))  # BAD
+    return R
+
+
+def write_into_float32_zeros(x):
+    R = np.zeros(3, np.float32)
+    R[1] = x.sum()  # BAD
+    return R
+
+
+def write_into_int_zeros(x):
+    R = np.zeros(3, np.int64)
+    R[1] = x.sum()  # BAD
+    return R
+
+
+def write_a_row(x):
+    R = np.zeros((3, 3), np.float32)
+    R[0] = x[0]  # BAD
+    return R
+
+
+def add_into_a_slice(x):
+    R = np.zeros((3, 3), np.float32)
+    R[:, 0] += x[:, 0]  # BAD
+    return R
+
+
+def write_into_the_tracer(x):
+    x[0] = 1.0  # BAD
+    return x
+
+
+def python_if(x):
+    if x.sum() > 0:  # BAD
+        return x
+    return -x
+
+
+def python_float(x):
+    return math.sqrt(x.sum()) + x  # BAD
+
+
+def python_range(x):
+    return list(range(x.sum().astype(np.int64)))  # BAD
+
+
+def array_of_tracers(x):
+    return np.array([x[0], x[1]])  # BAD
+
+
+def unknown_method(x):
+    return x.tolist()  # BAD
+
+
+def users_own_key_error(x):
+    table = {"a": x}
+    return table["b"]  # BAD
+
+
+def helper(y):
+    return y.item()  # BAD
+
+
+def calls_a_helper(x):
+    return helper(x) + 1
+
+
+def bad_matmul(x):
+    y = x * 2
+    return y @ np.ones((2, 2), np.float32)  # BAD
+
+
+CASES = [  # function, error, words of the advice
+    (qr_first_entry, TraceError, "np.stack"),
+    (write_into_float32_zeros, TraceError, "np.where"),
+    (write_into_int_zeros, TraceError, "np.where"),
+    (write_a_row, TraceError, "np.stack"),
+    (add_into_a_slice, TraceError, "np.concatenate"),
+    (write_into_the_tracer, TraceError, "np.where"),
+    (python_if, TraceError, "np.where"),
+    (python_float, TraceError, "np.sqrt"),
+    (python_range, TraceError, "static_argnums"),
+    (array_of_tracers, TraceError, "np.stack"),
+    (unknown_method, TraceError, "reshape"),
+    (users_own_key_error, TraceError, "static_argnums"),
+    (calls_a_helper, TraceError, "methods that read them"),
+    (bad_matmul, jl.ShapeError, "np.matmul"),
+]
+
+
+def bad_line(fn) -> tuple[int, str]:
+    """The line marked BAD in fn's source, or in the helper it calls."""
+    for f in (fn, helper):
+        lines, first = inspect.getsourcelines(f)
+        for i, line in enumerate(lines):
+            if "# BAD" in line:
+                return first + i, line.strip()
+    raise AssertionError(fn)
+
+
+@pytest.mark.parametrize("fn,error,advice", CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.parametrize("entry", ["trace", "jit"])
+def test_error_names_the_user_line_and_what_to_write(fn, error, advice, entry):
+    with pytest.raises(error) as info:
+        if entry == "trace":
+            jl.trace(fn, X)
+        else:
+            jl.jit(fn, level="O0")(X)
+    message = str(info.value)
+    line, source = bad_line(fn)
+    assert f"test_trace_errors.py:{line}" in message
+    assert source in message
+    assert advice in message
+
+
+def test_inside_grad_the_line_is_the_loss_functions():
+    def loss(w):
+        return float(w.sum())  # BAD
+
+    with pytest.raises(TraceError) as info:
+        jl.jit(jl.grad(loss))(X)
+    line = loss.__code__.co_firstlineno + 1
+    assert f"test_trace_errors.py:{line}" in str(info.value)
+    assert str(info.value).count(f"test_trace_errors.py:{line}") == 1
+
+
+def test_the_original_exception_is_kept_as_the_cause():
+    with pytest.raises(JitlabError) as info:
+        jl.trace(users_own_key_error, X)
+    assert isinstance(info.value.__cause__, KeyError)
