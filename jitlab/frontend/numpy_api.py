@@ -12,10 +12,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import TraceError, UnsupportedOp
+from ..errors import DTypeError, TraceError, UnsupportedOp
 from ..ir.dtypes import as_dtype
 from ..ir.shapes import Dim, Sym, exact_div, num_elements
 from .tracer import TraceContext, Tracer
+from .ufunc_dtypes import RULES
 
 UFUNCS: dict[np.ufunc, str] = {
     np.add: "np.add", np.subtract: "np.sub", np.multiply: "np.mul", np.true_divide: "np.div",
@@ -111,19 +112,17 @@ def apply_ufunc(ctx: TraceContext, ufunc: np.ufunc, method: str, inputs, kwargs)
                        kwargs.get("dtype"))
     if method != "__call__":
         raise UnsupportedOp(f"np.{name}.{method} is not supported ({ctx.where()})")
-    if ufunc is np.positive or ufunc is np.conjugate:
-        return ctx.lift(inputs[0])
-    if ufunc in (np.fmax, np.fmin):
-        return _fmax_fmin(ctx, ufunc, inputs)
-    if ufunc not in UFUNCS:
+    if ufunc not in UFUNCS and ufunc not in RULES:
         raise UnsupportedOp(f"np.{name} is not supported by jitlab ({ctx.where()})")
     try:
         loop = ufunc.resolve_dtypes(tuple(_input_dtype(x) for x in inputs) + (None,) * ufunc.nout)
     except (TypeError, np._core._exceptions._UFuncNoLoopError) as e:
         raise TraceError(f"np.{name} has no loop for these dtypes: {e} ({ctx.where()})") from None
     operands = [_as_dtype(ctx.lift(x, _Typed(dt)), dt) for x, dt in zip(inputs, loop)]
-    op_name = _BOOL_UFUNCS.get(ufunc, UFUNCS[ufunc]) if loop[0].kind == "b" else UFUNCS[ufunc]
-    result = ctx.op(op_name, *(t.value for t in operands))
+    result = RULES[ufunc](ctx, operands, loop) if ufunc in RULES else None
+    if result is None:
+        op_name = _BOOL_UFUNCS.get(ufunc, UFUNCS[ufunc]) if loop[0].kind == "b" else UFUNCS[ufunc]
+        result = ctx.op(op_name, *(t.value for t in operands))
     out = kwargs.get("dtype")
     return astype(result, out) if out is not None else _as_dtype(result, loop[-1])
 
@@ -138,12 +137,6 @@ class _Typed:
 def _as_dtype(x: Tracer, dtype) -> Tracer:
     dtype = np.dtype(dtype)
     return x if x.dtype == dtype else x.ctx.op("np.cast", x.value, dtype=dtype)
-
-
-def _fmax_fmin(ctx, ufunc, inputs):
-    a, b = (ctx.lift(x) for x in inputs)
-    best = (np.maximum if ufunc is np.fmax else np.minimum)(a, b)
-    return np.where(np.isnan(a), b, np.where(np.isnan(b), a, best))
 
 
 # -- dtype conversion -----------------------------------------------------------
@@ -547,8 +540,14 @@ def round_(a, decimals=0, out=None):
     x = ctx.lift(a)
     if out is not None:
         raise UnsupportedOp(f"np.round(out=...) is not supported ({ctx.where()})")
+    if x.dtype.kind == "b":
+        if decimals != 0:
+            raise DTypeError(f"np.round of a bool array with decimals={decimals}: numpy has no loop for it "
+                             f"({ctx.where()})")
+        return _as_dtype(x, np.float16)          # numpy rounds bools in its float16 loop
     if x.dtype.kind != "f":
-        return x
+        # integers round to tens, hundreds... in float64, half to even, as numpy does
+        return x if decimals >= 0 else _as_dtype(round_(_as_dtype(x, np.float64), decimals), x.dtype)
     if decimals == 0:
         return ctx.op("np.round", x.value)
     scale = 10.0 ** decimals

@@ -43,12 +43,12 @@ seeds = st.integers(0, 2**31)
 UNARY = {
     "exp": (np.exp, FLOATS + INTS), "log": (lambda x: np.log(np.abs(x) + 1), FLOATS + INTS),
     "sqrt": (lambda x: np.sqrt(np.abs(x)), FLOATS), "tanh": (np.tanh, FLOATS), "sin": (np.sin, FLOATS),
-    "cos": (np.cos, FLOATS), "floor": (np.floor, FLOATS), "ceil": (np.ceil, FLOATS),
-    "round": (np.round, FLOATS), "rint": (np.rint, FLOATS), "trunc": (np.trunc, FLOATS),
-    "sign": (np.sign, NUMERIC), "neg": (np.negative, NUMERIC), "abs": (np.abs, NUMERIC),
+    "cos": (np.cos, FLOATS), "floor": (np.floor, ALL), "ceil": (np.ceil, ALL),
+    "round": (np.round, ALL), "rint": (np.rint, ALL), "trunc": (np.trunc, ALL),
+    "sign": (np.sign, NUMERIC), "neg": (np.negative, NUMERIC), "abs": (np.abs, ALL),
     "reciprocal": (lambda x: np.reciprocal(x + 10.0), FLOATS), "square": (np.square, NUMERIC),
-    "not": (np.logical_not, ["bool"]), "invert": (np.invert, ["bool", "int32"]),
-    "isnan": (np.isnan, FLOATS), "isinf": (np.isinf, FLOATS), "isfinite": (np.isfinite, FLOATS),
+    "not": (np.logical_not, ALL), "invert": (np.invert, ["bool", "int32"]),
+    "isnan": (np.isnan, ALL), "isinf": (np.isinf, ALL), "isfinite": (np.isfinite, ALL),
     "expm1": (np.expm1, FLOATS), "log1p": (lambda x: np.log1p(np.abs(x)), FLOATS),
     "log2": (lambda x: np.log2(np.abs(x) + 1), FLOATS), "log10": (lambda x: np.log10(np.abs(x) + 1), FLOATS),
     "arctan": (np.arctan, FLOATS), "sinh": (np.sinh, FLOATS), "positive": (np.positive, NUMERIC),
@@ -73,9 +73,9 @@ BINARY = {
     "maximum": (np.maximum, ALL), "minimum": (np.minimum, ALL),
     "less": (np.less, NUMERIC), "less_equal": (np.less_equal, NUMERIC), "greater": (np.greater, NUMERIC),
     "greater_equal": (np.greater_equal, NUMERIC), "equal": (np.equal, ALL), "not_equal": (np.not_equal, ALL),
-    "and": (np.logical_and, ["bool"]), "or": (np.logical_or, ["bool"]), "xor": (np.logical_xor, ["bool"]),
+    "and": (np.logical_and, ALL), "or": (np.logical_or, ALL), "xor": (np.logical_xor, ALL),
     "bitand": (np.bitwise_and, ["bool", "int32", "int64"]), "bitor": (lambda a, b: a | b, ["bool", "int64"]),
-    "arctan2": (np.arctan2, FLOATS), "fmax": (np.fmax, FLOATS), "fmod": (lambda a, b: np.fmod(a, b + 20), FLOATS),
+    "arctan2": (np.arctan2, FLOATS), "fmax": (np.fmax, ALL), "fmod": (lambda a, b: np.fmod(a, b + 20), FLOATS),
 }
 
 

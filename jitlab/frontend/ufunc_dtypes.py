@@ -1,0 +1,98 @@
+"""Ufuncs whose numpy loop for some dtypes is not the IR op's: each rule computes numpy's
+answer from ops that take those dtypes, so tracing accepts what numpy accepts.
+
+A rule gets the trace context, the operands already cast to numpy's loop dtypes, and the
+loop (input dtypes then output dtype); it returns the result, or None where the ufunc's
+own op applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .tracer import TraceContext, Tracer
+
+Rule = Callable[[TraceContext, list[Tracer], tuple[np.dtype, ...]], "Tracer | None"]
+
+
+def _cast(x: Tracer, dtype) -> Tracer:
+    dtype = np.dtype(dtype)
+    return x if x.dtype == dtype else x.ctx.op("np.cast", x.value, dtype=dtype)
+
+
+def _integers_unchanged(ctx, operands, loop):
+    # numpy 2's floor, ceil and trunc have integer and bool loops returning their input
+    return operands[0] if loop[0].kind != "f" else None
+
+
+def _bool_unchanged(ctx, operands, loop):
+    return operands[0] if loop[0].kind == "b" else None
+
+
+def _never_for_integers(ctx, operands, loop):
+    # isnan, isinf: an integer or bool is never NaN or infinite
+    x = operands[0]
+    return np.not_equal(x, x) if loop[0].kind != "f" else None
+
+
+def _always_for_integers(ctx, operands, loop):
+    x = operands[0]
+    return np.equal(x, x) if loop[0].kind != "f" else None
+
+
+def _signbit(ctx, operands, loop):
+    # the sign bit itself, so -0.0 and -nan count as negative, as in numpy (its loops are float)
+    x = operands[0]
+    return np.less(ctx.op("np.bitcast", x.value, dtype=np.dtype(f"i{x.dtype.itemsize}")), 0)
+
+
+def _logical(ufunc: np.ufunc) -> Rule:
+    def rule(ctx, operands, loop):
+        # numpy's logic loops take numbers as their truth values (x != 0; NaN is true)
+        if all(x.dtype.kind == "b" for x in operands):
+            return None
+        return ufunc(*(_cast(x, np.bool_) for x in operands))
+
+    return rule
+
+
+def _nan_ignoring(ufunc: np.ufunc) -> Rule:
+    def rule(ctx, operands, loop):
+        a, b = operands
+        best = (np.maximum if ufunc is np.fmax else np.minimum)(a, b)
+        if loop[0].kind != "f":
+            return best
+        return np.where(np.isnan(a), b, np.where(np.isnan(b), a, best))
+
+    return rule
+
+
+def _bool_matmul(ctx, operands, loop):
+    # numpy's bool matmul is an OR of ANDs: count the true products, then test the count
+    if loop[0].kind != "b":
+        return None
+    return np.not_equal(np.matmul(*(_cast(x, np.int64) for x in operands)), 0)
+
+
+def _integer_reciprocal(ctx, operands, loop):
+    # numpy's integer loop computes 1.0 / x and truncates (0 for |x| > 1; 1 / 0 is undefined)
+    if loop[0].kind == "f":
+        return None
+    return _cast(np.divide(1.0, _cast(operands[0], np.float64)), loop[-1])
+
+
+def _identity(ctx, operands, loop):
+    return operands[0]
+
+
+RULES: dict[np.ufunc, Rule] = {
+    np.floor: _integers_unchanged, np.ceil: _integers_unchanged, np.trunc: _integers_unchanged,
+    np.absolute: _bool_unchanged, np.isnan: _never_for_integers, np.isinf: _never_for_integers,
+    np.isfinite: _always_for_integers, np.signbit: _signbit,
+    np.logical_and: _logical(np.logical_and), np.logical_or: _logical(np.logical_or),
+    np.logical_xor: _logical(np.logical_xor), np.logical_not: _logical(np.logical_not),
+    np.fmax: _nan_ignoring(np.fmax), np.fmin: _nan_ignoring(np.fmin), np.matmul: _bool_matmul,
+    np.reciprocal: _integer_reciprocal, np.positive: _identity, np.conjugate: _identity,
+}
