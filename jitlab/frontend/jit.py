@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import JitlabError, TraceError
+from ..errors import InputError, JitlabError, TraceError
 from ..ir.dtypes import as_dtype
 from ..ir.program import Program
 from ..ir.shapes import sym
 from ..ir.types import TensorType
-from ..runtime.signature import device_array_meta
+from ..runtime.signature import device_array_meta, native_dtype
 from .pytree import TreeDef, flatten, unflatten
 from .trace_errors import located
 from .tracer import TraceContext, Tracer
@@ -39,8 +39,12 @@ def spec(shape, dtype="f32") -> Spec:
     return Spec(tuple(shape), as_dtype(dtype))
 
 
+# ndarray subclasses whose operators mean something else than numpy's (`*` is a matrix product)
+_OTHER_SEMANTICS = (np.matrix, np.ma.MaskedArray)
+
+
 def _is_input_leaf(x) -> bool:
-    if isinstance(x, (np.ndarray, np.generic, Spec)):
+    if isinstance(x, (np.ndarray, np.generic, Spec, memoryview)):
         return True
     return not isinstance(x, Tracer) and (hasattr(x, "__array__") or device_array_meta(x) is not None)
 
@@ -48,7 +52,7 @@ def _is_input_leaf(x) -> bool:
 def _static_key(x):
     try:
         hash(x)
-    except TypeError:
+    except (TypeError, ValueError):       # a writable memoryview raises ValueError
         raise TraceError(f"argument {x!r} is neither an array nor hashable; pass arrays or Python "
                          "scalars, lists, tuples and dicts of them") from None
     return (type(x), x)
@@ -70,16 +74,24 @@ def _bind_arguments(fn: Callable, args: tuple, kwargs: dict) -> inspect.BoundArg
     Defaults are not filled in: a default array is read by the function like any
     captured array, and some callables (ufuncs) reject their defaults passed explicitly."""
     try:
-        return inspect.signature(fn).bind(*args, **kwargs)
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):        # callables without one (some builtins) take what they take
+        signature = inspect.Signature([inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),
+                                       inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
+    try:
+        return signature.bind(*args, **kwargs)
     except TypeError as e:
-        raise TraceError(f"cannot call {getattr(fn, '__name__', fn)}: {e}") from None
+        raise InputError(f"cannot call {getattr(fn, '__name__', fn)}{signature}: {e}") from None
 
 
 def _leaf_type(leaf, name: str, dynamic: dict[str, dict[int, str]]) -> TensorType:
     if isinstance(leaf, Spec):
         return leaf.type
+    if isinstance(leaf, _OTHER_SEMANTICS):
+        raise InputError(f"input '{name}' is a {type(leaf).__name__}, whose operators differ from an "
+                         "ndarray's; pass np.asarray(x)")
     array = device_array_meta(leaf) or np.asarray(leaf)
-    dtype = as_dtype(array.dtype, f"input '{name}'")
+    dtype = as_dtype(native_dtype(array.dtype), f"input '{name}'")
     dims = dynamic.get(name, {})
     shape = tuple(sym(dims[i]) if i in dims else d for i, d in enumerate(array.shape))
     return TensorType(shape, dtype)

@@ -9,7 +9,7 @@ import numpy as np
 from ..ir.program import Program
 from ..report import CompileReport, MemoryPlan
 from .donation import hand_back
-from .signature import check_dims_nonnegative, check_inputs, device_array_meta, is_numba_device_array
+from .signature import bind_keywords, check_dims_nonnegative, check_inputs, device_array_meta, is_numba_device_array
 
 Runner = Callable[[list[np.ndarray], dict[str, int]], Sequence[np.ndarray]]
 
@@ -26,7 +26,7 @@ def to_host(a) -> np.ndarray:
 
 
 class Executable:
-    """Call it with numpy arrays (one per program input); it returns a tuple of arrays."""
+    """Call it with numpy arrays (one per program input, by position or by input name); it returns a tuple of arrays."""
 
     def __init__(self, program: Program, level: str, target: str, report: CompileReport, runner: Runner,
                  source: Program | None = None, memory_limit: int | None = None, donations: list | None = None):
@@ -52,7 +52,9 @@ class Executable:
                 return None
         return list(args)
 
-    def __call__(self, *args) -> tuple[np.ndarray, ...]:
+    def __call__(self, *args, **kwargs) -> tuple[np.ndarray, ...]:
+        if kwargs:
+            args = bind_keywords(self.input_names, args, kwargs, f"@{self.program.name}")
         arrays = self._fast_inputs(args)
         if arrays is not None:
             return self._results(arrays, self._runner(arrays, {}))

@@ -7,14 +7,40 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..ir.dtypes import dtype_name
+from ..ir.dtypes import DTYPE_NAMES, dtype_from_name, dtype_name
 from ..ir.program import Program
 from ..ir.shapes import Sym, evaluate
 from ..ir.types import TensorType
 
+SUPPORTED_DTYPES = frozenset(dtype_from_name(n) for n in DTYPE_NAMES)
+
 
 def _describe(array) -> str:
-    return f"{dtype_name(array.dtype) if array.dtype.kind in 'biuf' else array.dtype}{list(array.shape)}"
+    dtype = np.dtype(array.dtype)
+    return f"{dtype_name(dtype) if dtype in SUPPORTED_DTYPES else dtype}{list(array.shape)}"
+
+
+def native_dtype(dtype) -> np.dtype:
+    """`dtype` in this machine's byte order: a big-endian f32 array is an f32 input."""
+    dtype = np.dtype(dtype)
+    return dtype if dtype.isnative else dtype.newbyteorder("=")
+
+
+def bind_keywords(names: Sequence[str], args: Sequence, kwargs: dict, what: str) -> list:
+    """The arguments in input order, keywords given by input name; InputError names a bad keyword."""
+    names = list(names)
+    unknown = [k for k in kwargs if k not in names]
+    if unknown:
+        raise InputError(f"{what} has no input named {unknown[0]!r}; its inputs are {', '.join(names)}")
+    if len(args) > len(names):
+        raise InputError(f"{what} takes {len(names)} input(s) ({', '.join(names)}), got {len(args)}")
+    twice = [n for n in names[:len(args)] if n in kwargs]
+    if twice:
+        raise InputError(f"{what} got input {twice[0]!r} twice, by position and by keyword")
+    missing = [n for n in names[len(args):] if n not in kwargs]
+    if missing:
+        raise InputError(f"{what} is missing input(s) {', '.join(missing)}; its inputs are {', '.join(names)}")
+    return [*args, *(kwargs[n] for n in names[len(args):])]
 
 
 def bind_symbols(names: Sequence[str], types: Sequence[TensorType], shapes: Sequence[tuple[int, ...]],
@@ -102,7 +128,7 @@ def check_inputs(program: Program, args: Sequence, names: Sequence[str] | None =
         if not _is_array_like(a):
             raise InputError(f"input '{name}' must be an array, got {type(a).__name__}")
         meta = device_array_meta(a)           # device arrays stay where they are
-        array = np.asarray(a) if meta is None else a
+        array = a if meta is not None else _host_array(a)
         seen = meta or array
         if seen.dtype != t.dtype:
             raise InputError(f"input '{name}' must have dtype {dtype_name(t.dtype)}, got "
@@ -115,8 +141,13 @@ def check_inputs(program: Program, args: Sequence, names: Sequence[str] | None =
     return arrays, bindings
 
 
+def _host_array(a) -> np.ndarray:
+    array = np.asarray(a)
+    return array if array.dtype.isnative else array.astype(native_dtype(array.dtype))
+
+
 def _is_array_like(a) -> bool:
-    return (isinstance(a, (np.ndarray, np.generic, int, float, bool)) or hasattr(a, "__array__")
+    return (isinstance(a, (np.ndarray, np.generic, int, float, bool, memoryview)) or hasattr(a, "__array__")
             or device_array_meta(a) is not None)
 
 
