@@ -228,10 +228,13 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
     def __pow__(self, exponent):
         # numpy's `array ** scalar` on floats takes fast paths (square, sqrt, reciprocal) that
         # round differently from np.power; the traced program must compute what numpy computes.
+        # On integers and bools only the Python int 2 takes its fast path (bool ** 2 is int8).
         fast = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal, 1: np.positive}
         if self.dtype.kind == "f" and isinstance(exponent, (int, float)) and not isinstance(exponent, bool) \
                 and exponent in fast:
             return fast[exponent](self)
+        if type(exponent) is int and exponent == 2:
+            return np.square(self)
         return np.power(self, exponent)
 
     # -- methods: thin forwards to the numpy implementations ---------------------

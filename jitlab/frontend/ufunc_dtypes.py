@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..errors import DTypeError
+from ..ir.core import OpResult
 from .tracer import TraceContext, Tracer
 
 Rule = Callable[[TraceContext, list[Tracer], tuple[np.dtype, ...]], "Tracer | None"]
@@ -83,6 +85,24 @@ def _integer_reciprocal(ctx, operands, loop):
     return _cast(np.divide(1.0, _cast(operands[0], np.float64)), loop[-1])
 
 
+def _constant(value) -> np.ndarray | None:
+    """The array of a constant, looking through a cast; None for a value known only at run time."""
+    if isinstance(value, OpResult) and value.op.name == "np.cast":
+        value = value.op.operands[0]
+    if isinstance(value, OpResult) and value.op.name == "np.constant":
+        return value.op.attrs["value"].array
+    return None
+
+
+def _integer_power(ctx, operands, loop):
+    # numpy refuses a negative integer exponent; a constant one is known while tracing
+    known = _constant(operands[1].value)
+    if loop[0].kind in "iu" and known is not None and (known < 0).any():
+        raise DTypeError(f"np.power: integers to negative integer powers are not allowed, as in numpy; "
+                         f"make the base a float ({ctx.where()})")
+    return None
+
+
 def _identity(ctx, operands, loop):
     return operands[0]
 
@@ -94,5 +114,5 @@ RULES: dict[np.ufunc, Rule] = {
     np.logical_and: _logical(np.logical_and), np.logical_or: _logical(np.logical_or),
     np.logical_xor: _logical(np.logical_xor), np.logical_not: _logical(np.logical_not),
     np.fmax: _nan_ignoring(np.fmax), np.fmin: _nan_ignoring(np.fmin), np.matmul: _bool_matmul,
-    np.reciprocal: _integer_reciprocal, np.positive: _identity, np.conjugate: _identity,
+    np.reciprocal: _integer_reciprocal, np.power: _integer_power, np.positive: _identity, np.conjugate: _identity,
 }
