@@ -49,7 +49,19 @@ def _is_input_leaf(x) -> bool:
     return not isinstance(x, Tracer) and (hasattr(x, "__array__") or device_array_meta(x) is not None)
 
 
+@dataclass(frozen=True)
+class _Static:
+    """An argument named by static_argnums: a constant while tracing, part of the cache key."""
+
+    value: Any
+
+
 def _static_key(x):
+    if isinstance(x, _Static):
+        value = x.value
+        if isinstance(value, np.ndarray):      # an array given as static is keyed by its contents
+            return (_Static, value.dtype.str, value.shape, value.tobytes())
+        return (_Static, _static_key(value))
     try:
         hash(x)
     except (TypeError, ValueError):       # a writable memoryview raises ValueError
@@ -69,7 +81,7 @@ class Traced:
 
 
 def _bind_arguments(fn: Callable, args: tuple, kwargs: dict) -> inspect.BoundArguments:
-    """The call's arguments by parameter name, or a TraceError.
+    """The call's arguments by parameter name, or an InputError.
 
     Defaults are not filled in: a default array is read by the function like any
     captured array, and some callables (ufuncs) reject their defaults passed explicitly."""
@@ -82,6 +94,20 @@ def _bind_arguments(fn: Callable, args: tuple, kwargs: dict) -> inspect.BoundArg
         return signature.bind(*args, **kwargs)
     except TypeError as e:
         raise InputError(f"cannot call {getattr(fn, '__name__', fn)}{signature}: {e}") from None
+
+
+def _flatten_arguments(bound: inspect.BoundArguments, static_argnums: tuple[int, ...]):
+    """The arguments' leaves, their names, the structure, and which leaves are program inputs."""
+    positional = [p.name for p in bound.signature.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    outside = [i for i in static_argnums if not 0 <= i < len(positional)]
+    if outside:
+        raise InputError(f"static_argnums {static_argnums}: position {outside[0]} is no positional parameter "
+                         f"of {bound.signature}")
+    static = {positional[i] for i in static_argnums}
+    arguments = {k: _Static(v) if k in static else v for k, v in bound.arguments.items()}
+    leaves, names, tree = flatten(arguments, is_leaf=_is_input_leaf)
+    return leaves, names, tree, [_is_input_leaf(x) for x in leaves]
 
 
 def _leaf_type(leaf, name: str, dynamic: dict[str, dict[int, str]]) -> TensorType:
@@ -98,19 +124,19 @@ def _leaf_type(leaf, name: str, dynamic: dict[str, dict[int, str]]) -> TensorTyp
 
 
 def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = None,
-                   dynamic: dict[str, dict[int, str]] | None = None) -> Traced:
-    """Runs `fn` on tracers for its array arguments and records the program."""
+                   dynamic: dict[str, dict[int, str]] | None = None, static_argnums: tuple[int, ...] = ()
+                   ) -> Traced:
+    """Runs `fn` on tracers for its array arguments (but those in `static_argnums`) and records the program."""
     fn_name = name or getattr(fn, "__name__", "main")
     bound = _bind_arguments(fn, args, kwargs)
-    leaves, names, in_tree = flatten(dict(bound.arguments), is_leaf=_is_input_leaf)
-    mask = [_is_input_leaf(x) for x in leaves]
+    leaves, names, in_tree, mask = _flatten_arguments(bound, static_argnums)
     types = [_leaf_type(x, n, dynamic or {}) for x, n, m in zip(leaves, names, mask) if m]
     program = Program(fn_name if fn_name.isidentifier() else "main", types,
                       [n for n, m in zip(names, mask) if m])
     ctx = TraceContext(program, fn_name)
     inputs = iter(program.inputs)
-    bound.arguments.update(unflatten(in_tree, [Tracer(next(inputs), ctx) if m else x
-                                               for x, m in zip(leaves, mask)]))
+    arguments = unflatten(in_tree, [Tracer(next(inputs), ctx) if m else x for x, m in zip(leaves, mask)])
+    bound.arguments.update({k: v.value if isinstance(v, _Static) else v for k, v in arguments.items()})
     try:
         result = fn(*bound.args, **bound.kwargs)
     except Exception as e:
@@ -132,16 +158,21 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
     return Traced(program, in_tree, mask, out_tree)
 
 
-def trace(fn: Callable, *args, name: str | None = None, dynamic=None, **kwargs) -> Program:
+def trace(fn: Callable, *args, name: str | None = None, dynamic=None, static_argnums: int | tuple[int, ...] = (),
+          **kwargs) -> Program:
     """The operator-level Program of `fn` applied to example arrays (or `jl.spec`s)."""
-    return trace_function(fn, args, kwargs, name, dynamic).program
+    return trace_function(fn, args, kwargs, name, dynamic, _argnums(static_argnums)).program
+
+
+def _argnums(argnums: int | tuple[int, ...]) -> tuple[int, ...]:
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
 
 class JitFunction:
     """A function compiled on first call per input signature (shapes, dtypes, static values)."""
 
     def __init__(self, fn: Callable, level: str = "O1", target: str = "auto", dynamic=None,
-                 donate_argnums: int | tuple[int, ...] = (), **options):
+                 donate_argnums: int | tuple[int, ...] = (), static_argnums: int | tuple[int, ...] = (), **options):
         from ..compiler import LEVEL_NAMES, resolve_target
 
         if level not in LEVEL_NAMES:
@@ -151,7 +182,9 @@ class JitFunction:
         self._cache: dict[Any, tuple[Traced, Any]] = {}
         self._fast: dict[tuple, tuple[Traced, Any]] = {}   # positional arrays only: key by shapes/dtypes
         # Donated arguments' arrays receive the outputs of their type (see runtime/donation.py).
-        self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+        self.donate_argnums = _argnums(donate_argnums)
+        # Static arguments are Python values while tracing (they may decide shapes and control flow).
+        self.static_argnums = _argnums(static_argnums)
         self.last = None
         # Names and docs only: copying fn's __dict__ would put a wrapped jit's or grad's own
         # fields (fn, level, caches) over this wrapper's, compiling the wrong function.
@@ -172,13 +205,12 @@ class JitFunction:
 
     def _entry(self, args, kwargs):
         bound = _bind_arguments(self.fn, args, kwargs)
-        leaves, names, in_tree = flatten(dict(bound.arguments), is_leaf=_is_input_leaf)
-        mask = [_is_input_leaf(x) for x in leaves]
+        leaves, names, in_tree, mask = _flatten_arguments(bound, self.static_argnums)
         key = self._signature(leaves, names, mask, in_tree)
         if key not in self._cache:
             from ..compiler import compile
 
-            traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic)
+            traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic, static_argnums=self.static_argnums)
             options = dict(self.options, donate=_donated_inputs(bound, self.donate_argnums)) \
                 if self.donate_argnums else self.options
             exe = compile(traced.program, self.level, self.target, **options)
@@ -226,13 +258,17 @@ def _outputs(traced: Traced, results: tuple) -> Any:
 
 
 def jit(fn: Callable | None = None, *, level: str = "O1", target: str = "auto", dynamic=None,
-        donate_argnums: int | tuple[int, ...] = (), **options):
+        donate_argnums: int | tuple[int, ...] = (), static_argnums: int | tuple[int, ...] = (), **options):
     """Compiles a numpy function: `@jl.jit` or `jl.jit(level="O2", target="cpu")(f)`.
+
+    `static_argnums`: these positional arguments are passed to the function as they are,
+    not traced (numpy scalars and arrays included); each distinct value compiles anew.
+    Python scalars, strings and None are static without being named here.
 
     `donate_argnums` (as in JAX): the arrays of these positional arguments may be
     overwritten with outputs of the same shape and dtype, so a training step updates its
     weights in place; after the call such an array holds the new value, never the old."""
     if fn is None:
-        return lambda f: JitFunction(f, level, target, dynamic, donate_argnums, **options)
-    return JitFunction(fn, level, target, dynamic, donate_argnums, **options)
+        return lambda f: JitFunction(f, level, target, dynamic, donate_argnums, static_argnums, **options)
+    return JitFunction(fn, level, target, dynamic, donate_argnums, static_argnums, **options)
 

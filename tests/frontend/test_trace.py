@@ -174,3 +174,17 @@ def test_leaking_a_tracer_fails():
 def test_unhashable_static_argument():
     with pytest.raises(TraceError, match="neither an array nor hashable"):
         jl.jit(lambda x, opts: x, level="O0")(X, {1, 2})
+
+
+def test_static_argnums_are_python_values_while_tracing():
+    def f(x, n, shape):
+        return (x * n if n > 1 else -x).reshape(shape)
+
+    jf = jl.jit(f, level="O0", static_argnums=(1, 2))
+    x = np.arange(4, dtype=np.float32)
+    for n in (np.int64(3), np.int64(0), np.array(2)):
+        np.testing.assert_array_equal(jf(x, n, (2, 2)), f(x, int(n), (2, 2)))
+    assert jf.cache_size == 3
+    assert jl.trace(f, x, np.int64(3), (4,), static_argnums=(1, 2)).input_names == ["x"]
+    with pytest.raises(InputError, match="static_argnums"):
+        jl.jit(f, static_argnums=5)(x, 3, (4,))

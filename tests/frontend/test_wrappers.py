@@ -112,3 +112,13 @@ def test_wrappers_keep_their_own_fields():
     assert outer.fn is inner and outer.level == "O2" and outer.__name__ == "f"
     g = jl.grad(jl.value_and_grad(f), argnums=0)
     assert g.with_value is False and g.fn.with_value is True
+
+
+def test_static_argnums_through_grad():
+    def scaled(w, k):
+        return (w * w).sum() * (k if k > 0 else -k)
+
+    g = jl.jit(jl.grad(scaled), static_argnums=1)
+    w = np.arange(3, dtype=np.float32)
+    np.testing.assert_allclose(g(w, np.int64(-2)), 4 * w)
+    np.testing.assert_allclose(g(w, np.int64(3)), 6 * w)
