@@ -147,3 +147,12 @@ def test_the_original_exception_is_kept_as_the_cause():
     with pytest.raises(JitlabError) as info:
         jl.trace(users_own_key_error, X)
     assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_a_result_that_is_no_array_names_the_function_definition():
+    def returns_text(x):
+        return "text"
+
+    with pytest.raises(TraceError, match="returned a str") as info:
+        jl.trace(returns_text, X)
+    assert f"test_trace_errors.py:{returns_text.__code__.co_firstlineno}" in str(info.value)
