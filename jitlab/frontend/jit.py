@@ -18,7 +18,7 @@ from ..ir.shapes import sym
 from ..ir.types import TensorType
 from ..runtime.signature import device_array_meta, native_dtype
 from .pytree import TreeDef, flatten, unflatten
-from .trace_errors import located
+from .trace_errors import defined_at, located
 from .tracer import TraceContext, Tracer
 
 
@@ -140,7 +140,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
     try:
         result = fn(*bound.args, **bound.kwargs)
     except Exception as e:
-        error = located(e, fn_name)
+        error = located(e, fn)
         if error is e:
             raise
         raise error from e
@@ -152,15 +152,10 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
         elif isinstance(leaf, (np.ndarray, np.generic, int, float, bool)):
             outputs.append(ctx.lift(np.asarray(leaf)).value)
         else:
-            raise TraceError(f"{fn_name}{_defined_at(fn)} returned a {type(leaf).__name__} (output {i}); "
+            raise TraceError(f"{fn_name}{defined_at(fn)} returned a {type(leaf).__name__} (output {i}); "
                              "return arrays, or tuples, lists and dicts of arrays")
     program.set_outputs(outputs)
     return Traced(program, in_tree, mask, out_tree)
-
-
-def _defined_at(fn: Callable) -> str:
-    code = getattr(inspect.unwrap(fn), "__code__", None)
-    return f" (defined at {code.co_filename}:{code.co_firstlineno})" if code is not None else ""
 
 
 def trace(fn: Callable, *args, name: str | None = None, dynamic=None, static_argnums: int | tuple[int, ...] = (),

@@ -8,6 +8,7 @@ of the user's code, its source line, and what to write instead."""
 from __future__ import annotations
 
 import ast
+import inspect
 import linecache
 import os
 import sysconfig
@@ -90,16 +91,26 @@ def _generic_advice(e: Exception) -> str:
     return GENERIC_ADVICE
 
 
-def located(e: Exception, fn_name: str) -> Exception:
-    """`e`, raised by the traced function `fn_name`, as a JitlabError naming the user's line."""
+def defined_at(fn) -> str:
+    """' (defined at file:line)' for a Python function (through wrappers), else ''."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    return f" (defined at {code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+
+
+def located(e: Exception, fn) -> Exception:
+    """`e`, raised while tracing `fn`, as a JitlabError naming the user's line (else fn's definition)."""
     if getattr(e, "_jitlab_located", False):
         return e           # already pointed at its line by a trace nested inside this one
+    fn_name = getattr(fn, "__name__", "main")
     frame = user_frame(e.__traceback__)
+    if frame is None:
+        fn_name += defined_at(fn)
     if frame is not None and assigns_into_an_element(frame) or _NUMPY_SETITEM in str(e):
         out = TraceError(f"in-place assignment into an array element is not supported while tracing "
                          f"({_where(frame, fn_name)}):{_source(frame)}\n{SETITEM_ADVICE}")
     elif isinstance(e, JitlabError):
-        where = "" if frame is None or f"{frame.filename}:{frame.lineno}" in str(e) else f" ({_where(frame, fn_name)})"
+        known = frame is not None and f"{frame.filename}:{frame.lineno}" in str(e)
+        where = "" if known else f" ({_where(frame, fn_name)})"
         e.args = (f"{e}{where}{_source(frame)}",)
         out = e
     else:

@@ -156,3 +156,12 @@ def test_a_result_that_is_no_array_names_the_function_definition():
     with pytest.raises(TraceError, match="returned a str") as info:
         jl.trace(returns_text, X)
     assert f"test_trace_errors.py:{returns_text.__code__.co_firstlineno}" in str(info.value)
+
+
+def test_an_error_after_the_function_returned_names_its_definition():
+    def not_a_loss(w):
+        return w * 2
+
+    with pytest.raises(jl.ShapeError, match="scalar loss") as info:
+        jl.jit(jl.grad(not_a_loss))(X)
+    assert f"test_trace_errors.py:{not_a_loss.__code__.co_firstlineno}" in str(info.value)
