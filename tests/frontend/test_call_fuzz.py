@@ -118,8 +118,9 @@ def _input_args(args, kwargs):
     return [bound["x"], bound["y"]]
 
 
-def _matches_program(args, kwargs) -> bool:
-    """Whether these arguments are arrays of exactly the traced program's input types."""
+def _matches_program(args, kwargs, symbolic: bool) -> bool:
+    """Whether these arguments are arrays of the traced program's input types (f32[3,4], f32[5,4]
+    or, with symbolic batch dims, f32[B,4], f32[N,4])."""
     bound = _input_args(args, kwargs)
     if bound is None:
         return False
@@ -127,7 +128,8 @@ def _matches_program(args, kwargs) -> bool:
         arrays = [np.asarray(a) for a in bound]
     except Exception:      # noqa: BLE001
         return False
-    return all(a.dtype.kind == "f" and a.dtype.itemsize == 4 and a.shape == e.shape
+    return all(a.dtype.kind == "f" and a.dtype.itemsize == 4 and a.ndim == 2
+               and a.shape[1:] == e.shape[1:] and (symbolic or a.shape == e.shape)
                for a, e in zip(arrays, (X, Y)))
 
 
@@ -136,21 +138,27 @@ def level(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
-def exe(level):
-    return jl.compile(jl.trace(f, X, Y), level=level)
+@pytest.fixture(scope="module", params=["static", "symbolic"])
+def symbolic(request):
+    return request.param == "symbolic"
 
 
 @pytest.fixture(scope="module")
-def jitted(level):
-    return jl.jit(f, level=level)
+def exe(level, symbolic):
+    inputs = (jl.spec(("B", 4)), jl.spec(("N", 4))) if symbolic else (X, Y)
+    return jl.compile(jl.trace(f, *inputs), level=level)
+
+
+@pytest.fixture(scope="module")
+def jitted(level, symbolic):
+    return jl.jit(f, level=level, dynamic={"x": {0: "B"}, "y": {0: "N"}} if symbolic else None)
 
 
 @pytest.mark.parametrize("name", list(CALLS))
-def test_executable_call(exe, name):
+def test_executable_call(exe, symbolic, name):
     args, kwargs = CALLS[name]
     got = run(exe, args, kwargs)
-    if _matches_program(args, kwargs):      # the program computes on the arguments' data as arrays
+    if _matches_program(args, kwargs, symbolic):      # the program computes on the arguments' data as arrays
         assert_answer(got, numpy_answer([np.asarray(a) for a in _input_args(args, kwargs)], {}), name)
     else:
         assert isinstance(got, jl.InputError), f"{name}: {got!r}"
