@@ -18,9 +18,10 @@ import numpy as np
 
 from ..errors import JitlabError, TraceError
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
-_STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"])
+# with a trailing separator, so that a user's jitlab_examples/ is not jitlab/
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
+_STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 _MAX_STATEMENT_LINES = 20
 _NUMPY_SETITEM = "setting an array element with a sequence"   # numpy's words for a tracer written into an array
 
@@ -32,7 +33,8 @@ GENERIC_ADVICE = ("traced arrays have a shape and a dtype but no values: keep va
                   "control flow with static_argnums")
 
 
-def _is_user_file(path: str) -> bool:
+def is_user_file(path: str) -> bool:
+    """Whether code in `path` is the user's: not jitlab's, numpy's or the standard library's."""
     path = os.path.abspath(path)
     if path.startswith((_PACKAGE_DIR, _NUMPY_DIR)):
         return False
@@ -41,7 +43,7 @@ def _is_user_file(path: str) -> bool:
 
 def user_frame(tb) -> traceback.FrameSummary | None:
     """The innermost frame of the traceback that runs the user's code (not jitlab, numpy or the stdlib)."""
-    frames = [f for f in traceback.extract_tb(tb) if _is_user_file(f.filename)]
+    frames = [f for f in traceback.extract_tb(tb) if is_user_file(f.filename)]
     return frames[-1] if frames else None
 
 

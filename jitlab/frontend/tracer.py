@@ -8,7 +8,6 @@ tables in `numpy_api`; operators and methods route to the same implementations.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -22,9 +21,8 @@ from ..ir.core import Location, Value
 from ..ir.program import Program
 from ..ir.shapes import Dim
 from ..ir.types import TensorType
+from .trace_errors import is_user_file
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 CONSTANT_LIMIT = 16  # captured arrays with more elements become weights instead of constants
 
 
@@ -42,8 +40,7 @@ class TraceContext:
     def location(self) -> Location | None:
         frame = sys._getframe(1)
         while frame is not None:
-            path = os.path.abspath(frame.f_code.co_filename)
-            if not path.startswith((_PACKAGE_DIR, _NUMPY_DIR)):
+            if is_user_file(frame.f_code.co_filename):
                 return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
             frame = frame.f_back
         return None
@@ -119,8 +116,7 @@ def _find_name(array: np.ndarray) -> str | None:
     """The variable name the user gave a captured array, looked up in the calling frames."""
     frame = sys._getframe(1)
     while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith((_PACKAGE_DIR, _NUMPY_DIR)):
+        if is_user_file(frame.f_code.co_filename):
             for scope in (frame.f_locals, frame.f_globals):
                 for name, value in scope.items():
                     if value is array and not name.startswith("_"):

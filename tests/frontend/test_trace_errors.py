@@ -165,3 +165,14 @@ def test_an_error_after_the_function_returned_names_its_definition():
     with pytest.raises(jl.ShapeError, match="scalar loss") as info:
         jl.jit(jl.grad(not_a_loss))(X)
     assert f"test_trace_errors.py:{not_a_loss.__code__.co_firstlineno}" in str(info.value)
+
+
+def test_user_files_are_told_from_jitlab_numpy_and_the_stdlib():
+    import os
+
+    from jitlab.frontend.trace_errors import is_user_file
+
+    package = os.path.dirname(jl.__file__)
+    assert not is_user_file(os.path.join(package, "frontend", "jit.py"))
+    assert not is_user_file(np.__file__) and not is_user_file(os.__file__)
+    assert is_user_file(package + "_examples/model.py") and is_user_file(__file__)
