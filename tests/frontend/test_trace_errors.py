@@ -3,12 +3,14 @@ the file and line of the user's code, shows that line, and says what to write in
 
 import inspect
 import math
+import os
 
 import numpy as np
 import pytest
 
 import jitlab as jl
 from jitlab.errors import JitlabError, TraceError
+from jitlab.frontend.trace_errors import is_user_file
 
 X = np.ones((3, 3), np.float32)
 
@@ -168,10 +170,6 @@ def test_an_error_after_the_function_returned_names_its_definition():
 
 
 def test_user_files_are_told_from_jitlab_numpy_and_the_stdlib():
-    import os
-
-    from jitlab.frontend.trace_errors import is_user_file
-
     package = os.path.dirname(jl.__file__)
     assert not is_user_file(os.path.join(package, "frontend", "jit.py"))
     assert not is_user_file(np.__file__) and not is_user_file(os.__file__)
