@@ -267,7 +267,9 @@ def _joins_epilogue(a: Cluster, b: Cluster, producer: Operation, consumer: Opera
     computed inside that epilogue: the backward pass's `1 - y*y` beside `g @ W.T`, say."""
     con = next(op for op in b.ops if op.has(Trait.CONTRACTION))
     feeds_con = any(u is con for r in consumer.results for u in r.users)
-    return (a.kinds <= {"elementwise"} and consumer is not con and not feeds_con
+    # A contraction's operands come from outside its group: `a @ (a * a) * (a * a)` keeps a * a out.
+    is_operand = any(u is con for op in a.ops for r in op.results for u in r.users)
+    return (a.kinds <= {"elementwise"} and consumer is not con and not feeds_con and not is_operand
             and tuple(producer.result.type.shape) == tuple(con.result.type.shape))
 
 

@@ -41,6 +41,11 @@ def _through_a_third_cluster(p, w, q):
     return a @ w + y, a + y
 
 
+def _operand_and_epilogue_input(a):
+    p = a * a
+    return a @ p * p
+
+
 SQUARE = rng.standard_normal((3, 3))
 CASES = {
     "max along the other dim": (lambda a, b: a.max(axis=1) + b, (SQUARE, SQUARE.T.copy())),
@@ -51,6 +56,7 @@ CASES = {
     "transposed row": (lambda x: x.sum(0, keepdims=True).T * x, (SQUARE,)),
     "reduction of another's misaligned broadcast": (lambda a: (a.max(1) + a).sum(1), (SQUARE,)),
     "matmul chain": (_matmul_chain, (SQUARE, rng.standard_normal(3))),
+    "a contraction's operand read by its epilogue": (_operand_and_epilogue_input, (SQUARE,)),
     "merge through a third cluster": (_through_a_third_cluster, (SQUARE, SQUARE.T.copy(), SQUARE + 1)),
 }
 
