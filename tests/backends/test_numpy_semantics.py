@@ -130,3 +130,15 @@ EMPTY_CASES = {
 def test_size_zero_broadcasts_in_every_kernel_kind(level, case, hang_guard):
     fn, args = EMPTY_CASES[case]
     assert_identical(*numpy_and_compiled(fn, args, level))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_saturating_activations_reach_their_limits(level):
+    # float32 tanh stopped at 0.99999976 (even at inf): the cast to int gave 0 where numpy gives 1.
+    x32 = np.array([10.0, 15.0, 88.0, 1e30, np.inf, -np.inf, -12.0, 0.0, -0.0], np.float32)
+    x64 = np.array([20.0, 40.0, 1e300, np.inf, -np.inf, -25.0, 0.0, -0.0])
+
+    def fn(x32, x64):
+        return (np.tanh(x32).astype(np.int32), np.tanh(x32), np.tanh(x64).astype(np.int64), np.tanh(x64))
+
+    assert_identical(*numpy_and_compiled(fn, (x32, x64), level))
