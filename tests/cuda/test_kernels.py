@@ -71,6 +71,13 @@ def test_division_at_special_values_and_integer_edges():
         b = np.array([info.max, 0, 3, 0, 2, info.max if info.min == 0 else -1], dtype)
         check(lambda a, b: (a // b, a % b, np.fmod(a, b), a ** b), a, b)
 
+
+def test_reduction_read_along_another_dim_and_size_zero_broadcasts():
+    # The max is read along b's reduced dim: it gets a kernel of its own (it once failed to compile).
+    a, b = rand(3, 3), rand(3, 3)
+    check(lambda a, b: a.max(axis=1) + b, a, b)
+    check(lambda a, b: a ** b, np.array([2]), np.zeros((0, 3), np.int64))
+
 def test_casts_saturate_like_the_reference():
     x = np.array([1.5, -2.5, 1e10, -1e10, np.nan, 0.0, 255.9], np.float32)
     check(lambda x: (x.astype(np.int32) + 1, x.astype(np.uint8), x > 0), x)
