@@ -1,5 +1,6 @@
 """numpy's scalar semantics that plain arithmetic does not give: NaN-propagating max/min,
-integer division, remainder and power by zero or negatives, saturating float -> int casts. Written once in plain Python;
+integer division, remainder and power by zero, -1 or negatives, float floor division and remainder
+(npy_divmod), saturating float -> int casts. Written once in plain Python;
 each backend compiles them for its own target (numba_cpu/helpers.py, numba_cuda/devicefns.py)."""
 
 
@@ -12,17 +13,22 @@ def minimum(a, b):
 
 
 def int_div(a, b):
+    """C's truncating integer division (ONNX Div): 0 for a zero divisor, MIN / -1 wraps to MIN.
+    Built on floor division, never on abs(): abs(MIN) overflows back to MIN in a narrow int type."""
     if b == 0:
         return a - a               # numpy gives 0; `a - a` keeps the operand's integer type
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
+    if b < 0 and b == -1:
+        return -a
+    q = a // b
+    return q + 1 if (a % b != 0 and (a < 0) != (b < 0)) else q
 
 
 def int_fmod(a, b):
-    if b == 0:
+    """C's remainder (the dividend's sign), 0 for a zero or -1 divisor."""
+    if b == 0 or (b < 0 and b == -1):
         return a - a
-    r = abs(a) % abs(b)
-    return r if a >= 0 else -r
+    r = a % b
+    return r - b if (r != 0 and (r < 0) != (a < 0)) else r
 
 
 def float_to_int_with(trunc):
@@ -42,9 +48,60 @@ def float_to_int_with(trunc):
 
 
 def int_pow(a, b):
+    """a ** b wrapping as numpy's; a negative b (numpy raises) gives C's integer answer. Every
+    return is of a's type: mixing an int64 literal into a uint64 function would make it float64."""
+    one = type(a)(1)
     if b < 0:
-        return 1 if a == 1 else ((1 if b % 2 == 0 else -1) if a == -1 else 0)
-    r = 1
-    for _ in range(b):
-        r *= a
+        return one if a == 1 else ((one if b % 2 == 0 else a) if a == -1 else a - a)
+    # By squaring: a loop of b multiplications would run for ages on a huge exponent.
+    r, base = one, a
+    while b > 0:
+        if b & 1:
+            r *= base
+        base *= base
+        b >>= 1
     return r
+
+
+def int_floor_div(a, b):
+    """numpy's integer floor division: 0 for a zero divisor, and MIN // -1 wraps to MIN."""
+    if b == 0:
+        return a - a
+    if b < 0 and b == -1:          # a // -1 would overflow (and trap) at MIN; -a wraps as numpy does
+        return -a
+    return a // b
+
+
+def int_mod(a, b):
+    """numpy's integer remainder (the divisor's sign): 0 for a zero divisor or a -1 divisor."""
+    if b == 0 or (b < 0 and b == -1):
+        return a - a
+    return a % b
+
+
+def float_divmod_with(floor, fmod, copysign):
+    """numpy's float floor division and remainder (npymath's npy_divmod) built on the backend's own
+    `floor`, `fmod` and `copysign`: floor(a / b) rounds a / b first and is off by one where a / b
+    rounds up to an integer (7.0 // 0.1 is 69, not 70), and wrong at infinities."""
+    def floor_divide(a, b):
+        if b == 0:
+            return a / b
+        mod = fmod(a, b)
+        div = (a - mod) / b
+        one = type(div)(1)
+        if mod != 0 and (b < 0) != (mod < 0):
+            div -= one
+        if div == 0:
+            return copysign(div, a / b)
+        floordiv = floor(div)
+        return floordiv + one if div - floordiv > type(div)(0.5) else floordiv
+
+    def remainder(a, b):
+        mod = fmod(a, b)
+        if b == 0:
+            return mod
+        if mod == 0:
+            return copysign(mod, b)
+        return mod + b if (b < 0) != (mod < 0) else mod
+
+    return floor_divide, remainder

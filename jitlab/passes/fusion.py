@@ -83,6 +83,7 @@ class _Marker:
     def __init__(self, program: Program, backend: Backend, ctx: PassContext, exclude: set[str]):
         self.program, self.backend, self.ctx, self.exclude = program, backend, ctx, exclude
         self.cluster_of: dict[int, Cluster] = {}
+        self.position = {id(op): i for i, op in enumerate(program.body.ops)}
         donate = ctx.options.get("donate", ()) if backend.donates_in_place else ()
         self.updates = donated_updates(program, donate)
 
@@ -145,6 +146,8 @@ class _Marker:
                       "elementwise group that writes straight into the input's array")
         if reason is None:
             reason = self._space_rule(a, b)
+        if reason is None and "reduction" in a.kinds | b.kinds:
+            reason = off_row_read(sorted(a.ops + b.ops, key=lambda op: self.position[id(op)]))
         if reason is None and self._creates_cycle(a, b):
             reason = "would create a cycle: another path between them leaves the cluster"
         return reason
@@ -173,7 +176,9 @@ class _Marker:
         return self._path_outside(a, b, members) or self._path_outside(b, a, members)
 
     def _path_outside(self, src: Cluster, dst: Cluster, members: set[int]) -> bool:
-        """True if some path from src to dst goes through an op in neither."""
+        """True if some path from src to dst goes through an op in neither. A third cluster counts
+        as the one group it becomes: entering it at one op leaves it at the users of all its ops,
+        even where no path inside joins the two (else merging src and dst may close a cycle)."""
         targets = {id(op) for op in dst.ops}
         stack = [u for op in src.ops for r in op.results for u in r.users if id(u) not in members]
         seen: set[int] = set()
@@ -181,13 +186,15 @@ class _Marker:
             op = stack.pop()
             if id(op) in seen or op.has(Trait.TERMINATOR):
                 continue
-            seen.add(id(op))
-            for r in op.results:
-                for user in r.users:
-                    if id(user) in targets:
-                        return True
-                    if id(user) not in members:
-                        stack.append(user)
+            cluster = self.cluster_of.get(id(op))
+            for inner in cluster.ops if cluster is not None else [op]:
+                seen.add(id(inner))
+                for r in inner.results:
+                    for user in r.users:
+                        if id(user) in targets:
+                            return True
+                        if id(user) not in members:
+                            stack.append(user)
         return False
 
 
@@ -260,7 +267,9 @@ def _joins_epilogue(a: Cluster, b: Cluster, producer: Operation, consumer: Opera
     computed inside that epilogue: the backward pass's `1 - y*y` beside `g @ W.T`, say."""
     con = next(op for op in b.ops if op.has(Trait.CONTRACTION))
     feeds_con = any(u is con for r in consumer.results for u in r.users)
-    return (a.kinds <= {"elementwise"} and consumer is not con and not feeds_con
+    # A contraction's operands come from outside its group: `a @ (a * a) * (a * a)` keeps a * a out.
+    is_operand = any(u is con for op in a.ops for r in op.results for u in r.users)
+    return (a.kinds <= {"elementwise"} and consumer is not con and not feeds_con and not is_operand
             and tuple(producer.result.type.shape) == tuple(con.result.type.shape))
 
 
@@ -269,6 +278,59 @@ def _same_reduction(a: Cluster, b: Cluster) -> bool:
     first = reductions[0]
     return all(op.operands[0].type.shape == first.operands[0].type.shape
                and op.attrs["axes"] == first.attrs["axes"] for op in reductions)
+
+
+_UNIT_VIEWS = ("np.expand_dims", "np.squeeze", "np.reshape")
+
+
+def off_row_read(ops: list[Operation]) -> str | None:
+    """Why a reduction group could not compute `ops` (in order), or None. The group loops over rows
+    (the reduction's kept dims) and has a row's reduced value only after that row's loop: every op
+    reading it, directly or through other ops, must read it at the row being computed. Values are
+    read at their canonical index (the space's dims, or the kept dims), so each read is checked to
+    line its operand's dims up with the same dims of the space (a.max(1) + b with a, b (3, 3) lines
+    the max up with the reduced dim; x.max(1, keepdims=True)[::-1] reads another row)."""
+    red = next(op for op in ops if op.has(Trait.REDUCTION))
+    space, axes = red.operands[0].type.shape, set(red.attrs["axes"])
+    kept = [d for d in range(len(space)) if d not in axes]
+    derived: set[int] = set()
+    for op in ops:
+        reads = [v for v in op.operands if id(v) in derived]
+        if reads and not all(_reads_in_row(op, v, space, kept) for v in reads):
+            return (f"{op.name} reads %{reads[0].name}, computed from a {red.name} in the group, at other rows "
+                    "than the one its loop computes: the reduction must finish first")
+        if reads or op.has(Trait.REDUCTION):
+            derived.update(id(r) for r in op.results)
+    return None
+
+
+def _row_dims(value: Value, space, kept: list[int]) -> tuple | None:
+    """The space dim each dim of `value` is read along (None where its size is 1), or None if unknown."""
+    shape = value.type.shape
+    dims = range(len(space)) if len(shape) == len(space) else kept if len(shape) == len(kept) else None
+    return None if dims is None else tuple(None if n == 1 else d for n, d in zip(shape, dims))
+
+
+def _reads_in_row(op: Operation, value: Value, space, kept: list[int]) -> bool:
+    """Whether `op`, computed at its canonical index, reads `value` at value's canonical index."""
+    have = _row_dims(value, space, kept)
+    if have is None:
+        return False
+    if op.has(Trait.REDUCTION):
+        want = tuple(range(len(space)))
+    elif op.name in _UNIT_VIEWS:
+        # Only size-1 dims come or go: the other dims keep their order.
+        want = _row_dims(op.results[0], space, kept)
+        return want is not None and [d for d in want if d is not None] == [d for d in have if d is not None] \
+            and [n for n in value.type.shape if n != 1] == [n for n in op.results[0].type.shape if n != 1]
+    elif op.has(Trait.ELEMENTWISE) or op.name == "np.broadcast_to":
+        want = _row_dims(op.results[0], space, kept)
+    else:
+        return False
+    if want is None or len(want) < len(have):
+        return False
+    aligned = want[len(want) - len(have):]      # numpy broadcasting lines dims up from the right
+    return all(h is None or h == w for h, w in zip(have, aligned))
 
 
 def _writable_from(value: Value, cluster: Cluster, space) -> bool:

@@ -48,6 +48,32 @@ def test_special_values_as_numpy(impl):
     assert np.array_equal(np.signbit(got[exact]), np.signbit(expected[exact])), (x[exact], got[exact])
 
 
+def _saturated(v):
+    return (v == 0) | (np.abs(v) == 1) | np.isinf(v)
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=name)
+def test_saturates_exactly_where_the_result_rounds_to_its_limit(impl):
+    # Within the ulp bound is not enough at 0, +-1 and +-inf: float32 tanh stayed at 0.99999976 up to
+    # inf, so np.tanh(x).astype(int) was 0 where numpy gives 1. Where the reference clearly rounds to
+    # a limit (not within a quarter ulp of a tie), and where the function gives one, both agree.
+    fi = np.finfo(impl.dtype)
+    x = np.concatenate([mc.special_values(impl.dtype), mc.around(mc.oracle(impl).critical(fi), impl.dtype, 64),
+                        np.linspace(-45, 45, 90001).astype(impl.dtype), np.geomspace(1, float(fi.max), 2000,
+                                                                                     dtype=impl.dtype)])
+    x = np.concatenate([x, -x])
+    got = mc.evaluate(impl.fn, x)
+    with np.errstate(all="ignore"):
+        reference = mc.oracle(impl).reference(x.astype(mc.wide(impl.dtype)))
+        rounded = reference.astype(impl.dtype)
+        toward = np.where(reference < rounded, -np.inf, np.inf).astype(impl.dtype)
+        gap = np.abs(np.nextafter(rounded, toward).astype(reference.dtype) - rounded)
+        clear = np.abs(reference - rounded) <= gap / 4      # gap: to the neighbour on the reference's side
+    limit = (_saturated(rounded) | _saturated(got)) & clear & ~np.isnan(rounded)
+    bad = limit & ((got != rounded) | (np.signbit(got) != np.signbit(rounded)))
+    assert not bad.any(), list(zip(x[bad][:5], got[bad][:5], rounded[bad][:5]))
+
+
 @given(st.data())
 def test_random_floats_within_bound(data):
     impl = data.draw(st.sampled_from(IMPLS), label="impl")

@@ -58,6 +58,26 @@ def test_integer_and_float_division_follow_numpy():
     check(lambda x, y: np.floor_divide(x, y) + np.mod(x, y) * 3 + np.fmod(x, y), x, y)
 
 
+
+def test_division_at_special_values_and_integer_edges():
+    # The device's floor division and remainder are the CPU's npy_divmod (scalar_semantics): 7.0 // 0.1
+    # is 69 and -5.0 // inf is -1; integer MIN // -1 wraps, and every division by zero gives 0.
+    x = np.array([7.0, 1.0, np.inf, -5.0, 0.5, -0.0, 3.0, np.nan], np.float64)
+    y = np.array([0.1, 1e-3, 3.0, np.inf, -np.inf, 2.0, 0.0, 1.0], np.float64)
+    check(lambda x, y: (x // y, x % y, np.fmod(x, y)), x, y)
+    for dtype in (np.int8, np.int64, np.uint8):
+        info = np.iinfo(dtype)
+        a = np.array([info.min, info.max, 7, 0, 3, info.min], dtype)
+        b = np.array([info.max, 0, 3, 0, 2, info.max if info.min == 0 else -1], dtype)
+        check(lambda a, b: (a // b, a % b, np.fmod(a, b), a ** b), a, b)
+
+
+def test_reduction_read_along_another_dim_and_size_zero_broadcasts():
+    # The max is read along b's reduced dim: it gets a kernel of its own (it once failed to compile).
+    a, b = rand(3, 3), rand(3, 3)
+    check(lambda a, b: a.max(axis=1) + b, a, b)
+    check(lambda a, b: a ** b, np.array([2]), np.zeros((0, 3), np.int64))
+
 def test_casts_saturate_like_the_reference():
     x = np.array([1.5, -2.5, 1e10, -1e10, np.nan, 0.0, 255.9], np.float32)
     check(lambda x: (x.astype(np.int32) + 1, x.astype(np.uint8), x > 0), x)

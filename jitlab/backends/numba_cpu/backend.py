@@ -195,7 +195,9 @@ class _Generated:
         sources = (inputs, outputs, extra)
         args = [sources[kind][i] for kind, i in self.slots]
         if self.flat:
-            size = max(a.size for a in args)
+            # The outputs have the full size; an input broadcast whole has size 1 even when the
+            # output is empty (a size-0 broadcast), so the inputs cannot give the loop's length.
+            size = outputs[0].size
             args = [a.reshape(-1) for a in args]
             dims = (size,)
         elif self.static_space is not None:

@@ -148,28 +148,49 @@ def _make_exp2(F) -> Callable:
     return exp2
 
 
-def _make_expm1(F) -> Callable:
+def _make_expm1_parts(F) -> Callable:
     # Below lo, e**x - 1 rounds to -1.
     clamp = _clamp(F, -20.0 if F is np.float32 else -40.0, _EXP_RANGE[F][1])
     log2e, (ln2_hi, ln2_lo) = F(1 / math.log(2)), _split(LN2, F, _KEEP[F])
     coeffs = _taylor(F, 2, _EXP_DEGREE[F] + 1)
-    half, two = F(0.5), F(2.0)
     zero = F(0.0)
 
     @jit
-    def expm1(x):
-        """e**x - 1 = 2**k (expm1(r) + 1) - 1, written as 2 (h expm1(r) + (h - 1/2)) with h = 2**(k-1)
-        so that neither 2**k overflows nor the subtraction cancels."""
+    def expm1_parts(x):
+        """(q, k) with e**x = 2**k (1 + q): x = k ln2 + r, q = expm1(r) (r = x exactly when k is 0)."""
         xc = clamp(x)
         k = np.rint(xc * log2e)
         r = xc - k * ln2_hi - k * ln2_lo
         r = xc if k == zero else r          # keeps tiny x exact
-        q = r + r * r * poly(r, coeffs)
-        h = pow2(k - F(1.0))
+        return r + r * r * poly(r, coeffs), k
+
+    return expm1_parts
+
+
+def _make_expm1_finish(F) -> Callable:
+    half, one, two, zero = F(0.5), F(1.0), F(2.0), F(0.0)
+
+    @jit
+    def finish(x, q, k):
+        """e**x - 1 = 2 (h q + (h - 1/2)) with h = 2**(k-1), so that neither 2**k overflows nor the
+        subtraction cancels."""
+        h = pow2(k - one)
         y = two * (h * q + (h - half))
         y = q if k == zero else y           # halving would round a subnormal q
         y = x if x == zero else y           # -0.0 stays -0.0
         return y if x == x else x
+
+    return finish
+
+
+def _make_expm1(F) -> Callable:
+    parts, finish = _make_expm1_parts(F), _make_expm1_finish(F)
+
+    @jit
+    def expm1(x):
+        """e**x - 1 from the reduction (q, k)."""
+        q, k = parts(x)
+        return finish(x, q, k)
 
     return expm1
 
@@ -279,16 +300,30 @@ _TANH_BETA = (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 
 _TANH_CLAMP, _TANH_TINY = 7.90531110763549805, 0.0004
 
 
+def _tanh_far(F) -> Callable:
+    one, two = F(1.0), F(2.0)
+
+    @jit
+    def far(x, e):
+        """tanh(x) = +-(1 - 2e / (1 + e)) for e = e**-2|x|: one rounding where it reaches +-1."""
+        return np.copysign(one - two * e / (one + e), x)
+
+    return far
+
+
 def _make_tanh_rational(F) -> Callable:
-    clamp = _clamp(F, -_TANH_CLAMP, _TANH_CLAMP)
+    clamp, exp, far = _clamp(F, -_TANH_CLAMP, _TANH_CLAMP), _make_exp(F), _tanh_far(F)
     alpha, beta, tiny = _consts(F, *_TANH_ALPHA), _consts(F, *_TANH_BETA), F(_TANH_TINY)
+    m_two, edge = F(-2.0), F(_TANH_CLAMP)
 
     @jit
     def tanh(x):
-        """tanh by Eigen's rational approximation (float32)."""
+        """tanh by Eigen's rational approximation (float32); past its clamp (where the rational stays
+        at 0.99999976) from e**-2|x|, so that it reaches +-1 where tanh rounds to it."""
         xc = clamp(x)
         x2 = xc * xc
         y = xc * poly(x2, alpha) / poly(x2, beta)
+        y = far(x, exp(m_two * abs(x))) if abs(x) > edge else y
         y = x if abs(x) < tiny else y
         return y if x == x else x
 
@@ -296,14 +331,20 @@ def _make_tanh_rational(F) -> Callable:
 
 
 def _make_tanh_expm1(F) -> Callable:
-    expm1 = _make_expm1(F)
-    two, m_two = F(2.0), F(-2.0)
+    parts, finish, scaled, far = _make_expm1_parts(F), _make_expm1_finish(F), _make_exp_scaled(F), _tanh_far(F)
+    # Where 2**k is below half the precision, forming e**-2|x| as 2**k (1 + q) loses nothing.
+    one, two, m_two, edge = F(1.0), F(2.0), F(-2.0), F(-(_MANT[F] // 2 + 1))
 
     @jit
     def tanh(x):
-        """tanh(|x|) = -t / (t + 2) with t = expm1(-2|x|): no overflow, no cancellation near 0."""
-        t = expm1(m_two * abs(x))
-        return np.copysign(-t / (t + two), x)
+        """tanh(|x|) = -t / (t + 2) with t = expm1(-2|x|): no overflow, no cancellation near 0. Far
+        out, t's rounding near -1 is as large as e**-2|x| itself: there from e**-2|x| = 2**k (1 + q)."""
+        w = m_two * abs(x)
+        q, k = parts(w)
+        t = finish(w, q, k)
+        y = np.copysign(-t / (t + two), x)
+        y = far(x, scaled(one + q, k)) if k <= edge else y
+        return y if x == x else x
 
     return tanh
 
@@ -314,9 +355,12 @@ def _make_sigmoid(F) -> Callable:
 
     @jit
     def sigmoid(x):
-        """1 / (1 + e**-x) for x >= 0, e**x / (1 + e**x) below: e**-|x| never overflows."""
+        """1 - e / (1 + e) for x >= 0, e / (1 + e) below, e = e**-|x|: e never overflows, and above 0
+        one rounding of 1 - (a small exact-ish quotient) reaches 1 only where sigmoid rounds to it
+        (1 / (1 + e) did wherever 1 + e rounded to 1, a whole ulp early)."""
         e = exp(-abs(x))
-        return (one if x >= zero else e) / (one + e)
+        y = e / (one + e)
+        return one - y if x >= zero else y
 
     return sigmoid
 
@@ -468,8 +512,10 @@ _SPECS = [
     ("np.log10", "", _both(_make_log10, 2, 2), "as log, constants split hi + lo"),
     ("np.log1p", "", _both(_make_log1p, 2, 2), "log of 1 + x plus the rounding correction of 1 + x"),
     ("np.tanh", "", _both(_make_tanh_rational, 5, 3, _make_tanh_expm1),
-     "float32: Eigen/XLA rational 13/6; float64: -t / (t + 2), t = expm1(-2|x|)"),
-    ("np.sigmoid", "", _both(_make_sigmoid, 3, 2), "stable: e**-|x| / (1 + e**-|x|) below 0"),
+     "float32: Eigen/XLA rational 13/6; float64: -t / (t + 2), t = expm1(-2|x|); far out 1 - 2e / (1 + e), "
+     "e = e**-2|x|"),
+    # float64's 2 did not hold below 0 (2.28 ulps at -2.7357633977066067): e's ulp, then two roundings.
+    ("np.sigmoid", "", _both(_make_sigmoid, 3, 2.5), "stable: e**-|x| / (1 + e**-|x|) below 0, 1 minus it above"),
     ("np.erf", "", {np.float32: (_make_erf, 3)}, "fitted polynomial below 1, 1 - e**(-x*x) R(x) above"),
     ("np.gelu", "", {np.float32: (_make_gelu_erf, 7)}, "x erfc(-x / sqrt 2) / 2, erfc fitted as e**(-a*a) R(a)"),
     # float64 would need 2u in double-double: its rounding costs up to |2u| ulps in the tail.

@@ -5,15 +5,26 @@ import math
 import numpy as np
 from numba import njit
 
-from ..scalar_semantics import float_to_int_with, int_div, int_fmod, int_pow, maximum, minimum
+from ..scalar_semantics import (
+    float_divmod_with,
+    float_to_int_with,
+    int_div,
+    int_floor_div,
+    int_fmod,
+    int_mod,
+    int_pow,
+    maximum,
+    minimum,
+)
 
 # forceinline lets LLVM inline them with their own flags kept; numba's inline="always" would
 # re-lower them with the kernel's flags instead (see fastmath.py).
 _INLINE = dict(forceinline=True, error_model="numpy", cache=True)
 
 
-_maximum, _minimum, _int_div, _int_fmod, _int_pow = (
-    njit(**_INLINE)(fn) for fn in (maximum, minimum, int_div, int_fmod, int_pow))
+_maximum, _minimum, _int_div, _int_floor_div, _int_fmod, _int_mod, _int_pow = (
+    njit(**_INLINE)(fn) for fn in (maximum, minimum, int_div, int_floor_div, int_fmod, int_mod, int_pow))
+_floor_divide, _mod = (njit(**_INLINE)(fn) for fn in float_divmod_with(np.floor, np.fmod, np.copysign))
 
 
 _float_to_int = njit(**_INLINE)(float_to_int_with(np.trunc))

@@ -113,19 +113,20 @@ for _name, _fn in [("sqrt", "np.sqrt"), ("sin", "np.sin"), ("cos", "np.cos"), ("
 
 
 def _int_or_float(int_form: str, float_form: str) -> Rule:
-    """A binary op whose integer form needs numpy's guards (division by zero gives 0)."""
+    """A binary op whose integer form needs numpy's guards (division by zero gives 0). The float
+    form gets its operands cast to the result's dtype, as numpy casts an int or bool operand."""
     def rule(a, attrs, t):
         if t.out.startswith(("int", "uint")):
             return _wrap(t, int_form.format(*a))
-        return float_form.format(*a)
+        return float_form.format(*(f"{t.out_ctor}({x})" for x in a))
 
     return rule
 
 
 for _name, _int_form, _float_form in [
         ("div", "_int_div({0}, {1})", "({0} / {1})"),
-        ("floordiv", "(({0} // {1}) if {1} != 0 else 0)", "np.floor_divide({0}, {1})"),
-        ("mod", "(({0} % {1}) if {1} != 0 else 0)", "np.mod({0}, {1})"),
+        ("floordiv", "_int_floor_div({0}, {1})", "_floor_divide({0}, {1})"),
+        ("mod", "_int_mod({0}, {1})", "_mod({0}, {1})"),
         ("fmod", "_int_fmod({0}, {1})", "np.fmod({0}, {1})"),
         ("pow", "_int_pow({0}, {1})", "np.power({0}, {1})")]:
     scalar(_name)(_int_or_float(_int_form, _float_form))

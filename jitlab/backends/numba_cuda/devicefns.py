@@ -19,7 +19,17 @@ import math
 import numpy as np
 from numba import cuda
 
-from ..scalar_semantics import float_to_int_with, int_div, int_fmod, int_pow, maximum, minimum
+from ..scalar_semantics import (
+    float_divmod_with,
+    float_to_int_with,
+    int_div,
+    int_floor_div,
+    int_fmod,
+    int_mod,
+    int_pow,
+    maximum,
+    minimum,
+)
 from .device import simulator_enabled
 
 SIMULATOR = simulator_enabled()
@@ -48,7 +58,7 @@ if SIMULATOR:
     _sinh, _cosh, _arcsinh, _arccosh, _arctanh = np.sinh, np.cosh, np.arcsinh, np.arccosh, np.arctanh
     _floor, _ceil, _trunc, _rint = np.floor, np.ceil, np.trunc, np.rint
     _isnan, _isinf, _isfinite = np.isnan, np.isinf, np.isfinite
-    _power, _fmod, _mod, _floor_divide = np.power, np.fmod, np.mod, np.floor_divide
+    _power, _fmod, _copysign = np.power, np.fmod, np.copysign
 
     def _erf(x):
         return type(x)(math.erf(x))
@@ -70,6 +80,7 @@ else:
     _arcsin, _arccos, _arctan, _arctan2 = math.asin, math.acos, math.atan, math.atan2
     _sinh, _cosh, _arcsinh, _arccosh, _arctanh = math.sinh, math.cosh, math.asinh, math.acosh, math.atanh
     _isnan, _isinf, _isfinite, _erf, _fmod = math.isnan, math.isinf, math.isfinite, math.erf, math.fmod
+    _copysign = math.copysign
 
     @device
     def _exp2(x):
@@ -97,30 +108,6 @@ else:
         return math.pow(x, y)
 
     @device
-    def _mod(a, b):
-        """numpy's float remainder: the sign of the divisor, NaN for a zero divisor."""
-        m = math.fmod(a, b)
-        if b == 0:
-            return m
-        if m != 0:
-            return m + b if (b < 0) != (m < 0) else m
-        return math.copysign(type(a)(0), b)
-
-    @device
-    def _floor_divide(a, b):
-        """numpy's float floor division (npy_divmod), inf or NaN for a zero divisor."""
-        if b == 0:
-            return a / b
-        m = math.fmod(a, b)
-        div = (a - m) / b
-        if m != 0 and (b < 0) != (m < 0):
-            div -= type(a)(1)
-        if div == 0:
-            return math.copysign(type(a)(0), a / b)
-        fd = type(a)(libdevice.floor(div))
-        return fd + type(a)(1) if div - fd > 0.5 else fd
-
-    @device
     def _shfl_down(v, delta, scratch):
         return cuda.shfl_down_sync(FULL_MASK, v, delta)
 
@@ -138,8 +125,9 @@ def _sign(x):
     return x
 
 
-_maximum, _minimum, _int_div, _int_fmod, _int_pow = (
-    device(fn) for fn in (maximum, minimum, int_div, int_fmod, int_pow))
+_maximum, _minimum, _int_div, _int_floor_div, _int_fmod, _int_mod, _int_pow = (
+    device(fn) for fn in (maximum, minimum, int_div, int_floor_div, int_fmod, int_mod, int_pow))
+_floor_divide, _mod = (device(fn) for fn in float_divmod_with(_floor, _fmod, _copysign))
 
 
 @device

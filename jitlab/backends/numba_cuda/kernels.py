@@ -81,9 +81,9 @@ class Launcher:
         self.static = None if any(isinstance(d, Sym) for d in space) else tuple(int(d) for d in space)
         self._launches: dict[tuple, Launch] = {}
 
-    def dims(self, arrays, bindings) -> tuple[int, ...]:
+    def dims(self, outputs, bindings) -> tuple[int, ...]:
         if self.flat:
-            return (max(a.size for a in arrays),)
+            return (outputs[0].size,)       # an input broadcast whole has size 1 even then
         return self.static if self.static is not None else evaluate_shape(self.space, bindings)
 
     def __call__(self, inputs, outputs, extra, bindings, stream) -> None:
@@ -91,7 +91,7 @@ class Launcher:
         arrays = [sources[kind][i] for kind, i in self.slots]
         if all(o.size == 0 for o in outputs):
             return
-        dims = self.dims(arrays, bindings)
+        dims = self.dims(outputs, bindings)
         if self.flat:
             arrays = [a.reshape(a.size) for a in arrays]
         launch = self._launches.get(dims) or self._launches.setdefault(dims, self.configure(dims))

@@ -15,7 +15,7 @@ from ..numba_cpu.scalar import SCALAR_RULES, Rule
 DEVICE_NAMES = {f"np.{n}": f"_{n}" for n in (
     "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt", "tanh", "sin", "cos", "tan", "arcsin",
     "arccos", "arctan", "arctan2", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc",
-    "rint", "isnan", "isinf", "isfinite", "power", "fmod", "mod", "floor_divide", "sign")}
+    "rint", "isnan", "isinf", "isfinite", "power", "fmod", "sign")}
 _CALL = re.compile(r"\bnp\.(\w+)\(")
 
 

@@ -46,7 +46,8 @@ def _pow(x, y):
     positive = np.power(x, np.maximum(y, 0))
     # An integer to a negative power truncates toward zero: only |x| == 1 survives.
     negative = np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 0, 1, -1), 0))
-    return np.where(y >= 0, positive, negative)
+    # In x's dtype: uint64 mixed with int64 would promote to float64 and lose the low bits.
+    return np.where(y >= 0, positive, negative.astype(positive.dtype))
 
 
 for _name, _fn in [("exp", np.exp), ("expm1", np.expm1), ("exp2", np.exp2), ("log", np.log),

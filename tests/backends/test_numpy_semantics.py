@@ -1,0 +1,144 @@
+"""Compiled kernels (O1, O2) give numpy's exact answers at the edges of its scalar semantics:
+float floor division and remainder at special values, integer division by 0 and -1 in every
+int dtype, integer powers with huge exponents, and size-0 broadcasts in every kernel kind."""
+
+import faulthandler
+import itertools
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import jitlab as jl
+
+LEVELS = ["O1", "O2"]
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+FLOATS = [np.float32, np.float64]
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+
+
+@pytest.fixture
+def hang_guard():
+    """A kernel that never returns holds the GIL: only a watchdog thread can end the run (with a traceback)."""
+    faulthandler.dump_traceback_later(300, exit=True, file=sys.stderr)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
+def numpy_and_compiled(fn, args, level):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # numpy warns at division by zero and overflow
+        expected = fn(*args)
+        got = jl.compile(jl.trace(fn, *args), level=level)(*args)
+    return got, expected if isinstance(expected, tuple) else (expected,)
+
+
+def assert_identical(got, expected) -> None:
+    """Equal values and dtypes, NaN where NaN, and the sign of every zero."""
+    assert len(got) == len(expected)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        e = np.asarray(e)
+        assert g.dtype == e.dtype and g.shape == e.shape, f"output {i}: {g.dtype}{g.shape} != {e.dtype}{e.shape}"
+        np.testing.assert_array_equal(g, e, err_msg=f"output {i}")
+        if g.dtype.kind == "f":
+            np.testing.assert_array_equal(np.signbit(g), np.signbit(e), err_msg=f"output {i}: sign")
+
+
+def _special_pairs(dtype):
+    info = np.finfo(dtype)
+    values = [0.0, -0.0, 0.1, -0.1, 1e-3, 0.5, -0.5, 1.0, -1.0, 3.0, 7.0, -5.0, 1e30, -1e30,
+              float(info.max), float(info.tiny) / 4, np.inf, -np.inf, np.nan]
+    a, b = zip(*itertools.product(values, repeat=2))
+    return np.array(a, dtype), np.array(b, dtype)
+
+
+def _float_division(a, b):
+    return a // b, a % b, np.remainder(a, b), np.fmod(a, b), np.floor_divide(b, a)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_float_floor_division_and_remainder_at_special_values(level, dtype):
+    assert_identical(*numpy_and_compiled(_float_division, _special_pairs(dtype), level))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_int_and_bool_floor_divided_by_a_float(level):
+    i = np.array([7, -7, 0, 1, -1, 3], np.int32)
+    t = np.array([True, False, True, True, False, True])
+    f = np.array([0.1, -0.1, 0.0, -np.inf, 3.0, np.nan])
+    assert_identical(*numpy_and_compiled(lambda i, t, f: (i // f, t // f, i % f, t % f), (i, t, f), level))
+
+
+def _int_pairs(dtype):
+    info = np.iinfo(dtype)
+    values = sorted({0, 1, 2, 3, 7, info.max, info.min, *((-1, -2, -7) if info.min < 0 else ())})
+    a, b = zip(*itertools.product(values, repeat=2))
+    return np.array(a, dtype), np.array(b, dtype)
+
+
+def _int_division(*pairs):
+    return tuple(r for a, b in zip(pairs[::2], pairs[1::2]) for r in (a // b, a % b, np.fmod(a, b)))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_integer_division_by_zero_and_minus_one_in_every_int_dtype(level):
+    # One program over all dtypes: their kernels fuse into one compile.
+    args = [x for dtype in INTS for x in _int_pairs(dtype)]
+    assert_identical(*numpy_and_compiled(_int_division, args, level))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_integer_power_with_huge_exponents_returns(level, hang_guard):
+    args = []
+    for dtype in INTS:
+        info = np.iinfo(dtype)
+        bases = [0, 1, 2, 3, info.max, *((-1, -2, info.min) if info.min < 0 else ())]
+        exponents = [0, 1, 2, 5, 63, info.max]
+        a, b = zip(*itertools.product(bases, exponents))
+        args += [np.array(a, dtype), np.array(b, dtype)]
+    assert_identical(*numpy_and_compiled(lambda *p: tuple(a ** b for a, b in zip(p[::2], p[1::2])), args, level))
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+EMPTY_CASES = {
+    "int power, flat broadcast": (lambda a, b: a ** b, (np.array([2]), np.zeros((0, 0), np.int64))),
+    "float power, flat broadcast": (lambda a, b: a ** b, (np.array([2.0]), np.zeros((3, 0)))),
+    "elementwise, row broadcast": (lambda a, b: np.exp(a) + b, (np.ones((0, 1)), np.ones((0, 4)))),
+    "elementwise, to size 0": (lambda a, b: a * b - 1, (np.ones((1, 3)), np.ones((0, 1)))),
+    "sum over a size-0 axis": (lambda a, b: a.sum(axis=1) + b, (np.ones((3, 0)), np.ones(3))),
+    "max over size-0 rows": (lambda a: a.max(axis=1), (np.ones((0, 4)),)),
+    "softmax of size-0 rows": (_softmax, (np.ones((0, 5)),)),
+    "softmax broadcast to size 0": (lambda a, b: _softmax(a + b), (np.ones((1, 5)), np.ones((0, 1)))),
+    "matmul with K = 0": (lambda a, b: a @ b + 1.0, (np.ones((2, 0)), np.ones((0, 3)))),
+    "matmul with M = 0": (lambda a, b: np.maximum(a @ b, 0), (np.ones((0, 4)), np.ones((4, 3)))),
+    "int reduction to size 0": (lambda a, b: (a ** b).sum(axis=0), (np.array([3]), np.zeros((4, 0), np.int64))),
+}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", EMPTY_CASES, ids=list(EMPTY_CASES))
+def test_size_zero_broadcasts_in_every_kernel_kind(level, case, hang_guard):
+    fn, args = EMPTY_CASES[case]
+    assert_identical(*numpy_and_compiled(fn, args, level))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_saturating_activations_reach_their_limits(level):
+    # float32 tanh stopped at 0.99999976 (even at inf): the cast to int gave 0 where numpy gives 1.
+    x32 = np.array([10.0, 15.0, 88.0, 1e30, np.inf, -np.inf, -12.0, 0.0, -0.0], np.float32)
+    x64 = np.array([20.0, 40.0, 1e300, np.inf, -np.inf, -25.0, 0.0, -0.0])
+
+    def fn(x32, x64):
+        return (np.tanh(x32).astype(np.int32), np.tanh(x32), np.tanh(x64).astype(np.int64), np.tanh(x64))
+
+    assert_identical(*numpy_and_compiled(fn, (x32, x64), level))
