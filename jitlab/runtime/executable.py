@@ -1,14 +1,24 @@
-"""The Executable: a compiled program plus what runs it, checked at every call."""
+"""The Executable: a compiled program plus what runs it, checked at every call.
+
+Results belong to the caller (runtime/ownership.py): none shares memory with an undonated
+input, a weight or another result, and a later call never overwrites one.
+
+Calls are safe from several threads: runners keep buffers, pools and arenas across calls,
+so each executable runs one call at a time (O0, which keeps nothing, runs them at once).
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 
 import numpy as np
 
 from ..ir.program import Program
 from ..report import CompileReport, MemoryPlan
 from .donation import hand_back
+from .ownership import outputs_to_check, owned_results
 from .signature import check_dims_nonnegative, check_inputs, device_array_meta, is_numba_device_array
 
 Runner = Callable[[list[np.ndarray], dict[str, int]], Sequence[np.ndarray]]
@@ -43,6 +53,9 @@ class Executable:
         self._static = [(t.dtype, t.shape) for t in types] if all(t.is_static for t in types) else None
         self.memory_limit = memory_limit      # bytes; a call whose planned peak is over it fails before running
         self.donations = donations or []      # outputs that go into donated input arrays (runtime/donation.py)
+        self._shared = [w for w in program.weights.values() if isinstance(w, np.ndarray)]
+        self._check = outputs_to_check(program, runner)     # results that may share memory
+        self._lock = nullcontext() if level == "O0" else threading.Lock()
 
     def _fast_inputs(self, args) -> list[np.ndarray] | None:
         if self._static is None or len(args) != len(self._static):
@@ -55,7 +68,7 @@ class Executable:
     def __call__(self, *args) -> tuple[np.ndarray, ...]:
         arrays = self._fast_inputs(args)
         if arrays is not None:
-            return self._results(arrays, self._runner(arrays, {}))
+            return self._run(arrays, {})
         arrays, bindings = check_inputs(self.program, args, self.input_names)
         if not self._on_device:
             arrays = [to_host(a) for a in arrays]
@@ -65,12 +78,18 @@ class Executable:
                 check_dims_nonnegative(self.program, bindings)
                 self.check_memory(bindings)
                 self._checked_bindings.add(key)
-        return self._results(arrays, self._runner(arrays, bindings))
+        return self._run(arrays, bindings)
 
-    def _results(self, arrays: list[np.ndarray], results) -> tuple[np.ndarray, ...]:
-        if self.donations:
-            results = hand_back(arrays, list(results), self.donations)
-        return tuple(results)
+    def _run(self, arrays: list[np.ndarray], bindings: dict[str, int]) -> tuple[np.ndarray, ...]:
+        with self._lock:
+            results = list(self._runner(arrays, bindings))
+            donated = set()
+            if self.donations:
+                results = hand_back(arrays, results, self.donations)
+                donated = {d.output for d in self.donations if results[d.output] is arrays[d.input]}
+            if self._check:
+                owned_results(results, self._check, [*arrays, *self._shared], donated)
+            return tuple(results)
 
     def _repr_html_(self) -> str:
         from ..explore.reprs import executable_html
@@ -95,3 +114,4 @@ class Executable:
     def __repr__(self) -> str:
         return (f"<Executable @{self.program.name} {self.level} on {self.target}: "
                 f"inputs ({', '.join(self.input_names)})>")
+

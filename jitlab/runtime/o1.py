@@ -130,6 +130,10 @@ class LibraryStep(Step):
 class O1Runner:
     """Runs a fused program; `kernels` maps each jit.group's uid to its compiled kernel."""
 
+    # A computed result is a buffer of its own: a group's kept buffer (reused only when no one
+    # holds it), a detached library result or a constant's copy (runtime/ownership.py).
+    fresh_outputs = True
+
     def __init__(self, program: Program, kernels: dict[int, Kernel], plan: MemoryPlan | None = None):
         slots: dict[Value, int] = {v: i for i, v in enumerate(program.inputs)}
         self.constants: dict[int, np.ndarray] = {}

@@ -37,6 +37,10 @@ class _Layout:
 class O2Runner:
     """Runs the items of a WholeGraph: segment functions and fallback ops, in order."""
 
+    # A computed result is an output buffer (reused only when no one holds it), a detached
+    # fallback result or a constant's copy, never arena memory (runtime/ownership.py).
+    fresh_outputs = True
+
     def __init__(self, program: Program, items: Sequence, module, buffer_index: dict[str, int],
                  plan: MemoryPlan, planner: Callable[[dict[str, int]], MemoryPlan],
                  constants: dict[str, np.ndarray]):
