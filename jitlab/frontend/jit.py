@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -139,6 +140,7 @@ class JitFunction:
         # Donated arguments' arrays receive the outputs of their type (see runtime/donation.py).
         self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
         self.last = None
+        self._compiling = threading.RLock()       # threads missing the same signature compile it once
         functools.update_wrapper(self, fn)
 
     def _signature(self, leaves, names, mask, in_tree):
@@ -160,14 +162,18 @@ class JitFunction:
         mask = [_is_input_leaf(x) for x in leaves]
         key = self._signature(leaves, names, mask, in_tree)
         if key not in self._cache:
-            from ..compiler import compile
-
-            traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic)
-            options = dict(self.options, donate=_donated_inputs(bound, self.donate_argnums)) \
-                if self.donate_argnums else self.options
-            exe = compile(traced.program, self.level, self.target, **options)
-            self._cache[key] = (traced, exe)
+            with self._compiling:
+                if key not in self._cache:
+                    self._cache[key] = self._compile(bound, args, kwargs)
         return [x for x, m in zip(leaves, mask) if m], self._cache[key]
+
+    def _compile(self, bound, args, kwargs) -> tuple[Traced, Any]:
+        from ..compiler import compile
+
+        traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic)
+        options = dict(self.options, donate=_donated_inputs(bound, self.donate_argnums)) \
+            if self.donate_argnums else self.options
+        return traced, compile(traced.program, self.level, self.target, **options)
 
     def __call__(self, *args, **kwargs):
         fast_key = None
