@@ -164,7 +164,10 @@ class O1Runner:
                 continue
             else:
                 self.steps.append(LibraryStep(op, ins, outs))
-        self.pool = MemoryPool(reserve=plan.first_chunk_bytes if plan is not None else 0)
+        # The pool takes its first chunk (the plan's peak) at the first call, not at compile
+        # time: compiling allocates nothing for the data, whatever the shapes.
+        self.pool = MemoryPool()
+        self._first_chunk = plan.first_chunk_bytes if plan is not None else 0
         self.n_slots = len(slots)
         self.n_inputs = len(program.inputs)
         self._slots = slots
@@ -199,6 +202,9 @@ class O1Runner:
             self._bind_donations(arrays)
         live: dict[int, np.ndarray] = {}      # slot -> the pool temporary it holds
         try:
+            if self._first_chunk:
+                self.pool.reserve(self._first_chunk)
+                self._first_chunk = 0
             for step in self.steps:
                 if getattr(step, "temps", None) is not None:
                     self._allocate(step, env, live, bindings)
