@@ -59,10 +59,19 @@ def _read_only(a) -> bool:
 
 
 def _overlap(a, b) -> bool:
+    a, b = _simulated(a), _simulated(b)
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return np.may_share_memory(a, b)
     span_a, span_b = _device_span(a), _device_span(b)
     return span_a is not None and span_b is not None and span_a[0] < span_b[1] and span_b[0] < span_a[1]
+
+
+def _simulated(a):
+    """numba's CUDA simulator keeps a device array's memory in a numpy array (and gives no
+    __cuda_array_interface__): that array; anything else as it is."""
+    if is_numba_device_array(a) and isinstance(getattr(a, "_ary", None), np.ndarray):
+        return a._ary
+    return a
 
 
 def _device_span(a) -> tuple[int, int] | None:
