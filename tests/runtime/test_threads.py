@@ -68,3 +68,4 @@ def test_one_jitted_function_from_four_threads_compiles_once(level, switch_often
     f = jl.jit(model, level=level, target="cpu", dynamic={"x": {0: "B"}})
     assert hammer(f) == []
     assert len(compiles) == f.cache_size == 1
+
