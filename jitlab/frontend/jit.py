@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -186,6 +187,7 @@ class JitFunction:
         # Static arguments are Python values while tracing (they may decide shapes and control flow).
         self.static_argnums = _argnums(static_argnums)
         self.last = None
+        self._compiling = threading.RLock()       # threads missing the same signature compile it once
         # Names and docs only: copying fn's __dict__ would put a wrapped jit's or grad's own
         # fields (fn, level, caches) over this wrapper's, compiling the wrong function.
         functools.update_wrapper(self, fn, updated=())
@@ -208,14 +210,18 @@ class JitFunction:
         leaves, names, in_tree, mask = _flatten_arguments(bound, self.static_argnums)
         key = self._signature(leaves, names, mask, in_tree)
         if key not in self._cache:
-            from ..compiler import compile
-
-            traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic, static_argnums=self.static_argnums)
-            options = dict(self.options, donate=_donated_inputs(bound, self.donate_argnums)) \
-                if self.donate_argnums else self.options
-            exe = compile(traced.program, self.level, self.target, **options)
-            self._cache[key] = (traced, exe)
+            with self._compiling:
+                if key not in self._cache:
+                    self._cache[key] = self._compile(bound, args, kwargs)
         return [x for x, m in zip(leaves, mask) if m], self._cache[key]
+
+    def _compile(self, bound, args, kwargs) -> tuple[Traced, Any]:
+        from ..compiler import compile
+
+        traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic, static_argnums=self.static_argnums)
+        options = dict(self.options, donate=_donated_inputs(bound, self.donate_argnums)) \
+            if self.donate_argnums else self.options
+        return traced, compile(traced.program, self.level, self.target, **options)
 
     def __call__(self, *args, **kwargs):
         fast_key = None

@@ -1,14 +1,20 @@
 """Dry run and memory budget: a level's schedule, memory plan and peak for any input shapes,
 computed from types alone (nothing is run or allocated, so the shapes may be far larger
-than the machine), and the early OutOfMemoryError when the peak is over a limit."""
+than the machine), and the early OutOfMemoryError when the peak is over a limit or over
+what the machine holds."""
 
 from __future__ import annotations
 
+import functools
+import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 
 from ..errors import InputError, JitlabError, OutOfMemoryError
+from ..ir.opdef import Trait
 from ..ir.program import Program
+from ..ir.shapes import evaluate_shape
 from ..ir.types import TensorType
 from ..passes.memory import dynamic_plan, eager_plan, static_plan
 from ..report import MemoryPlan
@@ -99,18 +105,96 @@ def dry_run(program: Program, shapes: Mapping[str, Sequence[int]] | None = None,
     return plan_for_level(compiled, level, bindings)
 
 
-def check_budget(plan: MemoryPlan, limit: int, where: str) -> None:
-    """Raises OutOfMemoryError naming the peak and the largest live tensors when `plan` needs more than `limit`."""
-    if plan.peak_bytes <= limit:
+def check_budget(plan: MemoryPlan, limit: int, where: str, what: str = "the memory limit", extra: int = 0) -> None:
+    """Raises OutOfMemoryError naming the peak and the largest live tensors when `plan` (and `extra`
+    bytes of input copies) needs more than `limit`."""
+    if plan.peak_bytes + extra <= limit:
         return
+    error = out_of_memory(plan, where, f"is over {what} of {format_bytes(limit)}", extra)
+    error.limit_bytes = limit
+    raise error
+
+
+def out_of_memory(plan: MemoryPlan, where: str, why: str, extra: int = 0) -> OutOfMemoryError:
+    """The OutOfMemoryError for a call under `plan`: its peak, why that fails, the largest live tensors."""
     largest = plan.largest_live_at_peak(5)
     step = max(range(len(plan.live_bytes)), key=plan.live_bytes.__getitem__) if plan.live_bytes else 0
     tensors = "; ".join(f"%{b.name} {format_bytes(b.bytes)} ({b.kind}"
                         + (f", from {b.producer_name}" if b.producer_name else "") + ")" for b in largest)
     shapes = ", ".join(f"{k}={v}" for k, v in sorted(plan.bindings.items()))
+    copies = f" plus {format_bytes(extra)} copying non-contiguous inputs" if extra else ""
     error = OutOfMemoryError(
         f"{where}: the planned peak of {format_bytes(plan.peak_bytes)} ({plan.mode} plan"
-        + (f", {shapes}" if shapes else "") + f") is over the memory limit of {format_bytes(limit)}; "
+        + (f", {shapes}" if shapes else "") + f"){copies} {why}; "
         f"largest tensors live at step {step}: {tensors or 'none'}")
-    error.peak_bytes, error.limit_bytes, error.plan = plan.peak_bytes, limit, plan
-    raise error
+    error.peak_bytes, error.limit_bytes, error.plan = plan.peak_bytes, None, plan
+    return error
+
+
+@functools.cache
+def system_memory_bytes() -> int | None:
+    """What this machine can hold: physical memory plus swap, or the cgroup's limit when lower;
+    None where neither can be read."""
+    total = _meminfo_bytes()
+    if total is None and hasattr(os, "sysconf"):
+        try:
+            total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError):
+            total = None
+    limit = _cgroup_limit_bytes()
+    return limit if total is None or (limit is not None and limit < total) else total
+
+
+def _meminfo_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return sum(int(fields[k].split()[0]) * 1024 for k in ("MemTotal", "SwapTotal") if k in fields) or None
+    except (OSError, ValueError):
+        return None
+
+
+def _cgroup_limit_bytes() -> int | None:
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+class SystemFit:
+    """Checks that calls fit in this machine's memory before anything is allocated: numpy would
+    fail on a buffer past it, or the first touch of overcommitted pages would end the process.
+
+    Per binding of the symbols, the sum of every value's bytes (inputs, constants and every buffer
+    the program allocates, as the plan's peak counts them) is a cheap bound; only past the
+    machine's memory is the level's plan made, and its peak decides."""
+
+    def __init__(self, program: Program, level: str, where: str):
+        self.program, self.level, self.where = program, level, where
+        self.types = [v.type for v in program.inputs]
+        self.types += [r.type for op in program.body.ops if _holds_memory(op) for r in op.results]
+        self.needed: dict[tuple, int] = {}       # binding -> bytes a call needs (bound, or the plan's peak)
+
+    def check(self, bindings: dict[str, int], copies: int = 0) -> None:
+        """Raises OutOfMemoryError when a call with these symbols, `copies` bytes of input copies
+        besides, cannot fit."""
+        system = system_memory_bytes()
+        key = tuple(sorted(bindings.items()))
+        needed = self.needed.get(key)
+        if needed is None:
+            needed = self.needed[key] = sum(_nbytes(t, bindings) for t in self.types)
+        if system is None or needed + copies <= system:
+            return
+        plan = plan_for_level(self.program, self.level, bindings)
+        self.needed[key] = plan.peak_bytes
+        check_budget(plan, system, self.where, "this machine's memory (RAM and swap)", copies)
+
+
+def _holds_memory(op) -> bool:
+    return not (op.has(Trait.VIEW) or op.has(Trait.MEMORY) or op.has(Trait.TERMINATOR))
+
+
+def _nbytes(t: TensorType, bindings: dict[str, int]) -> int:
+    return math.prod(evaluate_shape(t.shape, bindings)) * t.dtype.itemsize

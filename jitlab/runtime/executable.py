@@ -1,17 +1,34 @@
-"""The Executable: a compiled program plus what runs it, checked at every call."""
+"""The Executable: a compiled program plus what runs it, checked at every call.
+
+Results belong to the caller (runtime/ownership.py): none shares memory with an undonated
+input, a weight or another result, and a later call never overwrites one.
+
+Calls are safe from several threads: runners keep buffers, pools and arenas across calls,
+so each executable runs one call at a time (O0, which keeps nothing, runs them at once).
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 
 import numpy as np
 
 from ..ir.program import Program
 from ..report import CompileReport, MemoryPlan
 from .donation import hand_back
+from .dryrun import SystemFit, check_budget, out_of_memory, plan_for_level
+from .ownership import outputs_to_check, owned_results
 from .signature import bind_keywords, check_dims_nonnegative, check_inputs, device_array_meta, is_numba_device_array
 
 Runner = Callable[[list[np.ndarray], dict[str, int]], Sequence[np.ndarray]]
+
+
+def _taken_as_is(a) -> bool:
+    """Whether compiled runners take this input without a copy (a writable C-contiguous array)."""
+    flags = a.flags
+    return flags.c_contiguous and flags.writeable
 
 
 def to_host(a) -> np.ndarray:
@@ -43,13 +60,31 @@ class Executable:
         self._static = [(t.dtype, t.shape) for t in types] if all(t.is_static for t in types) else None
         self.memory_limit = memory_limit      # bytes; a call whose planned peak is over it fails before running
         self.donations = donations or []      # outputs that go into donated input arrays (runtime/donation.py)
+        self._shared = [w for w in program.weights.values() if isinstance(w, np.ndarray)]
+        self._check = outputs_to_check(program, runner)     # results that may share memory
+        self._lock = nullcontext() if level == "O0" else threading.Lock()
+        # Compiled host runners copy inputs that are not writable C-contiguous arrays (a
+        # broadcast view, say); those copies count against the machine's memory too.
+        self._copies_inputs = level != "O0" and not self._on_device
+        self._fit = None if self._on_device else SystemFit(program, level, self._where)
+
+    @property
+    def _where(self) -> str:
+        return f"@{self.program.name} at {self.level}"
 
     def _fast_inputs(self, args) -> list[np.ndarray] | None:
-        if self._static is None or len(args) != len(self._static):
+        """The arguments as they are, when a static program's earlier call checked all that a call
+        with them needs (their types, and that no input is copied); else None."""
+        if self._static is None or len(args) != len(self._static) or not self._checked_bindings:
             return None
+        copies = self._copies_inputs
         for a, (dtype, shape) in zip(args, self._static):
             if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
                 return None
+            if copies:
+                flags = a.flags
+                if not (flags.c_contiguous and flags.writeable):
+                    return None
         return list(args)
 
     def __call__(self, *args, **kwargs) -> tuple[np.ndarray, ...]:
@@ -57,22 +92,40 @@ class Executable:
             args = bind_keywords(self.input_names, args, kwargs, f"@{self.program.name}")
         arrays = self._fast_inputs(args)
         if arrays is not None:
-            return self._results(arrays, self._runner(arrays, {}))
+            return self._run(arrays, {})
         arrays, bindings = check_inputs(self.program, args, self.input_names)
         if not self._on_device:
             arrays = [to_host(a) for a in arrays]
-        if bindings:
-            key = tuple(sorted(bindings.items()))
-            if key not in self._checked_bindings:
+        key = tuple(sorted(bindings.items()))
+        if key not in self._checked_bindings:
+            if bindings:
                 check_dims_nonnegative(self.program, bindings)
                 self.check_memory(bindings)
-                self._checked_bindings.add(key)
-        return self._results(arrays, self._runner(arrays, bindings))
+        if self._fit is not None:
+            self._fit.check(bindings, self._input_copies(arrays))
+        self._checked_bindings.add(key)
+        return self._run(arrays, bindings)
 
-    def _results(self, arrays: list[np.ndarray], results) -> tuple[np.ndarray, ...]:
-        if self.donations:
-            results = hand_back(arrays, list(results), self.donations)
-        return tuple(results)
+    def _input_copies(self, arrays: list[np.ndarray]) -> int:
+        """Bytes the runner copies inputs into."""
+        if not self._copies_inputs:
+            return 0
+        return sum(a.nbytes for a in arrays if not _taken_as_is(a))
+
+    def _run(self, arrays: list[np.ndarray], bindings: dict[str, int]) -> tuple[np.ndarray, ...]:
+        with self._lock:
+            try:
+                results = list(self._runner(arrays, bindings))
+            except MemoryError as e:
+                plan = plan_for_level(self.program, self.level, bindings)
+                raise out_of_memory(plan, self._where, f"does not fit ({e})", self._input_copies(arrays)) from e
+            donated = set()
+            if self.donations:
+                results = hand_back(arrays, results, self.donations)
+                donated = {d.output for d in self.donations if results[d.output] is arrays[d.input]}
+            if self._check:
+                owned_results(results, self._check, [*arrays, *self._shared], donated)
+            return tuple(results)
 
     def _repr_html_(self) -> str:
         from ..explore.reprs import executable_html
@@ -82,18 +135,16 @@ class Executable:
     def dry_run(self, shapes: dict | None = None) -> MemoryPlan:
         """The memory plan of a call with inputs of these shapes (by input name); nothing is
         run or allocated, so the shapes may be far beyond this machine."""
-        from .dryrun import bindings_for_shapes, plan_for_level
+        from .dryrun import bindings_for_shapes
 
         return plan_for_level(self.program, self.level, bindings_for_shapes(self.program, shapes, self.input_names))
 
     def check_memory(self, bindings: dict[str, int]) -> None:
         """Raises OutOfMemoryError when a call with these symbol values would need more than memory_limit."""
         if self.memory_limit is not None:
-            from .dryrun import check_budget, plan_for_level
-
-            check_budget(plan_for_level(self.program, self.level, bindings), self.memory_limit,
-                         f"@{self.program.name} at {self.level}")
+            check_budget(plan_for_level(self.program, self.level, bindings), self.memory_limit, self._where)
 
     def __repr__(self) -> str:
         return (f"<Executable @{self.program.name} {self.level} on {self.target}: "
                 f"inputs ({', '.join(self.input_names)})>")
+

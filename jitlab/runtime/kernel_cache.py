@@ -8,9 +8,14 @@ named parts (group structure, input signature, backend, library versions, and th
 the report says which part differed from the entries on disk.
 
 Safety: files are written atomically (two processes may compile at once); an entry
-whose text does not match what would be generated is rewritten with a warning; the
-cache is used only in a folder owned by this user and writable by nobody else,
-because numba's index files are pickles.
+whose text does not match what would be generated is rewritten with a warning. Loading
+an entry runs what is on disk: Python's bytecode for the module and numba's index files,
+which are pickles. So before each import, every folder those come from (the cache
+folder, its `__pycache__`, numba's cache folder for the module, wherever NUMBA_CACHE_DIR
+puts it) and every file in them that belongs to the module must be owned by this user
+and writable by nobody else. When one is not, the cache moves to a private temporary
+folder with a warning; where numba's folder is still shared from there (NUMBA_CACHE_DIR),
+the module's functions keep their compiled code in memory only.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from types import ModuleType
 import platformdirs
 
 ENV_VAR = "JITLAB_CACHE_DIR"
+_TEMPORARY_PREFIX = "jitlab-cache-"
+_TEMPORARY = os.path.join(tempfile.gettempdir(), _TEMPORARY_PREFIX)    # private folders made in place of one
 
 
 @dataclass
@@ -58,10 +65,50 @@ def default_directory() -> str:
     return os.environ.get(ENV_VAR) or platformdirs.user_cache_dir("jitlab")
 
 
-def _is_private(path: str) -> bool:
-    st = os.stat(path)
-    owned = not hasattr(os, "getuid") or st.st_uid == os.getuid()
-    return owned and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+def _why_untrusted(path: str) -> str | None:
+    """Why another user could have written the folder or file at `path` (None: only we can, or it
+    does not exist)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"{path} belongs to another user"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{path} is writable by other users"
+    return None
+
+
+def _why_untrusted_folder(folder: str) -> str | None:
+    """_why_untrusted for a folder and the folders above it: another user able to rename an
+    ancestor's entries (one that user owns, or writable by others without the sticky bit, as /tmp
+    has it) could put a folder of theirs in its place."""
+    reason = _why_untrusted(folder)
+    parent, folder = os.path.dirname(os.path.abspath(folder)), os.path.abspath(folder)
+    while reason is None and parent != folder:
+        st = os.stat(parent)
+        if hasattr(os, "getuid") and st.st_uid not in (os.getuid(), 0):
+            reason = f"{parent} above it belongs to another user"
+        elif st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+            reason = f"{parent} above it is writable by other users"
+        parent, folder = os.path.dirname(parent), parent
+    return reason
+
+
+def _numba_folder(path: str) -> str | None:
+    """The folder numba keeps the compiled code of the module at `path` in, chosen as numba does."""
+    from numba.core import caching
+
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+
+    def probe():
+        """Stands for the module's functions: numba's locators read only its line number."""
+
+    for locator_class in impl._locator_classes:
+        locator = locator_class.from_function(probe, path)
+        if locator is not None:
+            return locator.get_cache_path()
+    return None
 
 
 class KernelCache:
@@ -75,14 +122,19 @@ class KernelCache:
     def _usable_directory(self, path: str) -> str:
         try:
             os.makedirs(path, mode=0o700, exist_ok=True)
-            if _is_private(path):
+            reason = _why_untrusted_folder(path)
+            if reason is None:
                 return path
-            reason = "it is writable by other users (numba's cache files are pickles)"
+            reason = reason.replace(path, "it")
         except OSError as e:
             reason = str(e)
-        warnings.warn(f"jitlab: not using the kernel cache at {path}: {reason}; compiling into a "
-                      "private temporary folder instead", RuntimeWarning, stacklevel=3)
-        return tempfile.mkdtemp(prefix="jitlab-cache-")
+        return self._private_instead(path, reason)
+
+    @staticmethod
+    def _private_instead(path: str, reason: str) -> str:
+        warnings.warn(f"jitlab: not using the kernel cache at {path}: {reason} (numba's cache files are "
+                      "pickles); compiling into a private temporary folder instead", RuntimeWarning, stacklevel=4)
+        return tempfile.mkdtemp(prefix=_TEMPORARY_PREFIX)
 
     @staticmethod
     def full_key(parts: dict[str, str]) -> str:
@@ -94,14 +146,42 @@ class KernelCache:
         key = self.full_key(parts)
         if key in self.modules:
             return CacheEntry(self.modules[key], True)
+        path, hit, reason = self._place(parts, key, source)
+        untrusted = self.untrusted(path)
+        if untrusted is not None and not self.directory.startswith(_TEMPORARY):
+            self.directory = self._private_instead(self.directory, untrusted)
+            path, hit, reason = self._place(parts, key, source)
+            untrusted = self.untrusted(path)
+        module = self._import(key, path)
+        if untrusted is not None:
+            _keep_compiled_code_in_memory(module, untrusted)
+        self.modules[key] = module
+        return CacheEntry(module, hit, reason)
+
+    def _place(self, parts: dict[str, str], key: str, source: str) -> tuple[str, bool, str]:
+        """The module's path in the cache folder, with `source` written there unless it already was."""
+        untrusted = _why_untrusted_folder(self.directory)
+        if untrusted is not None:
+            self.directory = self._private_instead(self.directory, untrusted)
         path = os.path.join(self.directory, f"{parts.get('backend', 'kernel')}_{key}.py")
         hit, reason = self._check_file(path, source, parts)
         if not hit:
             self._write(path, source)
             self._write(path[:-3] + ".json", json.dumps(parts, indent=1, sort_keys=True))
-        module = self._import(key, path)
-        self.modules[key] = module
-        return CacheEntry(module, hit, reason)
+        return path, hit, reason
+
+    def untrusted(self, path: str) -> str | None:
+        """Why what importing the module at `path` would load (the module, Python's bytecode, numba's
+        index and code) might not be ours: a folder or file another user owns or may write."""
+        stem = os.path.basename(path)[:-3]
+        folders = dict.fromkeys([self.directory, os.path.join(self.directory, "__pycache__"), _numba_folder(path)])
+        for folder in filter(None, folders):
+            names = [n for n in _listdir(folder) if n.startswith(stem + ".")]
+            reason = _why_untrusted_folder(folder) or next(
+                filter(None, (_why_untrusted(os.path.join(folder, n)) for n in names)), None)
+            if reason is not None:
+                return reason
+        return None
 
     def _check_file(self, path: str, source: str, parts: dict[str, str]) -> tuple[bool, str]:
         try:
@@ -187,6 +267,17 @@ class KernelCache:
         compiled = _listdir(os.path.join(self.directory, "__pycache__"))
         size += sum(os.path.getsize(os.path.join(self.directory, "__pycache__", n)) for n in compiled)
         return {"directory": self.directory, "kernels": sum(n.endswith(".py") for n in names), "bytes": size}
+
+
+def _keep_compiled_code_in_memory(module: ModuleType, reason: str) -> None:
+    """Turns numba's on-disk cache off for the module's functions (their cache folder is shared)."""
+    from numba.core.caching import NullCache
+
+    warnings.warn(f"jitlab: numba's cache folder is not private ({reason}); compiled kernels stay in memory",
+                  RuntimeWarning, stacklevel=4)
+    for value in vars(module).values():
+        if hasattr(value, "enable_caching") and hasattr(value, "_cache"):
+            value._cache = NullCache()
 
 
 def _listdir(path: str) -> list[str]:

@@ -130,6 +130,10 @@ class LibraryStep(Step):
 class O1Runner:
     """Runs a fused program; `kernels` maps each jit.group's uid to its compiled kernel."""
 
+    # A computed result is a buffer of its own: a group's kept buffer (reused only when no one
+    # holds it), a detached library result or a constant's copy (runtime/ownership.py).
+    fresh_outputs = True
+
     def __init__(self, program: Program, kernels: dict[int, Kernel], plan: MemoryPlan | None = None):
         slots: dict[Value, int] = {v: i for i, v in enumerate(program.inputs)}
         self.constants: dict[int, np.ndarray] = {}
@@ -160,7 +164,10 @@ class O1Runner:
                 continue
             else:
                 self.steps.append(LibraryStep(op, ins, outs))
-        self.pool = MemoryPool(reserve=plan.first_chunk_bytes if plan is not None else 0)
+        # The pool takes its first chunk (the plan's peak) at the first call, not at compile
+        # time: compiling allocates nothing for the data, whatever the shapes.
+        self.pool = MemoryPool()
+        self._first_chunk = plan.first_chunk_bytes if plan is not None else 0
         self.n_slots = len(slots)
         self.n_inputs = len(program.inputs)
         self._slots = slots
@@ -195,6 +202,9 @@ class O1Runner:
             self._bind_donations(arrays)
         live: dict[int, np.ndarray] = {}      # slot -> the pool temporary it holds
         try:
+            if self._first_chunk:
+                self.pool.reserve(self._first_chunk)
+                self._first_chunk = 0
             for step in self.steps:
                 if getattr(step, "temps", None) is not None:
                     self._allocate(step, env, live, bindings)

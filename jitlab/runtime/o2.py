@@ -21,6 +21,8 @@ from .donation import safe_to_donate
 from .o1 import _Buffers, detached
 from .reference import Interpreter
 
+LAYOUTS_KEPT = 4         # arenas kept, for the most recent bindings of the symbols (plans are kept for all)
+
 
 class _Layout:
     """The plan, arena and offsets for one binding of the symbols."""
@@ -37,6 +39,10 @@ class _Layout:
 class O2Runner:
     """Runs the items of a WholeGraph: segment functions and fallback ops, in order."""
 
+    # A computed result is an output buffer (reused only when no one holds it), a detached
+    # fallback result or a constant's copy, never arena memory (runtime/ownership.py).
+    fresh_outputs = True
+
     def __init__(self, program: Program, items: Sequence, module, buffer_index: dict[str, int],
                  plan: MemoryPlan, planner: Callable[[dict[str, int]], MemoryPlan],
                  constants: dict[str, np.ndarray]):
@@ -50,7 +56,8 @@ class O2Runner:
         self.buffer_index = buffer_index
         self.planner = planner
         self.constants = constants
-        self.layouts: dict[tuple, _Layout] = {}
+        self.plans: dict[tuple, MemoryPlan] = {}       # per binding of the symbols
+        self.layouts: dict[tuple, _Layout] = {}        # the most recent bindings' arenas, oldest first
         self.input_names = [v.name for v in program.inputs]
         self.output_names = [v.name for v in program.outputs]
         produced = {r.name for item in items if hasattr(item, "ops") for op in item.ops for r in op.results}
@@ -78,10 +85,18 @@ class O2Runner:
                 d.mode = "copy"
 
     def layout(self, bindings: dict[str, int]) -> _Layout:
+        """The arena for these symbol values. Arenas are kept for the last LAYOUTS_KEPT bindings
+        only, so a program called with ever new batch sizes holds a few arenas, not one per size."""
         key = tuple(sorted(bindings.items()))
-        if key not in self.layouts:
-            self.layouts[key] = _Layout(self.planner(bindings), self.buffer_index)
-        return self.layouts[key]
+        layout = self.layouts.pop(key, None)
+        if layout is None:
+            if key not in self.plans:
+                self.plans[key] = self.planner(bindings)
+            layout = _Layout(self.plans[key], self.buffer_index)
+            if len(self.layouts) >= LAYOUTS_KEPT:
+                del self.layouts[next(iter(self.layouts))]
+        self.layouts[key] = layout
+        return layout
 
     def __call__(self, arrays: list[np.ndarray], bindings: dict[str, int]) -> list[np.ndarray]:
         layout = self.layout(bindings)

@@ -239,7 +239,11 @@ class MemoryPool:
         self._blocks: dict[int, tuple[Block, np.ndarray]] = {}   # id of a temporary -> its block and itself
         self._released: list[Block] = []              # output blocks whose last array died
         self._held: dict[tuple[int, int], Block] = {}
-        self.core.reserve(reserve)
+        self.reserve(reserve)
+
+    def reserve(self, nbytes: int) -> None:
+        """Takes a first chunk of `nbytes` now, unless the pool already has one."""
+        self.core.reserve(nbytes)
 
     def allocate(self, shape: Sequence[int], dtype, alignment: int | None = None) -> np.ndarray:
         """A temporary array; give it back with `free` when it is dead."""

@@ -1,6 +1,8 @@
 """The compile cache: reuse across processes, safety against corrupt, foreign or shared folders."""
 
+import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -75,6 +77,70 @@ def test_folder_writable_by_others_is_not_used(tmp_path):
     with pytest.warns(RuntimeWarning, match="writable by other users"):
         cache = KernelCache(str(shared))
     assert cache.directory != str(shared)
+
+
+class Planted:
+    """A pickle that makes a folder when loaded: proof that a planted index ran."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.mkdir, (self.marker,)
+
+
+def plant_indexes(folder, marker) -> int:
+    """Replaces numba's index files in `folder` by pickles that run code; how many."""
+    indexes = list(folder.glob("*.nbi"))
+    for index in indexes:
+        index.write_bytes(pickle.dumps(Planted(marker)))
+    return len(indexes)
+
+
+def run_warned(cache_dir, **env):
+    """run_process, also returning what the process warned."""
+    env = dict(os.environ, JITLAB_CACHE_DIR=str(cache_dir), PYTHONPATH=os.getcwd(), **env)
+    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_a_planted_index_in_a_shared_pycache_is_never_loaded(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o755)
+    expected, _ = run_warned(cache)
+    pycache = cache / "__pycache__"
+    pycache.chmod(0o777)                      # the top folder is private, numba's is not
+    marker = tmp_path / "planted-code-ran"
+    assert plant_indexes(pycache, marker)
+    got, warned = run_warned(cache)
+    assert not marker.exists()
+    assert "__pycache__ is writable by other users" in warned
+    assert got["sum"] == expected["sum"]
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs chown")
+def test_an_index_owned_by_another_user_is_never_loaded(tmp_path):
+    expected, _ = run_warned(tmp_path)
+    marker = tmp_path / "planted-code-ran"
+    assert plant_indexes(tmp_path / "__pycache__", marker)
+    for index in (tmp_path / "__pycache__").glob("*.nbi"):
+        os.chown(index, 4242, 4242)
+    got, warned = run_warned(tmp_path)
+    assert not marker.exists()
+    assert "belongs to another user" in warned
+    assert got["sum"] == expected["sum"]
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_a_shared_numba_cache_dir_gets_no_compiled_code(tmp_path):
+    shared = tmp_path / "numba-shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    got, warned = run_warned(tmp_path / "cache", NUMBA_CACHE_DIR=str(shared))
+    assert "compiled kernels stay in memory" in warned
+    assert not list(shared.rglob("*.nbi"))
+    assert got["sum"] == run_warned(tmp_path / "cache")[0]["sum"]
 
 
 def test_miss_names_the_key_part_that_differs(tmp_path):

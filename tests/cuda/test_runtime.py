@@ -198,3 +198,22 @@ def test_buffers_nobody_holds_are_reused_across_calls():
     for _ in range(2):
         exe(*mlp_args())
     assert allocator.allocations == made
+
+
+
+def test_device_results_share_no_memory_with_inputs_or_each_other():
+    f = jl.jit(target="cuda", device_outputs=True, progress=False)(lambda x: (x, x * 1.0, np.negative(-x)))
+    x = cuda.to_device(np.arange(4, dtype=np.float32))
+    results = f(x)
+    arrays = [x, *results]
+    assert not any(_share(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
+    for r in results:
+        np.testing.assert_array_equal(r.copy_to_host(), np.arange(4, dtype=np.float32))
+
+
+def _share(a, b) -> bool:
+    """Device arrays over common memory (the simulator keeps theirs in numpy arrays)."""
+    if not hasattr(a, "__cuda_array_interface__"):
+        return np.may_share_memory(a._ary, b._ary)
+    (pa, _), (pb, _) = a.__cuda_array_interface__["data"], b.__cuda_array_interface__["data"]
+    return pa < pb + b.nbytes and pb < pa + a.nbytes
