@@ -1,5 +1,6 @@
-"""The graph view's layout: a snapshot becomes a small graph of drawable nodes, then
-DOT, then SVG laid out by Graphviz's `dot`. Layouts are cached by their DOT text.
+"""The graph view's layout: a snapshot becomes a small graph of drawable nodes, then a
+Drawing, then SVG laid out by Graphviz's `dot` (cached by the DOT text) or, where `dot`
+is not installed, by jitlab's own layered layout (`layered`), which says so in the SVG.
 
 Node ids in the SVG are what the browser side links by: `op_<uid>` for an op,
 `grp_<id>` for a collapsed group (or the cluster of an expanded one), `in_<name>` and
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..report import GraphSnapshot, OpNode
+from . import layered
 
 FOLDED = ("np.weight", "np.constant")
 _CACHE: OrderedDict[str, str] = OrderedDict()
@@ -134,23 +136,65 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _node_line(node: Node, color: str | None, extra: list[str]) -> str:
+@dataclass
+class Item:
+    """One node as drawn, whoever lays it out: its id, label, classes, outline and fill."""
+
+    id: str
+    label: str
+    classes: str
+    shape: str = "box"            # box (rounded), ellipse, oval, box3d (a collapsed group)
+    fill: str | None = None
+
+
+@dataclass
+class Drawing:
+    """What one layout draws: expanded groups as clusters of items, the other items, edges."""
+
+    clusters: dict[int, tuple[str, list[Item]]] = field(default_factory=dict)   # group id -> (colour, items)
+    items: list[Item] = field(default_factory=list)
+    edges: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _item(node: Node, color: str | None, extra: list[str]) -> Item:
     classes = " ".join([node.kind] + node.classes + extra + (["filled"] if color else []))
-    attrs = {"id": node.id, "class": classes, "label": node.label}
-    if node.kind != "op":
-        attrs["shape"] = "ellipse" if node.kind == "input" else "oval"
-    if color:
-        attrs["fillcolor"] = color
-    return f"{_quote(node.id)} [" + " ".join(f"{k}={_quote(v)}" for k, v in attrs.items()) + "];"
+    shape = {"input": "ellipse", "output": "oval"}.get(node.kind, "box")
+    return Item(node.id, node.label, classes, shape, color)
 
 
-def _collapsed_line(gid: int, members: list[Node], color: str, extra: list[str]) -> str:
+def _collapsed(gid: int, members: list[Node], color: str, extra: list[str]) -> Item:
     names = list(dict.fromkeys(m.label.split("\n")[0] for m in members))
     summary = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
-    label = f"group {gid}\n{summary}"
-    attrs = {"id": f"grp_{gid}", "class": " ".join(["groupnode", "filled"] + extra), "label": label,
-             "fillcolor": color, "shape": "box3d"}
-    return f'"grp_{gid}" [' + " ".join(f"{k}={_quote(v)}" for k, v in attrs.items()) + "];"
+    return Item(f"grp_{gid}", f"group {gid}\n{summary}", " ".join(["groupnode", "filled"] + extra), "box3d", color)
+
+
+def drawing(vg: ViewGraph, colors: dict[int, str], expanded: set[int] | None = None,
+            classes: dict[str, list[str]] | None = None) -> Drawing:
+    """What to draw: groups in `expanded` (None: all) as clusters, the others as one node each."""
+    classes, groups = classes or {}, vg.groups()
+    open_ = set(groups) if expanded is None else expanded & set(groups)
+    rep = {nid: f"grp_{g}" for g, ids in groups.items() if g not in open_ for nid in ids}
+    out = Drawing()
+    for g, ids in sorted(groups.items()):
+        color = colors.get(g, "#dddddd")
+        if g in open_:
+            out.clusters[g] = (color, [_item(vg.nodes[i], color, classes.get(i, [])) for i in ids])
+        else:
+            extra = sorted({c for i in ids for c in classes.get(i, [])})
+            out.items.append(_collapsed(g, [vg.nodes[i] for i in ids], color, extra))
+    out.items += [_item(n, None, classes.get(n.id, [])) for n in vg.nodes.values() if n.group is None]
+    out.edges = sorted({(rep.get(a, a), rep.get(b, b)) for a, b in vg.edges} - {(a, a) for a in vg.nodes} -
+                       {(r, r) for r in rep.values()})
+    return out
+
+
+def _dot_node(item: Item) -> str:
+    attrs = {"id": item.id, "class": item.classes, "label": item.label}
+    if item.shape != "box":
+        attrs["shape"] = item.shape
+    if item.fill:
+        attrs["fillcolor"] = item.fill
+    return f"{_quote(item.id)} [" + " ".join(f"{k}={_quote(v)}" for k, v in attrs.items()) + "];"
 
 
 HEADER = ('digraph G {\n  graph [rankdir=TB nodesep=0.22 ranksep=0.32 fontname="Helvetica" fontsize=10 '
@@ -158,45 +202,47 @@ HEADER = ('digraph G {\n  graph [rankdir=TB nodesep=0.22 ranksep=0.32 fontname="
           'fontsize=10 height=0.3 margin="0.08,0.03"];\n  edge [arrowsize=0.6];\n')
 
 
-def to_dot(vg: ViewGraph, colors: dict[int, str], expanded: set[int] | None = None,
-           classes: dict[str, list[str]] | None = None) -> str:
-    """DOT text: groups in `expanded` (None: all) as clusters, the others as one node each."""
-    classes, groups = classes or {}, vg.groups()
-    open_ = set(groups) if expanded is None else expanded & set(groups)
-    rep = {nid: f"grp_{g}" for g, ids in groups.items() if g not in open_ for nid in ids}
+def to_dot(d: Drawing) -> str:
+    """The drawing as DOT text for Graphviz."""
     lines = [HEADER]
-    for g, ids in sorted(groups.items()):
-        color = colors.get(g, "#dddddd")
-        if g in open_:
-            lines.append(f'  subgraph "cluster_{g}" {{ id="grp_{g}"; class="group"; label="group {g}"; '
-                         f'style="rounded,filled"; fillcolor="{color}40"; color="{color}";')
-            lines += ["    " + _node_line(vg.nodes[i], color, classes.get(i, [])) for i in ids]
-            lines.append("  }")
-        else:
-            members = [vg.nodes[i] for i in ids]
-            extra = sorted({c for i in ids for c in classes.get(i, [])})
-            lines.append("  " + _collapsed_line(g, members, color, extra))
-    lines += ["  " + _node_line(n, None, classes.get(n.id, [])) for n in vg.nodes.values() if n.group is None]
-    edges = {(rep.get(a, a), rep.get(b, b)) for a, b in vg.edges}
-    lines += [f'  "{a}" -> "{b}" [id="e_{a}__{b}" class="edge"];' for a, b in sorted(edges) if a != b]
+    for g, (color, items) in d.clusters.items():
+        lines.append(f'  subgraph "cluster_{g}" {{ id="grp_{g}"; class="group"; label="group {g}"; '
+                     f'style="rounded,filled"; fillcolor="{color}40"; color="{color}";')
+        lines += ["    " + _dot_node(i) for i in items]
+        lines.append("  }")
+    lines += ["  " + _dot_node(i) for i in d.items]
+    lines += [f'  "{a}" -> "{b}" [id="e_{a}__{b}" class="edge"];' for a, b in d.edges]
     lines.append("}")
     return "\n".join(lines)
 
 
-def render(dot: str) -> str:
-    """SVG for DOT text, laid out by Graphviz (cached)."""
+def render(dot: str) -> str | None:
+    """SVG for DOT text laid out by Graphviz (cached), or None when Graphviz is not installed."""
     key = hashlib.sha1(dot.encode()).hexdigest()
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    import graphviz
-
-    svg = graphviz.Source(dot).pipe(format="svg", encoding="utf-8")
+    try:
+        import graphviz
+    except ImportError:
+        return None
+    try:
+        svg = graphviz.Source(dot).pipe(format="svg", encoding="utf-8")
+    except graphviz.ExecutableNotFound:      # the Python package is there, Graphviz's `dot` is not
+        return None
     svg = svg[svg.index("<svg"):]
     _CACHE[key] = svg
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return svg
+
+
+def draw(vg: ViewGraph, colors: dict[int, str], expanded: set[int] | None = None,
+         classes: dict[str, list[str]] | None = None) -> str:
+    """SVG of a view graph: laid out by Graphviz's `dot`, or by jitlab's own layered layout without it."""
+    d = drawing(vg, colors, expanded, classes)
+    svg = render(to_dot(d))
+    return svg if svg is not None else layered.svg(d)
 
 
 def layout_key(expanded: set[int] | None) -> str:
@@ -223,7 +269,7 @@ def graph_data(graph: GraphSnapshot, colors: dict[int, str], rejected: dict[int,
     wanted: list[set[int] | None] = [set(), None] if groups else [None]
     if len(groups) <= eager_single:
         wanted += [{g} for g in groups]
-    layouts = {layout_key(e): render(to_dot(vg, colors, e)) for e in wanted}
+    layouts = {layout_key(e): draw(vg, colors, e) for e in wanted}
     members = {str(g): ids for g, ids in vg.groups().items()}
     return {"layouts": layouts, "default": "none" if groups else "all", "members": members,
             "folded": vg.folded, "seconds": time.perf_counter() - start, "nodes": len(vg.nodes)}

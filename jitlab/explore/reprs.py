@@ -15,7 +15,7 @@ def small_graph(graph) -> str:
     vg = layout.from_snapshot(graph)
     if len(vg.nodes) > MAX_DRAWN:
         return f"<div style='opacity:.7'>{len(vg.nodes)} nodes: use jl.explore(...) to browse this graph</div>"
-    svg = layout.render(layout.to_dot(vg, {}))
+    svg = layout.draw(vg, {})
     return f"<div style='max-height:420px;overflow:auto'>{svg}</div>"
 
 

@@ -34,7 +34,7 @@ class Session:
 
     def layout(self, key: str) -> str:
         vg = layout.view_graph(self.report.graph, {r.op: r.reason for r in self.report.rejected})
-        return layout.render(layout.to_dot(vg, self.colors(), layout.parse_key(key)))
+        return layout.draw(vg, self.colors(), layout.parse_key(key))
 
     def pass_graph(self, index: int) -> str | None:
         if not 0 <= index < len(self.report.passes):

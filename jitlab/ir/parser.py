@@ -3,6 +3,7 @@ it builds values and ops only, never evaluates code, and reports line and column
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass
@@ -31,6 +32,12 @@ _TOKEN = re.compile(r"""
   | (?P<ident>[A-Za-z_][A-Za-z0-9_.$]*)
   | (?P<punct>->|==|[()\[\]{},:=<>*+\-])
 """, re.VERBOSE)
+
+
+MAX_DEPTH = 200     # brackets, signs and regions nested deeper are an error, not a RecursionError
+MAX_INT = 2**64 - 1     # the largest integer any dtype holds: longer literals are an error, not a huge int
+MAX_DIM = 2**63 - 1     # the largest dimension an int64 shape holds
+MAX_TERMS, MAX_DEGREE = 64, 16      # of a symbolic dim: (A+B+C)*(A+B+C)*... grows exponentially
 
 
 @dataclass
@@ -72,6 +79,7 @@ class Parser:
         self.pos = 0
         self.scope: dict[str, Value] = {}
         self.op_lines: dict[int, int] = {}
+        self.depth = 0
 
     # -- token helpers -------------------------------------------------------------
     @property
@@ -106,6 +114,32 @@ class Parser:
         if self.tok.kind != kind:
             raise self.error(f"expected {what}")
         return self.next()
+
+    @contextlib.contextmanager
+    def nested(self):
+        """One level deeper into brackets, a sign or a region, within MAX_DEPTH."""
+        if self.depth >= MAX_DEPTH:
+            raise self.error(f"nested more than {MAX_DEPTH} levels deep")
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def integer(self, tok: Token) -> int:
+        """The value of an int token, which no dtype's range can be exceeded by."""
+        digits = tok.text.lstrip("0") or "0"
+        if len(digits) > len(str(MAX_INT)) or int(digits) > MAX_INT:
+            short = tok.text if len(tok.text) <= 24 else f"{tok.text[:20]}… ({len(tok.text)} digits)"
+            raise self.error(f"integer {short} is out of range (at most 2**64 - 1)", tok)
+        return int(digits)
+
+    def string(self, tok: Token) -> str:
+        """The value of a string token: JSON's escapes, no raw control characters."""
+        try:
+            return json.loads(tok.text)
+        except ValueError as e:
+            raise self.error(f"malformed string ({e.msg})", tok) from None
 
     def comma_list(self, close: str, item) -> list:
         items = []
@@ -207,7 +241,8 @@ class Parser:
         for tok, value in zip(results, op.results):
             self.define(tok.text[1:], value, tok)
         if self.accept("{"):
-            self.parse_regions(op)
+            with self.nested():
+                self.parse_regions(op)
         return op
 
     def parse_operand(self) -> Value:
@@ -237,9 +272,9 @@ class Parser:
     def parse_loc(self) -> Location:
         self.expect("loc")
         self.expect("(")
-        file = json.loads(self.expect_kind("string", "a file name").text)
+        file = self.string(self.expect_kind("string", "a file name"))
         self.expect(":")
-        line = int(self.expect_kind("int", "a line number").text)
+        line = self.integer(self.expect_kind("int", "a line number"))
         self.expect(")")
         return Location(file, line)
 
@@ -251,37 +286,46 @@ class Parser:
                              f"{', '.join(sorted(DTYPE_NAMES))})", tok)
         self.expect("[", "'[' and the shape")
         dims = self.comma_list("]", self.parse_dim)
-        for d, t in zip(dims, [tok] * len(dims)):
-            if isinstance(d, int) and d < 0:
-                raise self.error("dimensions cannot be negative", t)
+        for d in dims:
+            if isinstance(d, int) and not 0 <= d <= MAX_DIM:
+                raise self.error("dimensions cannot be negative" if d < 0 else
+                                 "a dimension is too large (at most 2**63 - 1)", tok)
         return TensorType(tuple(dims), dtype_from_name(tok.text))
 
     def parse_dim(self) -> Dim:
         value = self.parse_term()
         while self.at("+") or self.at("-"):
-            if self.next().text == "+":
-                value = value + self.parse_term()
-            else:
-                value = value - self.parse_term()
+            op = self.next()
+            value = self.bounded(value + self.parse_term() if op.text == "+" else value - self.parse_term(), op)
         return value
 
     def parse_term(self) -> Dim:
         value = self.parse_factor()
-        while self.accept("*"):
-            value = value * self.parse_factor()
+        while self.at("*"):
+            op = self.next()
+            value = self.bounded(value * self.parse_factor(), op)
         return value
+
+    def bounded(self, d: Dim, tok: Token) -> Dim:
+        """`d`, checked to stay small: each expanded product costs time, each digit memory."""
+        terms = [((), d)] if isinstance(d, int) else d.terms
+        if len(terms) > MAX_TERMS or any(len(m) > MAX_DEGREE or abs(c) > MAX_INT for m, c in terms):
+            raise self.error(f"dimension expression too large (at most {MAX_TERMS} terms of degree "
+                             f"{MAX_DEGREE}, coefficients within 2**64 - 1)", tok)
+        return d
 
     def parse_factor(self) -> Dim:
         if self.accept("-"):
-            return -self.parse_factor()
+            with self.nested():
+                return -self.parse_factor()
         if self.accept("("):
-            value = self.parse_dim()
+            with self.nested():
+                value = self.parse_dim()
             self.expect(")")
             return value
         tok = self.tok
         if tok.kind == "int":
-            self.next()
-            return int(tok.text)
+            return self.integer(self.next())
         if tok.kind == "ident" and tok.text not in DTYPE_NAMES and tok.text not in _KEYWORDS:
             self.next()
             return sym(tok.text)
@@ -305,10 +349,10 @@ class Parser:
     def parse_attr_value(self) -> Any:
         tok = self.tok
         if tok.kind == "string":
-            self.next()
-            return json.loads(tok.text)
+            return self.string(self.next())
         if self.accept("["):
-            return tuple(self.comma_list("]", self.parse_attr_value))
+            with self.nested():
+                return tuple(self.comma_list("]", self.parse_attr_value))
         if tok.kind == "ident" and tok.text in _KEYWORDS:
             self.next()
             return _KEYWORDS[tok.text]
@@ -323,7 +367,8 @@ class Parser:
         if tok.text == "-" and self.tokens[self.pos + 1].kind == "float" or (
                 tok.text == "-" and self.tokens[self.pos + 1].text == "inf"):
             self.next()
-            return -self.parse_attr_value()
+            with self.nested():
+                return -self.parse_attr_value()
         return self.parse_dim()
 
     def parse_dense(self) -> Dense:
@@ -345,13 +390,14 @@ class Parser:
 
     def parse_nested(self) -> Any:
         if self.accept("["):
-            return self.comma_list("]", self.parse_nested)
+            with self.nested():
+                return self.comma_list("]", self.parse_nested)
         negative = self.accept("-")
         tok = self.next()
         if tok.kind == "float":
             value: Any = float(tok.text)
         elif tok.kind == "int":
-            value = int(tok.text)
+            value = self.integer(tok)
         elif tok.text in ("true", "false", "inf", "nan"):
             value = _KEYWORDS[tok.text]
         else:

@@ -108,7 +108,7 @@ def test_resnet_sized_graph_lays_out():
     graph = snapshot(program)
     vg = layout.from_snapshot(graph)
     assert len(graph.nodes) >= 400
-    svg = layout.render(layout.to_dot(vg, {}))
+    svg = layout.draw(vg, {})
     assert svg.count('class="node op') == len([n for n in vg.nodes.values() if n.kind == "op"])
 
 

@@ -97,6 +97,14 @@ BAD = [
     ("func @f(%x: f32[-4]) -> (f32[4]) {}", 1, "negative"),
     ("func @f(%x: f32[4]) -> (f32[3]) {\n  func.return(%x)\n}", 2, "header declares (f32[3])"),
     ("", 1, "expected 'func'"),
+    # found by the parser fuzzer (tests/ir/test_parser_fuzz.py): each was another exception before
+    ("func @f(%x: f32[" + "(" * 5000 + "1]) -> () {}", 1, "nested more than 200 levels"),
+    ("func @f(%x: f32[4]) -> (f32[4]) {\n  %0 = np.sum(%x) {axes = " + "[" * 5000 + "}\n}", 2, "nested more"),
+    ("func @f(%x: f32[" + "9" * 5000 + "]) -> () {}", 1, "out of range (at most 2**64 - 1)"),
+    ("func @f(%x: f32[18446744073709551615]) -> () {}", 1, "dimension is too large"),
+    ("func @f(%x: f32[4294967296*4294967296]) -> () {}", 1, "dimension expression too large"),
+    ("func @f(%x: f32[" + "*".join(["(A+B+C+D+E+F+G+H)"] * 30) + "]) -> () {}", 1, "dimension expression too"),
+    ('func @f() -> (f32[1]) {\n  %w = np.weight() {name = "\\u12"} : f32[1]\n}', 2, "malformed string"),
 ]
 
 

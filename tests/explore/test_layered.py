@@ -1,0 +1,135 @@
+"""The explorer without Graphviz's `dot`: every view is laid out by jitlab's own layered
+layout, drawn with the ids and classes Graphviz's SVG has, and says it is the fallback."""
+
+import pathlib
+import re
+import shutil
+import sys
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import jitlab as jl
+from jitlab import cli
+from jitlab.explore import from_object, layered, layout
+from tests.explore.fixtures import compiled
+
+CHAIN = pathlib.Path(__file__).resolve().parents[2] / "examples/ir/chain.jir"
+FALLBACK = 'data-layout="fallback"'
+ELEMENT = re.compile(r'<g id="([^"]+)" class="(node [^"]*|cluster [^"]*)"')
+
+
+@pytest.fixture
+def no_dot(monkeypatch, tmp_path):
+    """A PATH on which Graphviz's `dot` cannot be found, and no layout cached from before."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(layout, "_CACHE", OrderedDict())
+    assert layout.render("digraph { a -> b }") is None
+
+
+def elements(svg: str) -> dict[str, str]:
+    """Node and cluster ids of an SVG with their classes."""
+    return dict(ELEMENT.findall(svg))
+
+
+def edge_ids(svg: str) -> set[str]:
+    return set(re.findall(r'<g id="(e_[^"]+)" class="edge', svg))
+
+
+def test_every_explorer_view_works_without_dot(no_dot, tmp_path):
+    exe, _ = compiled()
+    widget = jl.explore(exe)
+    layouts = widget.data["graph"]["layouts"]
+    assert set(layouts) == {"none", "all", "0", "1"} and all(FALLBACK in svg for svg in layouts.values())
+    assert layouts["all"].count('class="cluster group"') == 2 and "groupnode" in layouts["none"]
+    assert "apt-get install graphviz" in layouts["all"]
+    reply = widget.session.handle({"type": "layout", "key": "0"})
+    assert FALLBACK in reply["svg"] and "error" not in reply
+    page = jl.explore(exe).save(tmp_path / "report.html").read_text()
+    assert 'data-layout=\\"fallback\\"' in page                          # inside the page's JSON
+    assert all(FALLBACK in p["svg"] for p in widget.session.static_data()["passes"] if p["svg"])
+    assert FALLBACK in jl.explore.compare(exe, exe).data["compare"]["graphs"][0]
+    x = np.ones((2, 3), np.float32)
+    program = jl.trace(lambda x: np.exp(x) + 1, x)
+    assert FALLBACK in program._repr_html_() and FALLBACK in jl.compile(program, level="O0")._repr_html_()
+
+
+def test_cli_explore_works_without_dot(no_dot, tmp_path):
+    out = tmp_path / "chain.html"
+    assert cli.main(["explore", str(CHAIN), "-o", str(out)]) == 0
+    assert 'data-layout=\\"fallback\\"' in out.read_text()
+
+
+def test_without_the_graphviz_package_too(monkeypatch):
+    monkeypatch.setitem(sys.modules, "graphviz", None)       # `import graphviz` raises ImportError
+    monkeypatch.setattr(layout, "_CACHE", OrderedDict())
+    exe, _ = compiled()
+    assert FALLBACK in from_object(exe).build()["graph"]["layouts"]["all"]
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="compares with Graphviz's drawing")
+@pytest.mark.parametrize("key", ["all", "none", "1"])
+def test_fallback_draws_what_graphviz_draws(key):
+    exe, _ = compiled()
+    session = from_object(exe)
+    session.build()
+    vg = layout.view_graph(exe.report.graph, {r.op: r.reason for r in exe.report.rejected})
+    d = layout.drawing(vg, session.colors(), layout.parse_key(key))
+    by_dot, by_us = layout.render(layout.to_dot(d)), layered.svg(d)
+    assert FALLBACK not in by_dot and FALLBACK in by_us
+    assert elements(by_us) == elements(by_dot) and edge_ids(by_us) == edge_ids(by_dot)
+    assert by_us.count("<text") == by_dot.count("<text") + 1                # every label line, and the note
+
+
+def overlap(a, b) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def inside(a, b) -> bool:
+    return b[0] <= a[0] and a[0] + a[2] <= b[0] + b[2] and b[1] <= a[1] and a[1] + a[3] <= b[1] + b[3]
+
+
+@st.composite
+def view_graphs(draw):
+    """Random DAGs of ops (edges from lower to higher index), some in groups, with inputs and outputs."""
+    n = draw(st.integers(1, 14))
+    vg = layout.ViewGraph()
+    for i in range(n):
+        group = draw(st.one_of(st.none(), st.integers(0, 2)))
+        vg.nodes[f"op_{i}"] = layout.Node(f"op_{i}", "x" * draw(st.integers(1, 30)), "op", group)
+    vg.nodes["in_a"] = layout.Node("in_a", "a\nf32[4]", "input")
+    vg.nodes["out_0"] = layout.Node("out_0", "result 0", "output")
+    pairs = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda p: p[0] < p[1])
+    vg.edges = {(f"op_{a}", f"op_{b}") for a, b in draw(st.lists(pairs, max_size=3 * n))}
+    vg.edges |= {("in_a", "op_0"), (f"op_{n - 1}", "out_0")}
+    expanded = draw(st.one_of(st.none(), st.sets(st.integers(0, 2))))
+    return vg, expanded
+
+
+@given(view_graphs())
+def test_layout_never_overlaps_and_edges_point_down(case):
+    vg, expanded = case
+    d = layout.drawing(vg, {}, expanded)
+    at = layered.arrange(d)
+    boxes = list(at.items.items())
+    for k, (a, box_a) in enumerate(boxes):
+        assert all(not overlap(box_a, box_b) for _, box_b in boxes[k + 1:]), a
+    for g, (_, members) in d.clusters.items():
+        ids = {m.id for m in members}
+        assert all(inside(at.items[i], at.clusters[g]) for i in ids)
+        assert all(not overlap(box, at.clusters[g]) for i, box in at.items.items() if i not in ids)
+    for a, b in d.edges:                      # the random graphs are acyclic: every edge goes down
+        assert at.items[a][1] + at.items[a][3] <= at.items[b][1]
+    svg = layered.svg(d)
+    assert set(elements(svg)) == set(at.items) | {f"grp_{g}" for g in d.clusters}
+    assert len(edge_ids(svg)) == len(d.edges)
+
+
+def test_a_cycle_in_a_pass_diff_still_lays_out():
+    vg = layout.ViewGraph({i: layout.Node(i, i, "op") for i in ("op_1", "op_2", "op_3")},
+                          {("op_1", "op_2"), ("op_2", "op_3"), ("op_3", "op_1")})
+    svg = layered.svg(layout.drawing(vg, {}))
+    assert set(elements(svg)) == {"op_1", "op_2", "op_3"} and len(edge_ids(svg)) == 3
