@@ -10,7 +10,7 @@ from .backends.base import Kernel, available_targets, backend_for_target, get_ba
 from .errors import JitlabError
 from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
-from .passes.manager import split_instrumentation
+from .passes.manager import INSTRUMENTATION, split_instrumentation
 from .progress import progress
 from .report import CompileReport, KernelRecord, snapshot
 from .runtime import memexec  # noqa: F401  (the interpreter's mem op handlers)
@@ -22,6 +22,7 @@ from .runtime.reference import Interpreter
 LEVEL_NAMES = ("O0", "O1", "O2")
 ENGINE_PASSES_VAR = "JITLAB_ENGINE_PASSES"
 CLAIM_STAGE = ("mark-subgraphs", "fuse")    # the level's marking stage that engine passes replace
+COMMON_OPTIONS = ("memory_limit", "donate", "recompute", "bindings", "cache", "progress")
 
 
 def resolve_target(target: str) -> str:
@@ -38,6 +39,16 @@ def resolve_target(target: str) -> str:
     if target == "cuda":
         device.require()
     return target
+
+
+def check_options(options: dict, target: str, where: str = "jl.compile") -> None:
+    """Refuses option names that neither jitlab nor the target's backend reads."""
+    known = (*COMMON_OPTIONS, *INSTRUMENTATION, *backend_for_target(target).options)
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise JitlabError(f"{where}: unknown option{'s' if len(unknown) > 1 else ''} "
+                          f"{', '.join(map(repr, unknown))}; the {target} target takes "
+                          f"{', '.join(sorted(known))}")
 
 
 def engine_pipeline(backend_passes: tuple[str, ...], engine_passes: str | None) -> str:
@@ -79,6 +90,7 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     if level not in LEVEL_NAMES:
         raise JitlabError(f"unknown level {level!r}; levels are {', '.join(LEVEL_NAMES)}")
     target = resolve_target(target)
+    check_options(options, target)
     memory_limit = options.pop("memory_limit", None)
     memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
     donate = options.pop("donate", ())

@@ -61,6 +61,9 @@ class Backend:
     # a donated input's array where that is safe (runtime/donation.py); fusion then keeps the
     # updates of donated inputs out of contraction epilogues, where they could not be.
     donates_in_place: ClassVar[bool] = True
+    # The jl.compile options this backend reads beyond those every target takes (an unknown
+    # option is an error, so a misspelt one is never ignored).
+    options: ClassVar[tuple[str, ...]] = ()
 
     # -- engine hooks -------------------------------------------------------------
     def supports(self, op: Operation) -> str | None:

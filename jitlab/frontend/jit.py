@@ -174,11 +174,11 @@ class JitFunction:
 
     def __init__(self, fn: Callable, level: str = "O1", target: str = "auto", dynamic=None,
                  donate_argnums: int | tuple[int, ...] = (), static_argnums: int | tuple[int, ...] = (), **options):
-        from ..compiler import LEVEL_NAMES, resolve_target
+        from ..compiler import LEVEL_NAMES, check_options, resolve_target
 
         if level not in LEVEL_NAMES:
             raise JitlabError(f"unknown level {level!r}; levels are {', '.join(LEVEL_NAMES)}")
-        resolve_target(target)
+        check_options(options, resolve_target(target), "jl.jit")
         self.fn, self.level, self.target, self.dynamic, self.options = fn, level, target, dynamic or {}, options
         self._cache: dict[Any, tuple[Traced, Any]] = {}
         self._fast: dict[tuple, tuple[Traced, Any]] = {}   # positional arrays only: key by shapes/dtypes

@@ -199,3 +199,19 @@ def test_donating_jitted_call(level, name):
         expected = step(*DONATED[name]())
     got = jl.jit(step, level=level, donate_argnums=0)(*DONATED[name]())
     assert_answer(got, expected, name)
+
+
+@pytest.mark.parametrize("make", [
+    lambda f, **o: jl.jit(f, **o),
+    lambda f, **o: jl.compile(jl.trace(f, np.ones(3)), **o),
+])
+def test_an_unknown_compile_option_is_refused_by_name(make):
+    with pytest.raises(jl.JitlabError, match=r"unknown option 'bogus'.*memory_limit"):
+        make(lambda x: x + 1, bogus=1)
+    with pytest.raises(jl.JitlabError, match=r"unknown option 'threads_per_block'"):
+        make(lambda x: x + 1, target="cpu", threads_per_block=64)
+
+
+def test_known_compile_options_are_taken():
+    f = jl.jit(lambda x: x + 1, level="O1", progress=False, memory_limit="1 GiB", autotune=False)
+    np.testing.assert_array_equal(f(np.ones(3)), np.full(3, 2.0))

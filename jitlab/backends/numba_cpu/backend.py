@@ -41,6 +41,7 @@ class NumbaCPUBackend(Backend):
     """Fused loop nests generated as numba source; BLAS for contractions."""
 
     name = "numba_cpu"
+    options = ("autotune",)
     device = "cpu"
     folds_operand_transposes = True
 

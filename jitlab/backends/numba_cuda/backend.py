@@ -45,6 +45,7 @@ class NumbaCUDABackend(Backend):
     """Kernels generated from groups for NVIDIA GPUs (or numba's simulator)."""
 
     name = "numba_cuda"
+    options = ("threads_per_block", "max_blocks", "device_outputs", "streams")
     device = "cuda"
     late_passes = ("assign-streams",)
     checks_memory_limit = True
