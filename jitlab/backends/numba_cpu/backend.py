@@ -21,7 +21,7 @@ from ...ir.shapes import Sym, evaluate_shape
 from ...runtime.kernel_cache import KernelCache, default_cache, support_hash
 from ..base import Backend, Kernel, register_backend
 from . import helpers
-from .codegen import _REDUCE, generate
+from .codegen import _REDUCE, generate, reads_result_in_place
 from .fastmath import TABLE as FASTMATH_TABLE
 from .indexing import INDEX_RULES, has_static_offsets, is_unit_reshape
 from .library import conv2d_into, matmul_into
@@ -287,9 +287,19 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
 
     source = gen.source if gen is not None else f"# {con.name}: library kernel, no epilogue\n"
     choice = f"library {'BLAS matmul' if con.name == 'np.matmul' else 'im2col + BLAS conv'}" + (
-        " with a generated epilogue" if gen is not None else "")
+        " with a generated epilogue" + _epilogue_place(con, outputs, in_place) if gen is not None else "")
     return Kernel(group.attrs["key"], "numba_cpu", run, source, gen.seconds if gen else 0.0,
                   gen.cache_hit if gen else True, gen.miss_reason if gen else "", choice)
+
+
+def _epilogue_place(con: Operation, outputs: list[Value], in_place: int | None) -> str:
+    if con.result in outputs:
+        return ""
+    if in_place is not None:
+        return f" (updating the product in place in output {in_place})"
+    if not reads_result_in_place(con):
+        return " (the product in a buffer of its own: the epilogue reads it at other indices)"
+    return " (the product in a buffer of its own: no output has its shape and dtype)"
 
 
 def contraction_operands(block, con: Operation) -> list[tuple[int, bool]]:
@@ -310,10 +320,11 @@ def is_epilogue_op(op: Operation, con: Operation) -> bool:
 
 def epilogue_target(con: Operation, outputs: list[Value]) -> int | None:
     """An output the contraction may be written into and the epilogue update in place:
-    same shape and dtype, and the contraction result read only elementwise at the same index."""
-    for user in con.result.users:
-        if not user.has(Trait.ELEMENTWISE) and not user.has(Trait.TERMINATOR):
-            return None
+    same shape and dtype, and every op downstream of the contraction reads it elementwise
+    at the same index (a transpose or broadcast of an epilogue value would read elements
+    the epilogue has already overwritten)."""
+    if not reads_result_in_place(con):
+        return None
     for k, v in enumerate(outputs):
         if v.type == con.result.type:
             return k

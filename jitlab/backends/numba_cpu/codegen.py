@@ -351,6 +351,24 @@ class KernelSource:
         raise CompileError(f"output %{value.name} {value.type} is neither full-size nor row-sized")
 
 
+def reads_result_in_place(con: Operation) -> bool:
+    """True when every op downstream of the contraction reads it elementwise at its own
+    element: the element computed at an index is finished there alone (a CUDA thread needs
+    no other thread's result), and no other index reads it (an epilogue may overwrite it)."""
+    shape = con.result.type.shape
+    stack, seen = [con.result], set()
+    while stack:
+        value = stack.pop()
+        for user in value.users:
+            if user.has(Trait.TERMINATOR) or id(user) in seen:
+                continue
+            if not user.has(Trait.ELEMENTWISE) or user.result.type.shape != shape:
+                return False
+            seen.add(id(user))
+            stack.append(user.result)
+    return True
+
+
 def normalize(value: Value, m: Map) -> Map:
     """Size-1 dims are always read at index 0: one map per distinct element read."""
     if len(m) != value.type.rank:       # flat kernels index every array 1-D

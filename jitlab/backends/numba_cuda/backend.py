@@ -19,9 +19,10 @@ from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
 from ..base import Backend, Kernel, register_backend
 from ..numba_cpu.backend import NumbaCPUBackend
+from ..numba_cpu.codegen import reads_result_in_place
 from . import device
 from .codegen import generate
-from .contraction import generate_tiled, reads_result_in_place
+from .contraction import generate_tiled
 from .kernels import Launcher, compile_launcher, load_module, module_source, params_of
 from .launch import Policy
 
@@ -135,7 +136,7 @@ def _contraction_parts(group: Operation, con: Operation, policy: Policy) -> list
     if con.name == "np.conv2d":
         o = int(con.operands[1].type.shape[0])
         conv = (con.attrs["groups"], o // con.attrs["groups"])
-    fused = reads_result_in_place(group.block, con)
+    fused = reads_result_in_place(con)
     outputs = list(group.block.last_op.operands) if fused else [con.result]
     source = generate_tiled(group.block, con, _name(0), tile, None if fused else outputs)
     make = lambda fn, src: Launcher(fn, src, tuple(shape), "tile", False, policy, tile, conv)  # noqa: E731

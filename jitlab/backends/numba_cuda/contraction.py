@@ -17,28 +17,10 @@ thread reaches every barrier.
 from __future__ import annotations
 
 from ...ir.core import Operation, Value
-from ...ir.opdef import Trait
 from ..numba_cpu.codegen import Plan, Scope, normalize
 from ..numba_cpu.indexing import Coord, broadcast_map
 from ..numba_cpu.scalar import literal
 from .codegen import CudaKernelSource
-
-
-def reads_result_in_place(block, con: Operation) -> bool:
-    """True when every op downstream of the contraction reads it elementwise at its own
-    element, so the thread that computed an element can finish it alone."""
-    shape = con.result.type.shape
-    stack, seen = [con.result], set()
-    while stack:
-        value = stack.pop()
-        for user in value.users:
-            if user.has(Trait.TERMINATOR) or id(user) in seen:
-                continue
-            if not user.has(Trait.ELEMENTWISE) or user.result.type.shape != shape:
-                return False
-            seen.add(id(user))
-            stack.append(user.result)
-    return True
 
 
 class TileKernelSource(CudaKernelSource):
