@@ -92,18 +92,49 @@ def inside(a, b) -> bool:
     return b[0] <= a[0] and a[0] + a[2] <= b[0] + b[2] and b[1] <= a[1] and a[1] + a[3] <= b[1] + b[3]
 
 
+def _reaches(succ: dict, src, dst) -> bool:
+    stack, seen = [src], set()
+    while stack:
+        v = stack.pop()
+        if v == dst:
+            return True
+        if v not in seen:
+            seen.add(v)
+            stack += succ.get(v, ())
+    return False
+
+
+def _convex_edges(pairs, group_of: dict[int, int | None]) -> set[tuple[int, int]]:
+    """The pairs kept in order, leaving out any that would let a path leave a group and come back
+    into it: mark-subgraphs never makes such a group (it would be a cycle once the group is one op)."""
+    node = lambda i: ("g", group_of[i]) if group_of[i] is not None else ("op", i)  # noqa: E731
+    succ: dict = {}
+    kept = set()
+    for a, b in pairs:
+        qa, qb = node(a), node(b)
+        if qa != qb and _reaches(succ, qb, qa):
+            continue
+        kept.add((a, b))
+        if qa != qb:
+            succ.setdefault(qa, []).append(qb)
+    return kept
+
+
 @st.composite
 def view_graphs(draw):
-    """Random DAGs of ops (edges from lower to higher index), some in groups, with inputs and outputs."""
+    """Random DAGs of ops (edges from lower to higher index), some in groups as fusion makes them,
+    with inputs and outputs."""
     n = draw(st.integers(1, 14))
     vg = layout.ViewGraph()
+    group_of = {}
     for i in range(n):
-        group = draw(st.one_of(st.none(), st.integers(0, 2)))
-        vg.nodes[f"op_{i}"] = layout.Node(f"op_{i}", "x" * draw(st.integers(1, 30)), "op", group)
+        group_of[i] = draw(st.one_of(st.none(), st.integers(0, 2)))
+        vg.nodes[f"op_{i}"] = layout.Node(f"op_{i}", "x" * draw(st.integers(1, 30)), "op", group_of[i])
     vg.nodes["in_a"] = layout.Node("in_a", "a\nf32[4]", "input")
     vg.nodes["out_0"] = layout.Node("out_0", "result 0", "output")
     pairs = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda p: p[0] < p[1])
-    vg.edges = {(f"op_{a}", f"op_{b}") for a, b in draw(st.lists(pairs, max_size=3 * n))}
+    edges = _convex_edges(draw(st.lists(pairs, max_size=3 * n)), group_of)
+    vg.edges = {(f"op_{a}", f"op_{b}") for a, b in edges}
     vg.edges |= {("in_a", "op_0"), (f"op_{n - 1}", "out_0")}
     expanded = draw(st.one_of(st.none(), st.sets(st.integers(0, 2))))
     return vg, expanded
@@ -121,7 +152,7 @@ def test_layout_never_overlaps_and_edges_point_down(case):
         ids = {m.id for m in members}
         assert all(inside(at.items[i], at.clusters[g]) for i in ids)
         assert all(not overlap(box, at.clusters[g]) for i, box in at.items.items() if i not in ids)
-    for a, b in d.edges:                      # the random graphs are acyclic: every edge goes down
+    for a, b in d.edges:                      # acyclic with each group as one item: every edge goes down
         assert at.items[a][1] + at.items[a][3] <= at.items[b][1]
     svg = layered.svg(d)
     assert set(elements(svg)) == set(at.items) | {f"grp_{g}" for g in d.clusters}
@@ -133,3 +164,13 @@ def test_a_cycle_in_a_pass_diff_still_lays_out():
                           {("op_1", "op_2"), ("op_2", "op_3"), ("op_3", "op_1")})
     svg = layered.svg(layout.drawing(vg, {}))
     assert set(elements(svg)) == {"op_1", "op_2", "op_3"} and len(edge_ids(svg)) == 3
+
+
+def test_a_group_a_path_leaves_and_reenters_still_lays_out():
+    """Not made by mark-subgraphs (a cycle once the group is one op); drawn all the same, without overlaps."""
+    nodes = {i: layout.Node(i, i, "op", 0 if i in ("op_1", "op_3") else None) for i in ("op_1", "op_2", "op_3")}
+    vg = layout.ViewGraph(nodes, {("op_1", "op_2"), ("op_2", "op_3")})
+    d = layout.drawing(vg, {})
+    at = layered.arrange(d)
+    assert not overlap(at.items["op_2"], at.clusters[0])
+    assert set(elements(layered.svg(d))) == {"op_1", "op_2", "op_3", "grp_0"}
