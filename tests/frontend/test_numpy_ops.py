@@ -199,6 +199,7 @@ INDEXING = [
     lambda x: x[1, 2:0:-1], lambda x: x[np.array([0, 2, 2])], lambda x: x[:, [1, 0]],
     lambda x: x[-2:, ::-2], lambda x: x[np.array([True, False, True, False])],
     lambda x: x[np.array([[0, 1], [3, 2]])],
+    lambda x: x[-9::-1], lambda x: x[:, -6:-9:-1], lambda x: x[-5::-2, 7:-8:-1],   # empty, stored start -1
 ]
 
 
