@@ -174,6 +174,21 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("fuzz")
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    """Runs random numpy programs at a level against numpy; exit 1 on a mismatch or a crash."""
+    from .fuzz import run
+
+    summary = run(args.examples, args.level, args.seed, target=args.target, report=args.report,
+                  show_progress=not args.quiet)
+    print(summary.line())
+    for outcome in summary.failures:
+        print(f"  {outcome.kind} at {outcome.case.label}: {outcome.detail.splitlines()[-1]}")
+    if args.report:
+        print(f"report (with the repro of each failure): {args.report}")
+    return 1 if summary.failures else 0
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     p = argparse.ArgumentParser(prog="jitlab", description="The jitlab graph compiler from the shell.")
@@ -187,6 +202,7 @@ def parser() -> argparse.ArgumentParser:
                                             "jitlab.onnx.conformance)")]:
         q = sub.add_parser(name, help=what, description=what, add_help=False)
         q.add_argument("rest", nargs=argparse.REMAINDER)
+    _fuzz_parser(sub)
     q = sub.add_parser("cache", help="show or empty the kernel cache", description="Show or empty the kernel cache.")
     q.add_argument("action", choices=["info", "clear"])
     return p
@@ -227,6 +243,17 @@ def _explore_parser(sub) -> None:
     q.add_argument("file", help="IR text (.jir) or an ONNX model (.onnx)")
     q.add_argument("-o", "--output", required=True, help="the HTML file to write")
     q.add_argument("--title", default="")
+    _compile_options(q)
+
+
+def _fuzz_parser(sub) -> None:
+    q = sub.add_parser("fuzz", help="compare jitlab with numpy on random programs",
+                       description="Run random numpy programs through jitlab and compare with numpy's answers; "
+                                   "exit 1 on a mismatch or a crash (refusals with a JitlabError are counted).")
+    q.add_argument("--examples", type=int, default=200, help="how many programs")
+    q.add_argument("--seed", type=int, default=0, help="programs SEED, SEED+1, ... (each seed is one program)")
+    q.add_argument("--report", help="write the counts and the repro script of every failure here")
+    q.add_argument("--quiet", action="store_true", help="no progress bar")
     _compile_options(q)
 
 

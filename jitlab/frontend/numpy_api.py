@@ -240,8 +240,9 @@ def _arg_reduction(kind: str, numpy_function):
         ctx = context_of(a)
         _no_out(ctx, kind, out)
         x = ctx.lift(a)
-        if axis is None:
-            x, axis = reshape(x, (-1,)), 0
+        if axis is None:        # over the flattened array; keepdims then keeps every axis as 1
+            flat = ctx.op(f"np.{kind}", reshape(x, (-1,)).value, axis=0, keepdims=False)
+            return reshape(flat, (1,) * x.ndim) if keepdims else flat
         return ctx.op(f"np.{kind}", x.value, axis=normalize_axis(x, axis), keepdims=bool(keepdims))
 
     return arg

@@ -142,3 +142,21 @@ def test_saturating_activations_reach_their_limits(level):
         return (np.tanh(x32).astype(np.int32), np.tanh(x32), np.tanh(x64).astype(np.int64), np.tanh(x64))
 
     assert_identical(*numpy_and_compiled(fn, (x32, x64), level))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_int64_arithmetic_wraps_as_numpys(level):
+    """numba's signed arithmetic is `nsw` (overflow undefined): LLVM folded a + 1 > a to True."""
+    info = np.iinfo(np.int64)
+    a = np.array([info.max, info.min, info.max - 1, info.min + 1, -1, 0, 5, 3], np.int64)
+    for fn in [lambda a: (a + 1) > a, lambda a: (a - 1) < a, lambda a: (a * 2) // 2 == a, lambda a: -a < 0,
+               lambda a: np.square(a) >= 0, lambda a: (a + a, a - 7, a * a, -a, np.square(a)),
+               lambda a: (a.sum(), a.prod(), (a * 3).sum(keepdims=True) < a.max())]:
+        assert_identical(*numpy_and_compiled(fn, (a,), level))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sign_of_signed_zeros_nan_and_inf(level, dtype):
+    x = np.array([-0.0, 0.0, -1.5, 2.0, np.nan, np.inf, -np.inf], dtype)
+    assert_identical(*numpy_and_compiled(lambda x: (np.sign(x), 1 / np.sign(x)), (x,), level))

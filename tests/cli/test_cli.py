@@ -134,3 +134,12 @@ def test_the_installed_script_runs():
     assert str(jl.parse(done.stdout)) == str(jl.parse(CHAIN.read_text()))
     bad = subprocess.run([script, "run", "missing.jir"], capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
+
+
+def test_fuzz_runs_programs_against_numpy_and_writes_a_report(capsys, tmp_path):
+    report = tmp_path / "fuzz.report"
+    assert cli.main(["fuzz", "--examples", "5", "--level", "O0", "--seed", "7", "--quiet",
+                     "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "O0 seed 7: 5 tried: 5 pass, 0 refused, 0 mismatch, 0 crash" in out
+    assert report.read_text().startswith("O0 seed 7: 5 tried")

@@ -128,12 +128,21 @@ def test_reductions(name, shape, seed, data):
     x = rand(np.random.default_rng(seed), shape, dtype)
     axis = data.draw(st.sampled_from([None] + list(range(-len(shape), len(shape)))))
     if name in ("argmax", "argmin"):
-        keep = data.draw(st.booleans()) and axis is not None
+        keep = data.draw(st.booleans())
         check(lambda x: getattr(np, name)(x, axis=axis, keepdims=keep), x)
         return
     keep = data.draw(st.booleans())
     check(lambda x: getattr(np, name)(x, axis=axis, keepdims=keep), x, rtol=1e-5)
     check(lambda x: getattr(x, name)(axis=axis, keepdims=keep), x, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape", [(), (1,), (2, 3), (3, 1, 2)])
+def test_arg_reductions_over_all_axes_keep_every_axis(name, shape):
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) % 4
+    for level in ("O0", "O1"):
+        got = jl.jit(lambda x: getattr(np, name)(x, keepdims=True), level=level)(x)
+        assert got.shape == (1,) * len(shape) and got == getattr(np, name)(x, keepdims=True)
 
 
 def test_reductions_with_several_axes_and_size_zero():
@@ -190,6 +199,7 @@ INDEXING = [
     lambda x: x[1, 2:0:-1], lambda x: x[np.array([0, 2, 2])], lambda x: x[:, [1, 0]],
     lambda x: x[-2:, ::-2], lambda x: x[np.array([True, False, True, False])],
     lambda x: x[np.array([[0, 1], [3, 2]])],
+    lambda x: x[-9::-1], lambda x: x[:, -6:-9:-1], lambda x: x[-5::-2, 7:-8:-1],   # empty, stored start -1
 ]
 
 

@@ -19,7 +19,7 @@ from ...errors import CompileError
 from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
 from .indexing import ZERO, Coord, Map, map_vars, operand_maps
-from .scalar import SCALAR_RULES, TypeNames, ctor, literal
+from .scalar import SCALAR_RULES, TypeNames, ctor, literal, wrapping
 
 # Ops worth keeping in a row scratch rather than computing again in a later loop over the row.
 EXPENSIVE = frozenset(f"np.{n}" for n in ("exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "tanh", "erf",
@@ -308,8 +308,11 @@ class KernelSource:
         self._inner_loops(parallel_inner)
         value = self.emit(op.operands[0], self._full_map())
         floats = dtype.kind == "f"      # LLVM's maximum/minimum vectorize a float reduction; ints use a select
-        self.current.add(f"{acc} = " + combine.format(acc=acc, v=value, max="fmaximum" if floats else "_maximum",
-                                                     min="fminimum" if floats else "_minimum"))
+        if dtype == np.int64 and op.name in ("np.sum", "np.prod"):
+            self.current.add(f"{acc} = " + wrapping("int64", "+" if op.name == "np.sum" else "*", acc, value))
+        else:
+            self.current.add(f"{acc} = " + combine.format(acc=acc, v=value, max="fmaximum" if floats else "_maximum",
+                                                         min="fminimum" if floats else "_minimum"))
         self._close_inner()
         if op.name == "np.mean":
             count = " * ".join(f"n{d}" for d in self.plan.inner) or "1"

@@ -57,12 +57,25 @@ def _binop(symbol: str) -> Rule:
     return lambda a, attrs, t: _wrap(t, f"({a[0]} {symbol} {a[1]})")
 
 
+def wrapping(dtype: str, symbol: str, x: str, y: str) -> str:
+    """x symbol y (+, - or *) wrapping on overflow as numpy's does. numba marks signed integer
+    arithmetic `nsw` (overflow is undefined, so LLVM folds `a + 1 > a` to True); int64 is the one
+    signed dtype it does not widen first, so it is computed in uint64 and cast back."""
+    if dtype != "int64":
+        return f"({x} {symbol} {y})"
+    return f"np.int64(np.uint64({x}) {symbol} np.uint64({y}))"
+
+
+def _arith(symbol: str) -> Rule:
+    return lambda a, attrs, t: _wrap(t, wrapping(t.out, symbol, a[0], a[1]))
+
+
 def _call(fn: str) -> Rule:
     return lambda a, attrs, t: _wrap(t, f"{fn}({', '.join(a)})")
 
 
 for _name, _symbol in [("add", "+"), ("sub", "-"), ("mul", "*")]:
-    scalar(_name)(_binop(_symbol))
+    scalar(_name)(_arith(_symbol))
 for _name, _symbol in [("less", "<"), ("less_equal", "<="), ("greater", ">"), ("greater_equal", ">="),
                        ("equal", "=="), ("not_equal", "!=")]:
     scalar(_name)(_binop(_symbol))
@@ -134,7 +147,7 @@ for _name, _int_form, _float_form in [
 
 @scalar("neg")
 def _neg(a, attrs, t):
-    return _wrap(t, f"(-{a[0]})")
+    return _wrap(t, wrapping(t.out, "-", "0", a[0]) if t.out == "int64" else f"(-{a[0]})")
 
 
 @scalar("abs")
@@ -144,11 +157,13 @@ def _abs(a, attrs, t):
 
 @scalar("square")
 def _square(a, attrs, t):
-    return _wrap(t, f"({a[0]} * {a[0]})")
+    return _wrap(t, wrapping(t.out, "*", a[0], a[0]))
 
 
 @scalar("sign")
 def _sign(a, attrs, t):
+    if t.out.startswith("float"):       # numba's sign(-0.0) is -0.0; numpy's is 0.0 (adding +0.0 turns -0.0 into it)
+        return f"(np.sign({a[0]}) + {t.out_ctor}(0))"
     return _wrap(t, f"np.sign({a[0]})")
 
 

@@ -196,8 +196,15 @@ def _slice_infer(ctx, types, attrs):
     return [t.with_shape(tuple(shape))]
 
 
+def _empty(start: Dim, stop: Dim, step: int) -> bool:
+    return isinstance(start, int) and isinstance(stop, int) and slice_length(start, stop, step) == 0
+
+
 def _slice(x, starts, stops, steps):
-    index = tuple(slice(a, None if b == -1 else b, s) for a, b, s in zip(starts, stops, steps))
+    # Indices are absolute: -1 means "before 0" (a negative step's stop, or its start on an empty
+    # range), never numpy's "the last one"; an empty range keeps no element.
+    index = tuple(slice(0, 0) if _empty(a, b, s) else slice(a, None if b == -1 else b, s)
+                  for a, b, s in zip(starts, stops, steps))
     return _contiguous(x[index])
 
 

@@ -1,0 +1,58 @@
+"""jitlab equals plain numpy on random programs (jitlab/fuzz): O0 on many, O1 and O2 on fewer.
+
+Each case is one seed; a failure prints the repro script. JITLAB_FUZZ_EXAMPLES=N runs N
+programs per level instead (with `jitlab fuzz` for long runs that write a report).
+"""
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jitlab.fuzz import build, generate, run_case
+from jitlab.fuzz.generate import Choices
+
+SCALE = int(os.environ.get("JITLAB_FUZZ_EXAMPLES", "0"))
+COUNTS = {"O0": SCALE or 150, "O1": SCALE or 25, "O2": SCALE or 25}
+FIRST_SEED = {"O0": 0, "O1": 50_000, "O2": 60_000}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def private_cache(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+    yield
+    mp.undo()
+
+
+def assert_matches_numpy(case, level):
+    outcome = run_case(case, level)
+    assert outcome.kind in ("pass", "refused"), f"{outcome.kind}: {outcome.detail}\n\n{case.repro()}"
+
+
+@pytest.mark.parametrize("level", ["O0", "O1", "O2"])
+def test_seeded_programs_match_numpy(level):
+    for seed in range(FIRST_SEED[level], FIRST_SEED[level] + COUNTS[level]):
+        assert_matches_numpy(generate(seed), level)
+
+
+class DrawnChoices:
+    """Choices drawn by hypothesis, so that a failing program shrinks to a short one."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.data.draw(st.integers(lo, hi))
+
+    def pick(self, options):
+        return options[self.data.draw(st.integers(0, len(options) - 1))]
+
+
+@settings(max_examples=SCALE or 20, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                          HealthCheck.data_too_large])
+@given(st.data())
+def test_drawn_programs_match_numpy_at_o0(data):
+    choices: Choices = DrawnChoices(data)
+    assert_matches_numpy(build(choices, label="hypothesis"), "O0")
