@@ -18,6 +18,7 @@ from onnx.backend.base import Backend, BackendRep
 
 from ..compiler import compile as compile_program
 from ..errors import InputError
+from ..ir.program import Program
 from ..runtime.executable import Executable
 from .importer import load
 from .node import StaticInputNeeded
@@ -78,12 +79,19 @@ class JitlabRep(BackendRep):
         return key if any(k is not None for k in key) else ()
 
     def _compile_for(self, arrays: list[np.ndarray]) -> tuple[Executable, list[int]]:
+        program, dynamic = self.program_for(arrays)
+        return compile_program(program, level=self.level, target=self.target), dynamic
+
+    def program_for(self, arrays: list[np.ndarray]) -> tuple[Program, list[int]]:
+        """The imported program for these inputs, with the values of those needed at compile
+        time fixed, and the indices of the inputs it still takes."""
         by_name = {vi.name: a for vi, a in zip(self.inputs, arrays)}
         shapes = {vi.name: by_name[vi.name].shape for vi in self.inputs if not _static_shape(vi)}
         while True:
             values = {n: by_name[n] for n in self.static_inputs}
             try:
-                return self._compile(values, shapes)
+                program = load(self.model, values=values, shapes=shapes)
+                return program, [i for i, vi in enumerate(self.inputs) if vi.name not in values]
             except StaticInputNeeded as e:
                 needed = [n for n in _feeding_inputs(self.model.graph, e.tensor, by_name)
                           if n not in self.static_inputs]

@@ -15,6 +15,14 @@ from .common import FLOAT, attr, check_dtype, erf, normalize_axis, quiet, same_d
 COMPOSITE = (Trait.PURE, Trait.COMPOSITE)
 
 
+def work_dtype(dtype) -> np.dtype:
+    """The dtype a composite computes in: its operands' float dtype, float16 widened to float32
+    as numpy's mean sums it. Constants (eps, 0.5, N) take this dtype: a Python scalar is weak
+    (NEP 50) and never widens a float32 computation to float64."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+
+
 def _axis_infer(ctx, types, attrs):
     (t,) = types
     check_dtype(ctx, t, FLOAT, "the operand")
@@ -54,15 +62,16 @@ def _layer_norm_infer(ctx, types, attrs):
 
 
 def _layer_norm(x, *params, axis, eps):
+    work = work_dtype(x.dtype)
     axes = tuple(range(axis, x.ndim))
-    x64 = x.astype(np.float64)
-    mean = x64.mean(axis=axes, keepdims=True)
-    var = ((x64 - mean) ** 2).mean(axis=axes, keepdims=True)
-    out = (x64 - mean) / np.sqrt(var + eps)
+    xw, n = x.astype(work), work.type(math.prod(x.shape[axis:]))
+    centered = xw - xw.sum(axis=axes, keepdims=True) / n
+    var = (centered * centered).sum(axis=axes, keepdims=True) / n
+    out = centered / np.sqrt(var + work.type(eps))
     if params:
-        out = out * params[0]
+        out = out * params[0].astype(work)
     if len(params) > 1:
-        out = out + params[1]
+        out = out + params[1].astype(work)
     return out.astype(x.dtype)
 
 
@@ -86,10 +95,12 @@ def _batch_norm_infer(ctx, types, attrs):
 
 
 def _batch_norm(x, scale, bias, mean, var, eps):
+    work = work_dtype(x.dtype)
     shape = (1, -1) + (1,) * (x.ndim - 2)
-    x64 = x.astype(np.float64)
-    out = (x64 - mean.reshape(shape)) / np.sqrt(var.reshape(shape).astype(np.float64) + eps)
-    return (out * scale.reshape(shape) + bias.reshape(shape)).astype(x.dtype)
+    scale, bias, mean, var = (p.astype(work) for p in (scale, bias, mean, var))
+    inv_std = scale / np.sqrt(var + work.type(eps))
+    out = (x.astype(work) - mean.reshape(shape)) * inv_std.reshape(shape) + bias.reshape(shape)
+    return out.astype(x.dtype)
 
 
 defop("np.batch_norm", operands=5, attrs={"eps": attr(FLOAT_ATTR, 1e-5)}, traits=COMPOSITE,
@@ -98,12 +109,13 @@ defop("np.batch_norm", operands=5, attrs={"eps": attr(FLOAT_ATTR, 1e-5)}, traits
       doc="Inference-mode batch normalization over channel dim 1 with running statistics.")
 
 def _gelu(x, approximate):
-    x64 = x.astype(np.float64)
+    work = work_dtype(x.dtype)
+    xw = x.astype(work)
     if approximate == "tanh":
-        out = 0.5 * x64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64 ** 3)))
+        phi = np.tanh(work.type(math.sqrt(2 / math.pi)) * (xw + work.type(0.044715) * xw ** work.type(3)))
     else:
-        out = 0.5 * x64 * (1 + erf(x64 / math.sqrt(2)))
-    return out.astype(x.dtype)
+        phi = erf(xw / work.type(math.sqrt(2))).astype(work)
+    return (work.type(0.5) * xw * (work.type(1) + phi)).astype(x.dtype)
 
 
 def _gelu_infer(ctx, types, attrs):

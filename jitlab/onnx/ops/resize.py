@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...dialects.np.composite import work_dtype
 from ...errors import ShapeError
 from ..graph import T
 from ..node import Node
@@ -126,7 +127,7 @@ def resample_axis(x: T, axis: int, s: Sampling, out: int, scale: float, roi: tup
     if s.mode == "nearest":
         y = g.op("np.take", x, g.const(nearest_index(s, coords, size)), axis=axis)
     else:
-        work = x.dtype if x.dtype.kind == "f" and x.dtype != np.float16 else np.dtype(np.float64)
+        work = work_dtype(x.dtype) if x.dtype.kind == "f" else np.dtype(np.float64)    # integers exactly
         matrix = g.const(weight_matrix(s, coords, size, scale).T.astype(work))
         perm = tuple(i for i in range(x.rank) if i != axis) + (axis,)
         back = tuple(int(np.argsort(perm)[i]) for i in range(x.rank))
