@@ -4,12 +4,13 @@ views) together with inputs to run them on."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 from hypothesis import strategies as st
 
-from jitlab.ir import Builder, Dense, Program, TensorType
+from jitlab.ir import Builder, Dense, Program, TensorType, parse
 
 UNARY_FLOAT = ["exp", "tanh", "neg", "abs", "sigmoid", "relu", "sin", "cos", "floor", "ceil", "square",
                "erf", "round", "sign"]
@@ -141,3 +142,28 @@ def assert_same(actual, expected, rtol: float = 1e-5, atol: float = 1e-6) -> Non
             np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True, err_msg=f"output {i}")
         else:
             np.testing.assert_array_equal(a, e, err_msg=f"output {i}")
+
+
+def float64_twin(program: Program) -> Program:
+    """The same program computing in float64 throughout: what float32 rounding is measured against."""
+    return parse(re.sub(r"\bf32\b", "f64", str(program)))
+
+
+def rounding_noise(program: Program, inputs, expected) -> list[float]:
+    """Per output of the float32 reference `expected`: its largest relative distance from the float64
+    twin, over elements of magnitude 1 or more (where a relative tolerance is what decides).
+
+    An ill-conditioned result carries that much rounding error in any evaluation order: exp of a
+    sum near 83 is off by 83 times the sum's relative error (~7.6e-6 an ulp), and a compiled kernel
+    that sums in another order (reassociated, vectorized) lands a few ulps away from numpy."""
+    import jitlab as jl
+
+    exact = jl.compile(float64_twin(program), level="O0")(*[np.asarray(a, np.float64) if np.asarray(a).dtype
+                                                             == np.float32 else a for a in inputs])
+    noise = []
+    for e, x in zip(expected, exact):
+        e, x = np.asarray(e), np.asarray(x)
+        big = np.isfinite(e) & np.isfinite(x) & (np.abs(x) >= 1)
+        noise.append(float((np.abs(e[big] - x[big]) / np.abs(x[big])).max(initial=0.0)) if e.dtype == np.float32
+                     else 0.0)
+    return noise

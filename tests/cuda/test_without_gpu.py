@@ -44,3 +44,14 @@ def test_cpu_work_does_not_import_numba_cuda():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.skipif(any(os.path.exists(p) for p in device.DRIVER_FILES),
+                    reason="an NVIDIA driver is present: a named CUDA module runs on it")
+def test_a_cuda_module_named_alone_runs_under_the_simulator(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "JITLAB_TEST_GPU")}
+    env.update(PYTHONPATH=str(ROOT), JITLAB_CACHE_DIR=str(tmp_path))
+    test = "tests/cuda/test_kernels.py::test_elementwise_chain_is_one_grid_stride_kernel"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:]
