@@ -174,7 +174,7 @@ def random_array(c: Choices, shape: tuple[int, ...], dtype: str) -> np.ndarray:
 
 def _input_shapes(c: Choices, count: int) -> list[tuple[int, ...]]:
     """Shapes that broadcast together often: each drops leading dims of a base or sets dims to 1."""
-    rank = c.integer(0, 3)
+    rank = c.pick((0, 1, 1, 2, 2, 3, 3))
     base = tuple(c.pick((0, 1, 1, 2, 3, 3, 4, 5)) if c.integer(0, 7) else 0 for _ in range(rank))
     shapes = []
     for _ in range(count):
