@@ -12,6 +12,7 @@ which `np.dims` turns back into a tensor when one is needed.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +30,7 @@ from ..ir.types import TensorType
 from ..runtime.reference import concrete_attrs
 
 CONSTANT_LIMIT = 16      # folded arrays with more elements become weights, as in tracing
+FOLD_LIMIT_BYTES = 256 * 2**20   # results larger than this stay ops: folding would hold them in memory
 
 # Ops that also fold over symbolic dims (object arrays): index moves and integer arithmetic.
 _SYMBOLIC_STRUCTURAL = {"np.take", "np.concatenate", "np.expand_dims", "np.squeeze", "np.reshape",
@@ -67,6 +69,8 @@ class Graph:
         attrs = normalize_attrs(name, opdef.attrs, dict(attrs))
         types = infer_types(opdef, [v.type for v in values], attrs, self.program.constraints)
         if any(not t.is_static for t in types):
+            return None
+        if sum(math.prod(t.shape) * t.dtype.itemsize for t in types) > FOLD_LIMIT_BYTES:
             return None
         if any(a.dtype == object for a in arrays):
             outs = _fold_symbolic(name, arrays, attrs, types)

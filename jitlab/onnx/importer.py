@@ -8,13 +8,24 @@ it; values keep the ONNX tensor names.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping
 
 import numpy as np
 import onnx
 
-from ..errors import CompileError, DTypeError, InputError, JitlabError, ModelError, ShapeError, UnsupportedOp
+from ..errors import (
+    CompileError,
+    DTypeError,
+    InputError,
+    JitlabError,
+    ModelError,
+    OutOfMemoryError,
+    ShapeError,
+    UnsupportedError,
+    UnsupportedOp,
+)
 from ..ir.core import Location
 from ..ir.dtypes import DTYPE_NAMES, dtype_name
 from ..ir.program import Program
@@ -68,6 +79,9 @@ class Importer:
         """Inputs, weights, every node in order, outputs; then unused ops and weights are dropped."""
         graph = self.model.graph
         self._check_names(graph)
+        self._check_opsets(graph)
+        if not graph.output:
+            raise ModelError(f"{self.source.label}: the model's graph has no outputs, so it computes nothing")
         initializers = {t.name for t in graph.initializer}
         for vi in graph.input:
             if vi.name not in initializers:
@@ -89,6 +103,25 @@ class Importer:
                                  f"{', '.join(vi.name for vi in graph.input)})")
         if graph.sparse_initializer:
             raise UnsupportedOp(f"sparse initializer '{graph.sparse_initializer[0].values.name}' is not supported")
+
+    def _check_opsets(self, graph: onnx.GraphProto) -> None:
+        """Every domain a node uses is one jitlab has handlers for, at an opset onnx knows."""
+        from .registry import HANDLERS
+
+        known, newest = {domain for domain, _, _ in HANDLERS}, onnx.defs.onnx_opset_version()
+        for index, proto in enumerate(graph.node):
+            domain = canonical_domain(proto.domain)
+            label = Node(proto, index, 0, self.env, self.g, None).label
+            if domain not in self.opsets:
+                raise UnsupportedError(f"{label}: its domain '{proto.domain}' is not imported by the model "
+                                       f"(opset_import: {_opsets_text(self.model)})")
+            if domain not in known:
+                raise UnsupportedError(f"{label}: the domain '{proto.domain}' (opset {self.opsets[domain]}) is not "
+                                       "supported: jitlab's ONNX importer has ops of the default ONNX domain only")
+            if domain == "" and self.opsets[domain] > newest:
+                raise UnsupportedError(f"the model imports the default ONNX domain at opset {self.opsets[domain]}, "
+                                       f"newer than opset {newest}, the newest that onnx {onnx.__version__} (and so "
+                                       f"jitlab) knows; its ops may mean something else there")
 
     # -- inputs -----------------------------------------------------------------------
     def _add_input(self, vi: onnx.ValueInfoProto) -> None:
@@ -117,18 +150,19 @@ class Importer:
         if not tt.HasField("shape"):
             raise ShapeError(f"graph input '{vi.name}' has no shape in the model; give one with "
                              f"shapes={{'{vi.name}': (...)}}")
-        return TensorType(tuple(self._dim(d) for d in tt.shape.dim), dtype)
+        return TensorType(tuple(self._dim(d, vi.name, axis) for axis, d in enumerate(tt.shape.dim)), dtype)
 
     def _override(self, vi: onnx.ValueInfoProto, tt) -> tuple:
-        shape = tuple(sym(symbol_name(d)) if isinstance(d, str) else int(d) for d in self.shapes[vi.name])
+        shape = tuple(sym(symbol_name(d)) if isinstance(d, str) else _dim_value(d, f"shapes['{vi.name}']", axis)
+                      for axis, d in enumerate(self.shapes[vi.name]))
         if tt.HasField("shape") and len(tt.shape.dim) != len(shape):
             raise ShapeError(f"shapes['{vi.name}'] has rank {len(shape)}, the model declares rank "
                              f"{len(tt.shape.dim)}")
         return shape
 
-    def _dim(self, d) -> int | Sym:
+    def _dim(self, d, name: str, axis: int) -> int | Sym:
         if d.HasField("dim_value"):
-            return int(d.dim_value)
+            return _dim_value(d.dim_value, f"graph input '{name}'", axis)
         if d.dim_param:
             return sym(symbol_name(d.dim_param))
         self._unknown += 1
@@ -141,8 +175,6 @@ class Importer:
         self.g.builder.loc = Location(self.source.label, index, node.label)
         self.g.weight_hint = next((o for o in proto.output if o), proto.op_type) + "_const"
         try:
-            if domain not in self.opsets:
-                raise node.unsupported(f"the model does not import the domain '{proto.domain}'")
             outputs = lookup(proto.op_type, domain, node.opset)(node)
             node.check_all_read()
             self._bind_outputs(node, outputs)
@@ -150,6 +182,9 @@ class Importer:
             raise
         except JitlabError as e:
             raise _with_node(e, node) from None
+        except MemoryError as e:    # a handler's own array for a huge tensor (a mask, an index table)
+            raise tag(OutOfMemoryError(f"{node.label}: importing it needs more memory than there is: {e}"),
+                      node.label) from None
         except Exception as e:  # a bug in a handler: still an error the user can read, never a crash
             raise tag(CompileError(f"{node.label}: internal error in the ONNX importer: "
                                    f"{type(e).__name__}: {e}"), node.label) from e
@@ -173,6 +208,22 @@ class Importer:
             _check_declared(vi, t)
             results.append(t.value)
         self.program.set_outputs(results)
+
+
+def _dim_value(value, what: str, axis: int) -> int:
+    """A declared dim as an int, refusing negative ones (ONNX writes an unknown dim as a name or nothing)."""
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise ShapeError(f"{what}: dim {axis} is {value!r}, not an int or a str") from None
+    if value < 0:
+        raise ShapeError(f"{what}: dim {axis} is {value}; dims are >= 0 (an unknown dim is written as a "
+                         "dim_param name or left empty)")
+    return value
+
+
+def _opsets_text(model: onnx.ModelProto) -> str:
+    return ", ".join(f"'{o.domain}' {o.version}" for o in model.opset_import) or "none"
 
 
 def _check_declared(vi: onnx.ValueInfoProto, t: T) -> None:

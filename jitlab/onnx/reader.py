@@ -115,14 +115,20 @@ def _with_external_data(tensor: TensorProto, folder: str | None, what: str) -> T
     path = _inside(folder, location, what)
     try:
         offset, length = int(info.get("offset", 0)), int(info.get("length", -1))
-        with open(path, "rb") as f:
+    except ValueError as e:
+        raise ModelError(f"{what}: external data offset/length must be integers: {e}") from None
+    try:
+        # O_NOFOLLOW: a link put in place of the checked file after the check is not followed
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            # checked before reading, so a bogus length is an error and never a huge allocation
+            if offset < 0 or length < -1 or offset > size or (length >= 0 and offset + length > size):
+                raise ModelError(f"{what}: external data at offset {offset} with length {length} does not lie "
+                                 f"within the file {location!r} ({size} bytes)")
             f.seek(offset)
             data = f.read(length)
-    except (OSError, ValueError) as e:
+    except OSError as e:
         raise ModelError(f"{what}: cannot read its external data from {location!r}: {e}") from None
-    if 0 <= length != len(data):
-        raise ModelError(f"{what}: external file {location!r} holds {len(data)} bytes at offset {offset}, "
-                         f"the model says {length}")
     copy = TensorProto()
     copy.CopyFrom(tensor)
     del copy.external_data[:]

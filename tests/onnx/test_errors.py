@@ -178,3 +178,83 @@ def test_the_backend_answers_bad_feeds_with_input_errors(level):
         with pytest.raises(InputError, match=message):
             rep.run(feed)
     np.testing.assert_allclose(rep.run([x])[0], jl.compile(jl.onnx.load(m), level="O0")(x)[0], rtol=1e-6)
+
+
+def with_external_fields(path: str, **fields) -> str:
+    """The model at `path` with its external data entries (offset, length ...) set to `fields`."""
+    m = onnx.load(path, load_external_data=False)
+    for t in m.graph.initializer:
+        entries = {e.key: e.value for e in t.external_data}
+        entries.update({k: str(v) for k, v in fields.items()})
+        del t.external_data[:]
+        for key, value in entries.items():
+            t.external_data.add(key=key, value=value)
+    onnx.save(m, path)
+    return path
+
+
+@pytest.mark.parametrize("fields", [{"length": 10**12}, {"offset": 10**12}, {"offset": 40, "length": 48},
+                                    {"offset": -8}, {"length": -5}, {"offset": "1e3"}])
+def test_external_data_beyond_its_file_is_refused_before_reading(tmp_path, fields):
+    """The size is checked first: length=10**12 used to be a raw MemoryError from the read."""
+    path = with_external_fields(external_model(tmp_path, "weights.bin"), **fields)
+    with pytest.raises(ModelError, match="tensor 'w': external data"):
+        jl.onnx.load(path)
+
+
+def test_a_negative_input_dim_is_a_shape_error_naming_the_input():
+    m = small_mlp()
+    m.graph.input[0].type.tensor_type.shape.dim[1].dim_value = -15
+    with pytest.raises(jl.ShapeError, match="graph input 'x': dim 1 is -15"):
+        jl.onnx.load(m)
+    with pytest.raises(jl.ShapeError, match=r"shapes\['x'\]: dim 0 is -2"):
+        jl.onnx.load(small_mlp(), shapes={"x": (-2, 4)})
+
+
+def constant_of_shape(dims) -> onnx.ModelProto:
+    shape = helper.make_tensor("s", onnx.TensorProto.INT64, [len(dims)], dims)
+    node = helper.make_node("ConstantOfShape", ["s"], ["y"], name="fill")
+    return helper.make_model(helper.make_graph([node], "g", [], [tensor("y", np.float32, list(dims))], [shape]),
+                             opset_imports=[helper.make_opsetid("", 21)])
+
+
+def test_a_constant_over_256_mib_is_not_folded_at_import():
+    """ConstantOfShape of 1e12 elements was 'internal error in the ONNX importer: MemoryError'; one of
+    512 MiB was folded into a weight held in memory."""
+    for dims in ([2**14, 2**13], [10**6, 10**6]):
+        program = jl.onnx.load(constant_of_shape(dims))
+        assert not program.weights and "np.broadcast_to" in str(program)
+    assert jl.onnx.load(constant_of_shape([64, 64])).weights["y"].shape == (64, 64)
+    with pytest.raises(jl.OutOfMemoryError, match="3.64 TiB"):
+        jl.compile(jl.onnx.load(constant_of_shape([10**6, 10**6])), level="O0")()
+
+
+def test_running_out_of_memory_in_a_handler_names_the_node(monkeypatch):
+    def huge(n):
+        raise MemoryError("Unable to allocate 3.64 TiB")
+
+    monkeypatch.setitem(HANDLERS, ("", "LeakyRelu", 16), huge)
+    with pytest.raises(jl.OutOfMemoryError, match="LeakyRelu node 'the_node': importing it needs more memory"):
+        jl.onnx.load(unary_model("LeakyRelu", alpha=0.2))
+
+
+def test_an_opset_newer_than_onnx_knows_is_unsupported():
+    newest = onnx.defs.onnx_opset_version()
+    with pytest.raises(jl.UnsupportedError, match=f"default ONNX domain at opset 999, newer than opset {newest}"):
+        jl.onnx.load(unary_model("Relu", opset=999))
+
+
+def test_an_unknown_domain_is_unsupported_where_a_node_uses_it():
+    m = unary_model("Relu")
+    m.opset_import.append(helper.make_opsetid("com.example", 3))
+    assert jl.onnx.load(m).op_counts()["np.relu"] == 1        # imported but unused: nothing to refuse
+    m.graph.node[0].domain = "com.example"
+    with pytest.raises(jl.UnsupportedError, match="Relu node 'the_node': the domain 'com.example' \\(opset 3\\)"):
+        jl.onnx.load(m)
+
+
+def test_a_model_without_outputs_is_a_model_error():
+    m = unary_model("Relu")
+    del m.graph.output[:]
+    with pytest.raises(ModelError, match="has no outputs"):
+        jl.onnx.load(m)
