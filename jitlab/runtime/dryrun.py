@@ -118,7 +118,7 @@ def check_budget(plan: MemoryPlan, limit: int, where: str, what: str = "the memo
 def out_of_memory(plan: MemoryPlan, where: str, why: str, extra: int = 0) -> OutOfMemoryError:
     """The OutOfMemoryError for a call under `plan`: its peak, why that fails, the largest live tensors."""
     largest = plan.largest_live_at_peak(5)
-    step = max(range(len(plan.live_bytes)), key=plan.live_bytes.__getitem__) if plan.live_bytes else 0
+    step = plan.peak_step() or 0
     tensors = "; ".join(f"%{b.name} {format_bytes(b.bytes)} ({b.kind}"
                         + (f", from {b.producer_name}" if b.producer_name else "") + ")" for b in largest)
     shapes = ", ".join(f"{k}={v}" for k, v in sorted(plan.bindings.items()))
