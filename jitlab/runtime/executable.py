@@ -139,6 +139,13 @@ class Executable:
 
         return plan_for_level(self.program, self.level, bindings_for_shapes(self.program, shapes, self.input_names))
 
+    def profile(self, *args, repeats: int = 5, warmup: int = 1, **kwargs) -> dict:
+        """Times this executable on these arguments, step by step (runtime/profile.py); the record
+        goes into `report.profile` too."""
+        from .profile import profile
+
+        return profile(self, *args, repeats=repeats, warmup=warmup, **kwargs)
+
     def check_memory(self, bindings: dict[str, int]) -> None:
         """Raises OutOfMemoryError when a call with these symbol values would need more than memory_limit."""
         if self.memory_limit is not None:
