@@ -96,7 +96,7 @@ def from_object(x: Any) -> Session:
     if isinstance(x, JitFunction):
         if x.last is None:
             raise JitlabError(f"{x!r} has not been called yet: call it once, then explore it")
-        x = x.last
+        return Session(x.last.report, x.last, x.last.source, recompiles=[r.to_dict(x.last) for r in x.compiles])
     if isinstance(x, Executable):
         return Session(x.report, x, x.source)
     if isinstance(x, Program):
