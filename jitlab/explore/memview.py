@@ -44,7 +44,7 @@ def memory_data(plan: MemoryPlan | None, ops: dict[str, dict[str, Any]]) -> dict
     peak_step = plan.peak_step()
     buffers = [{"name": b.name, "bytes": b.bytes, "offset": b.offset, "first": b.first, "last": b.last,
                 "producer": b.producer, "producer_name": b.producer_name, "kind": b.kind, "alias_of": b.alias_of,
-                "region": b.region, "role": b.role, "group": (ops.get(str(b.producer)) or {}).get("group")}
+                "region": b.region, "role": b.role, **_made_by(ops.get(str(b.producer)) or {})}
                for b in plan.buffers]
     # One peak: `peak_bytes` (what the plan holds at most) reached at `peak_step`; the live curve
     # counts tensors only, `overhead_bytes` is the rest (report.py: MemoryPlan.peak_step).
@@ -56,6 +56,11 @@ def memory_data(plan: MemoryPlan | None, ops: dict[str, dict[str, Any]]) -> dict
             "bindings": dict(plan.bindings), "buffers": buffers,
             "activation_bytes": sum(b.bytes for b in plan.buffers if b.role == "activation"),
             "donated": donated_outputs(plan)}
+
+
+def _made_by(op: dict[str, Any]) -> dict[str, Any]:
+    """The group, scope path and source line of the op that made a buffer."""
+    return {"group": op.get("group"), "path": op.get("path"), "loc": op.get("loc")}
 
 
 def donated_outputs(plan: MemoryPlan) -> list[dict[str, Any]]:

@@ -137,6 +137,7 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
     colors = group_colors(report, graph)
     groups = groups_data(report, graph, colors)
     ops = ops_data(report, graph)
+    scopes = scopes_data(report, graph, ops)        # writes each op's path, which the memory view names
     schedule = schedule_data(report)
     return {
         "title": title or f"@{report.program or 'program'}",
@@ -150,7 +151,7 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "memory": memory_data(report.memory, ops),
         "dry_run_dims": dims or {},
         "kernels": kernels_data(report),
-        "scopes": scopes_data(report, graph, ops),
+        "scopes": scopes,
         "profile": report.profile or None,
         "dry_run": None,
         "recompiles": [],

@@ -129,6 +129,11 @@ def test_the_explorer_model_has_paths_groups_and_bookkeeping():
     for path, node in tree.items():
         own = sum(1 for uid in node["ops"] if not ops[str(uid)]["bookkeeping"] and ops[str(uid)]["name"] != "jit.group")
         assert node["op_count"] == own + sum(tree[c]["op_count"] for c in node["children"]), path
+    # buffers say which op's scope and line made them
+    exp_buffer = next(b for b in data["memory"]["buffers"] if b["producer"] == exp["uid"] or
+                      b["producer"] == next(int(u) for u, o in ops.items() if o["name"] == "jit.group"
+                                            and o["group"] == exp["group"]))
+    assert exp_buffer["path"] == exp["path"] and "test_scopes.py" in exp_buffer["loc"]
     # bytes of the buffers each scope made: the root holds every owning buffer of the plan
     plan = exe.report.memory
     assert tree[""]["bytes"] == sum(b.bytes for b in plan.buffers if b.alias_of is None and b.producer is not None)
