@@ -137,3 +137,15 @@ def test_the_explorer_model_has_paths_groups_and_bookkeeping():
     # bytes of the buffers each scope made: the root holds every owning buffer of the plan
     plan = exe.report.memory
     assert tree[""]["bytes"] == sum(b.bytes for b in plan.buffers if b.alias_of is None and b.producer is not None)
+
+
+def test_the_drawable_graph_is_data_the_hierarchy_can_collapse():
+    exe = jl.compile(jl.trace(model, X), level="O1", target="cpu")
+    data = from_object(exe).build()
+    nodes = {n["id"]: n for n in data["graph"]["node_list"]}
+    assert all(n["uid"] is not None and str(n["uid"]) in data["ops"] for n in nodes.values() if n["kind"] == "op")
+    assert all(a in nodes and b in nodes for a, b in data["graph"]["edges"])
+    # collapsed to the top level, block feeds block_1 and block_1 feeds the tanh at the top
+    top = {i: (data["ops"][str(n["uid"])]["path"].split("/")[0] if n["kind"] == "op" else i) for i, n in nodes.items()}
+    edges = {(top[a], top[b]) for a, b in data["graph"]["edges"] if top[a] != top[b]}
+    assert ("block", "block_1") in edges and ("in_x", "block") in edges
