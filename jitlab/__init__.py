@@ -26,6 +26,7 @@ from .ir import Program, Sym, TensorType, parse, sym, verify
 from .report import CompileReport, MemoryPlan
 from .runtime.dryrun import dry_run
 from .runtime.executable import Executable
+from .runtime.profile import profile
 
 __version__ = "0.1.0"
 
@@ -41,7 +42,7 @@ __all__ = ["CompileError", "CompileReport", "DTypeError", "Executable", "InputEr
            "JitlabError", "MemoryPlan", "ModelError", "OutOfMemoryError", "ParseError", "PassError", "PluginError",
            "Program", "ShapeError", "Spec", "Sym", "TensorType", "TraceError", "UnknownOpError",
            "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "dry_run", "explore", "jit", "opt",
-           "parse", "spec", "sym", "trace", "verify"]
+           "parse", "profile", "spec", "sym", "trace", "verify"]
 __all__ += ["grad", "value_and_grad"]
 
 

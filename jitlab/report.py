@@ -28,6 +28,8 @@ class OpNode:
     view: bool = False            # a no-task op (reshape, squeeze...): re-views its first operand
     block_args: list[str] = field(default_factory=list)  # a region op's block arguments, matching its operands
     yields: list[str] = field(default_factory=list)      # a region op's yielded values, matching its results
+    scope: list[str] = field(default_factory=list)       # namespaces it sits in, outermost first (Location.scope)
+    function: str = ""            # the function (or ONNX node) that made it
 
 
 @dataclass
@@ -189,10 +191,23 @@ class MemoryPlan:
     first_chunk_bytes: int = 0    # dynamic: the pool's first chunk, as large as the peak in use
     order: list[int] = field(default_factory=list)            # op uid of each step
 
-    def largest_live_at_peak(self, n: int = 5) -> list[BufferRecord]:
+    def peak_step(self) -> int | None:
+        """The step where the most bytes are live: when the peak (`peak_bytes`) is reached. Every
+        view and message names `peak_bytes` as the peak, and this step as its time."""
         if not self.live_bytes:
+            return None
+        return max(range(len(self.live_bytes)), key=self.live_bytes.__getitem__)
+
+    def overhead_bytes(self) -> int:
+        """What the peak holds beyond the tensors live at its step: the arena's or pool's
+        fragmentation and alignment, and outputs kept outside it."""
+        step = self.peak_step()
+        return max(self.peak_bytes - (self.live_bytes[step] if step is not None else 0), 0)
+
+    def largest_live_at_peak(self, n: int = 5) -> list[BufferRecord]:
+        step = self.peak_step()
+        if step is None:
             return []
-        step = max(range(len(self.live_bytes)), key=self.live_bytes.__getitem__)
         live = [b for b in self.buffers if b.first <= step <= b.last and b.alias_of is None]
         return sorted(live, key=lambda b: -b.bytes)[:n]
 
@@ -299,7 +314,9 @@ def snapshot(program) -> GraphSnapshot:
                                 [v.name for v in op.operands], attrs, group,
                                 str(op.loc) if op.loc is not None else None, op.has(Trait.VIEW),
                                 [a.name for a in inner.args] if inner else [],
-                                [v.name for v in inner.last_op.operands] if inner and inner.last_op else []))
+                                [v.name for v in inner.last_op.operands] if inner and inner.last_op else [],
+                                list(op.loc.scope) if op.loc is not None else [],
+                                op.loc.function if op.loc is not None else ""))
 
     visit(program.body, None)
     return GraphSnapshot([a.name for a in program.inputs], [str(a.type) for a in program.inputs],

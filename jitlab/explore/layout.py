@@ -272,4 +272,13 @@ def graph_data(graph: GraphSnapshot, colors: dict[int, str], rejected: dict[int,
     layouts = {layout_key(e): draw(vg, colors, e) for e in wanted}
     members = {str(g): ids for g, ids in vg.groups().items()}
     return {"layouts": layouts, "default": "none" if groups else "all", "members": members,
-            "folded": vg.folded, "seconds": time.perf_counter() - start, "nodes": len(vg.nodes)}
+            "folded": vg.folded, "seconds": time.perf_counter() - start, "nodes": len(vg.nodes),
+            **structure(vg)}
+
+
+def structure(vg: ViewGraph) -> dict[str, Any]:
+    """The drawable nodes and edges as data, for views that lay the graph out themselves
+    (by `ops[uid].path`, collapsed to any level of the scope tree)."""
+    nodes = [{"id": n.id, "label": n.label, "kind": n.kind, "group": n.group, "classes": list(n.classes),
+              "uid": int(n.id[3:]) if n.kind == "op" else None} for n in vg.nodes.values()]
+    return {"node_list": nodes, "edges": sorted([a, b] for a, b in vg.edges)}

@@ -12,7 +12,8 @@ def schedule_data(report: CompileReport) -> dict[str, Any] | None:
     s = report.schedule
     if s is None:
         return None
-    return {"order": list(s.order), "strategy": s.strategy, "peaks": dict(s.peaks),
+    # The orders' peaks are their largest live sets (the memory plan's `peak_bytes` is the peak).
+    return {"order": list(s.order), "strategy": s.strategy, "peaks": dict(s.peaks), "peak_kind": "largest live set",
             "orders": {k: list(v) for k, v in s.orders.items()},
             "step_of": {str(uid): i for i, uid in enumerate(s.order)}}
 
@@ -40,18 +41,26 @@ def memory_data(plan: MemoryPlan | None, ops: dict[str, dict[str, Any]]) -> dict
     if plan is None:
         return None
     live = list(plan.live_bytes)
-    peak_step = max(range(len(live)), key=live.__getitem__) if live else None
+    peak_step = plan.peak_step()
     buffers = [{"name": b.name, "bytes": b.bytes, "offset": b.offset, "first": b.first, "last": b.last,
                 "producer": b.producer, "producer_name": b.producer_name, "kind": b.kind, "alias_of": b.alias_of,
-                "region": b.region, "role": b.role, "group": (ops.get(str(b.producer)) or {}).get("group")}
+                "region": b.region, "role": b.role, **_made_by(ops.get(str(b.producer)) or {})}
                for b in plan.buffers]
-    return {"peak_bytes": plan.peak_bytes, "lower_bound_bytes": plan.lower_bound_bytes,
+    # One peak: `peak_bytes` (what the plan holds at most) reached at `peak_step`; the live curve
+    # counts tensors only, `overhead_bytes` is the rest (report.py: MemoryPlan.peak_step).
+    return {"peak_bytes": plan.peak_bytes, "overhead_bytes": plan.overhead_bytes(),
+            "lower_bound_bytes": plan.lower_bound_bytes,
             "naive_bytes": plan.naive_bytes, "mode": plan.mode, "alignment": plan.alignment, "live_bytes": live,
             "peak_step": peak_step, "live_at_peak": [b.name for b in plan.largest_live_at_peak(8)],
             "heuristic": plan.heuristic, "heuristics": dict(plan.heuristics), "pool": pool_series(plan.pool),
             "bindings": dict(plan.bindings), "buffers": buffers,
             "activation_bytes": sum(b.bytes for b in plan.buffers if b.role == "activation"),
             "donated": donated_outputs(plan)}
+
+
+def _made_by(op: dict[str, Any]) -> dict[str, Any]:
+    """The group, scope path and source line of the op that made a buffer."""
+    return {"group": op.get("group"), "path": op.get("path"), "loc": op.get("loc")}
 
 
 def donated_outputs(plan: MemoryPlan) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from ..report import CompileReport, GraphSnapshot, OpNode
 from . import layout
 from .memview import memory_data, schedule_data, streams_data
 from .passview import passes_data
+from .scopes import SEP, is_bookkeeping, onnx_node, scope_tree
 
 # Fills chosen to stay distinct from each other and readable under dark text in both themes.
 PALETTE = ["#8cb4e8", "#f2a86f", "#8fd18f", "#e88f8f", "#c3a5e0", "#d8b48c", "#f0a8d8", "#b8b8b8",
@@ -47,7 +48,9 @@ def op_entry(node: OpNode, origin: dict[str, str] | None, rejected: str | None) 
     group = int(node.attrs["id"]) if node.name == "jit.group" else node.group
     return {"uid": node.uid, "name": node.name, "results": node.results, "types": node.types,
             "operands": node.operands, "attrs": node.attrs, "group": group, "loc": node.loc,
-            "view": node.view, "origin": origin or {"pass": "trace"}, "rejected": rejected}
+            "view": node.view, "origin": origin or {"pass": "trace"}, "rejected": rejected,
+            "scope": list(node.scope), "path": SEP.join(node.scope), "bookkeeping": is_bookkeeping(node),
+            "onnx": onnx_node(node), "seconds": None}
 
 
 def ops_data(report: CompileReport, graph: GraphSnapshot) -> dict[str, dict[str, Any]]:
@@ -83,14 +86,36 @@ def fusion_data(report: CompileReport) -> dict[str, Any]:
 
 
 def kernels_data(report: CompileReport) -> list[dict[str, Any]]:
-    """Kernels with highlighted source and, when profiled, their per-call time."""
+    """Kernels with highlighted source and, when profiled, their per-call time and the groups it ran for."""
     from .highlight import highlight_python
 
     per_call = kernel_times(report.profile)
+    measured = (report.profile or {}).get("kernels", {})
     return [{"key": k.key, "backend": k.backend, "source": k.source, "html": highlight_python(k.source),
              "compile_seconds": k.compile_seconds, "cache_hit": k.cache_hit, "miss_reason": k.miss_reason,
-             "group": k.group, "choice": k.choice, "per_call_seconds": per_call.get(k.key)}
+             "group": k.group, "choice": k.choice, "per_call_seconds": per_call.get(k.key),
+             "reused_by": list(k.reused_by), "profile": measured.get(k.key)}
             for k in report.kernels]
+
+
+def step_seconds(profile: dict[str, Any]) -> dict[int, float]:
+    """Median seconds per call of each profiled step, by op uid."""
+    out: dict[int, float] = {}
+    for step in (profile or {}).get("steps", []):
+        if step.get("uid") is not None:
+            out[step["uid"]] = out.get(step["uid"], 0.0) + float(step["median"])
+    return out
+
+
+def scopes_data(report: CompileReport, graph: GraphSnapshot, ops: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The scope tree, with each op's path and measured time written into its entry."""
+    seconds = step_seconds(report.profile)
+    tree, paths = scope_tree(graph, report.memory, seconds)
+    for uid, path in paths.items():
+        entry = ops.get(str(uid))
+        if entry is not None:
+            entry["path"], entry["seconds"] = path, seconds.get(uid)
+    return tree
 
 
 def kernel_times(profile: dict[str, Any]) -> dict[str, float]:
@@ -112,6 +137,7 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
     colors = group_colors(report, graph)
     groups = groups_data(report, graph, colors)
     ops = ops_data(report, graph)
+    scopes = scopes_data(report, graph, ops)        # writes each op's path, which the memory view names
     schedule = schedule_data(report)
     return {
         "title": title or f"@{report.program or 'program'}",
@@ -125,6 +151,10 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "memory": memory_data(report.memory, ops),
         "dry_run_dims": dims or {},
         "kernels": kernels_data(report),
+        "scopes": scopes,
+        "profile": report.profile or None,
+        "dry_run": None,
+        "recompiles": [],
         "warnings": list(report.warnings),
         "seconds": dict(report.seconds),
     }

@@ -9,9 +9,8 @@ from typing import Any
 
 from ..errors import JitlabError
 from ..ir.program import Program
-from ..ir.shapes import Sym, evaluate_shape
 from ..report import CompileReport, snapshot
-from . import layout, model
+from . import layout, model, sizes
 from .memview import memory_data
 from .passview import pass_graph_svg
 
@@ -24,9 +23,12 @@ class Session:
     exe: Any = None                       # jl.Executable, for dry runs and repros
     program: Program | None = None        # the program as traced (pass inputs replay on it)
     data: dict[str, Any] = field(default_factory=dict)
+    recompiles: list[dict[str, Any]] = field(default_factory=list)   # a jitted function's signatures
 
     def build(self, title: str = "") -> dict[str, Any]:
         self.data = model.build(self.report, title, self.dims())
+        self.data["dry_run"] = sizes.dry_run_data(self.exe)
+        self.data["recompiles"] = list(self.recompiles)
         return self.data
 
     def colors(self) -> dict[int, str]:
@@ -42,21 +44,18 @@ class Session:
         return pass_graph_svg(self.report.passes[index], self.colors())
 
     def dims(self) -> dict[str, list[int]]:
-        """Symbolic dims of the inputs, each with its last bound value and a slider range."""
+        """The batch-like dims (symbols, or a static program's leading dim), each with its
+        compiled value and a slider range."""
         if self.exe is None or not hasattr(self.exe, "dry_run"):
             return {}
-        names = sorted({s for v in self.exe.program.inputs for d in v.type.shape if isinstance(d, Sym)
-                        for s in d.symbols})
-        bound = self.report.memory.bindings if self.report.memory else {}
-        return {n: [1, bound.get(n, 1), max(64, 4 * bound.get(n, 1))] for n in names}
+        return {d["name"]: [1, d["base"], max(64, 4 * d["base"])] for d in sizes.batch_dims(self.exe)}
 
     def dry_run(self, values: dict[str, int]) -> dict[str, Any]:
         """The memory view's data for the plan the compiler gives under these dim values."""
         if self.exe is None or not hasattr(self.exe, "dry_run"):
             raise JitlabError("this build has no dry run (Executable.dry_run is missing)")
         values = {k: int(v) for k, v in values.items()}
-        shapes = {name: evaluate_shape(v.type.shape, values)
-                  for name, v in zip(self.exe.input_names, self.exe.program.inputs)}
+        shapes = sizes.shapes_for(self.exe, sizes.batch_dims(self.exe), values)
         return memory_data(self.exe.dry_run(shapes), self.data.get("ops", {}))
 
     def static_data(self, max_single: int = 40) -> dict[str, Any]:
@@ -97,7 +96,7 @@ def from_object(x: Any) -> Session:
     if isinstance(x, JitFunction):
         if x.last is None:
             raise JitlabError(f"{x!r} has not been called yet: call it once, then explore it")
-        x = x.last
+        return Session(x.last.report, x.last, x.last.source, recompiles=[r.to_dict(x.last) for r in x.compiles])
     if isinstance(x, Executable):
         return Session(x.report, x, x.source)
     if isinstance(x, Program):

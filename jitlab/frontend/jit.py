@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from ..ir.program import Program
 from ..ir.shapes import sym
 from ..ir.types import TensorType
 from ..runtime.signature import device_array_meta, native_dtype
+from . import recompiles
 from .pytree import TreeDef, flatten, unflatten
 from .trace_errors import defined_at, located
 from .tracer import TraceContext, Tracer
@@ -187,6 +189,7 @@ class JitFunction:
         # Static arguments are Python values while tracing (they may decide shapes and control flow).
         self.static_argnums = _argnums(static_argnums)
         self.last = None
+        self.compiles: list[recompiles.CompileRecord] = []    # every signature compiled, with why
         self._compiling = threading.RLock()       # threads missing the same signature compile it once
         # Names and docs only: copying fn's __dict__ would put a wrapped jit's or grad's own
         # fields (fn, level, caches) over this wrapper's, compiling the wrong function.
@@ -218,10 +221,14 @@ class JitFunction:
     def _compile(self, bound, args, kwargs) -> tuple[Traced, Any]:
         from ..compiler import compile
 
+        start = time.perf_counter()
         traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic, static_argnums=self.static_argnums)
         options = dict(self.options, donate=_donated_inputs(bound, self.donate_argnums)) \
             if self.donate_argnums else self.options
-        return traced, compile(traced.program, self.level, self.target, **options)
+        exe = compile(traced.program, self.level, self.target, **options)
+        recompiles.record(self.compiles, recompiles.signature(traced.program, bound, self.static_argnums),
+                          time.perf_counter() - start, exe)
+        return traced, exe
 
     def __call__(self, *args, **kwargs):
         fast_key = None

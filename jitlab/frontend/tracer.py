@@ -35,15 +35,42 @@ class TraceContext:
         self.builder = Builder(program.body, constraints=program.constraints)
         self._constants: dict[tuple, Value] = {}
         self._captured: dict[int, tuple[np.ndarray, Value]] = {}
+        # Scopes are the user functions called below the frame that creates this context (the
+        # one that calls the traced function). Frames are kept while tracing so that a frame's
+        # id is never taken for a later call's: each call is a scope of its own.
+        self._caller = sys._getframe(1)
+        self._frame_scopes: dict[int, tuple[Any, tuple[str, ...]]] = {}   # id(frame) -> (frame, its scope)
+        self._calls: dict[tuple[str, ...], int] = {}     # scope -> calls so far: later calls get _1, _2...
 
     # -- emitting ops -------------------------------------------------------------
     def location(self) -> Location | None:
-        frame = sys._getframe(1)
-        while frame is not None:
+        frame, user = sys._getframe(1), []
+        while frame is not None and frame is not self._caller:
             if is_user_file(frame.f_code.co_filename):
-                return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+                user.append(frame)
             frame = frame.f_back
-        return None
+        if not user:            # traced code that is not the user's (a jitlab wrapper): the caller's line
+            while frame is not None and not is_user_file(frame.f_code.co_filename):
+                frame = frame.f_back
+            return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name) if frame else None
+        inner = user[0]
+        scope = self._scope(user[-2::-1]) if frame is not None else ()     # user[-1]: the traced function
+        return Location(inner.f_code.co_filename, inner.f_lineno, inner.f_code.co_name, scope)
+
+    def _scope(self, frames: list) -> tuple[str, ...]:
+        """The scope of the innermost of `frames` (outermost first): one name per function call."""
+        path: tuple[str, ...] = ()
+        for f in frames:
+            name = f.f_code.co_name
+            if name.startswith("<"):        # comprehensions and lambdas belong to their function
+                continue
+            known = self._frame_scopes.get(id(f))
+            if known is None or known[0] is not f:
+                n = self._calls.get(path + (name,), 0)
+                self._calls[path + (name,)] = n + 1
+                known = self._frame_scopes[id(f)] = (f, path + (name if n == 0 else f"{name}_{n}",))
+            path = known[1]
+        return path
 
     def where(self) -> str:
         loc = self.location()

@@ -22,11 +22,14 @@ _uids = itertools.count()
 
 @dataclass(frozen=True)
 class Location:
-    """Where an op came from in the user's source (file, line, function)."""
+    """Where an op came from in the user's source (file, line, function), and its scope: the
+    namespaces it sits in, outermost first (functions called inside a traced function, an
+    ONNX node name's namespaces), which the explorer draws as a hierarchy."""
 
     file: str
     line: int
     function: str = ""
+    scope: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}" + (f" in {self.function}" if self.function else "")

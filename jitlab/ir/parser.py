@@ -275,8 +275,12 @@ class Parser:
         file = self.string(self.expect_kind("string", "a file name"))
         self.expect(":")
         line = self.integer(self.expect_kind("int", "a line number"))
+        scope: list[str] = []
+        if self.accept("scope"):
+            self.expect("[", "'[' and the scope's names")
+            scope = self.comma_list("]", lambda: self.string(self.expect_kind("string", "a scope name")))
         self.expect(")")
-        return Location(file, line)
+        return Location(file, line, scope=tuple(scope))
 
     # -- types and dims ------------------------------------------------------------
     def parse_type(self) -> TensorType:

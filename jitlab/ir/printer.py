@@ -92,7 +92,8 @@ def _op_line(op: Operation, locs: bool) -> str:
     elif op.regions:
         text += " : ()"
     if locs and op.loc is not None:
-        text += f" loc({format_attr(op.loc.file)}:{op.loc.line})"
+        scope = " scope [" + ", ".join(map(format_attr, op.loc.scope)) + "]" if op.loc.scope else ""
+        text += f" loc({format_attr(op.loc.file)}:{op.loc.line}{scope})"
     if op.regions:
         text += " {"
     return text

@@ -38,6 +38,7 @@ from .graph import Graph, T
 from .node import Node, StaticInputNeeded, tag
 from .reader import Source, dtype_of, read_model, tensor_to_array
 from .registry import canonical_domain, lookup
+from .scopes import node_scopes
 
 _RESERVED = DTYPE_NAMES | {"true", "false", "none", "inf", "nan", "dense", "loc", "func", "where"}
 
@@ -88,6 +89,7 @@ class Importer:
                 self._add_input(vi)
         for t in graph.initializer:
             self.env[t.name] = T(self.g.weight(t.name, tensor_to_array(t, self.source.folder)), self.g)
+        self.scopes = node_scopes(graph)
         for i, node in enumerate(graph.node):
             self._convert(node, i)
         self._set_outputs(graph)
@@ -172,7 +174,7 @@ class Importer:
     def _convert(self, proto: onnx.NodeProto, index: int) -> None:
         domain = canonical_domain(proto.domain)
         node = Node(proto, index, self.opsets.get(domain, 0), self.env, self.g, self.source.folder)
-        self.g.builder.loc = Location(self.source.label, index, node.label)
+        self.g.builder.loc = Location(self.source.label, index, node.label, self.scopes[index])
         self.g.weight_hint = next((o for o in proto.output if o), proto.op_type) + "_const"
         try:
             outputs = lookup(proto.op_type, domain, node.opset)(node)

@@ -24,7 +24,7 @@ class BackwardLocation(Location):
 
 def backward_location(loc: Location | None) -> BackwardLocation:
     """`loc` marked as the source of backward ops."""
-    return BackwardLocation(loc.file, loc.line, loc.function) if loc is not None else BackwardLocation("", 0)
+    return BackwardLocation(loc.file, loc.line, loc.function, loc.scope) if loc is not None else BackwardLocation("", 0)
 
 
 def is_backward(op: Operation) -> bool:

@@ -92,13 +92,17 @@ def plan_for_level(program: Program, level: str, bindings: Mapping[str, int] | N
 def dry_run(program: Program, shapes: Mapping[str, Sequence[int]] | None = None, level: str = "O1",
             target: str = "auto") -> MemoryPlan:
     """Compiles `program`'s pipeline for `level` (passes only: no kernel is built) for the
-    shapes given, and returns its memory plan; nothing runs and nothing is allocated."""
+    shapes given (static dims given other sizes are re-inferred), and returns its memory plan;
+    nothing runs and nothing is allocated."""
     from ..compiler import resolve_target
     from ..passes import PassContext, PassManager, pipeline_for
 
     if not isinstance(program, Program):
         raise JitlabError(f"dry_run takes a jl.Program, got {type(program).__name__} (use exe.dry_run "
                           "for an Executable)")
+    from .reinfer import with_shapes
+
+    program, _ = with_shapes(program, shapes, program.input_names)
     bindings = bindings_for_shapes(program, shapes)
     ctx = PassContext(target=resolve_target(target), options={"bindings": bindings})
     compiled = PassManager.parse(pipeline_for(level), verify_each=False, snapshots=False).run(program.clone(), ctx)
@@ -118,7 +122,7 @@ def check_budget(plan: MemoryPlan, limit: int, where: str, what: str = "the memo
 def out_of_memory(plan: MemoryPlan, where: str, why: str, extra: int = 0) -> OutOfMemoryError:
     """The OutOfMemoryError for a call under `plan`: its peak, why that fails, the largest live tensors."""
     largest = plan.largest_live_at_peak(5)
-    step = max(range(len(plan.live_bytes)), key=plan.live_bytes.__getitem__) if plan.live_bytes else 0
+    step = plan.peak_step() or 0
     tensors = "; ".join(f"%{b.name} {format_bytes(b.bytes)} ({b.kind}"
                         + (f", from {b.producer_name}" if b.producer_name else "") + ")" for b in largest)
     shapes = ", ".join(f"{k}={v}" for k, v in sorted(plan.bindings.items()))

@@ -67,6 +67,7 @@ class Executable:
         # broadcast view, say); those copies count against the machine's memory too.
         self._copies_inputs = level != "O0" and not self._on_device
         self._fit = None if self._on_device else SystemFit(program, level, self._where)
+        self._reinferred: dict[tuple, Program] = {}     # dry runs: this program re-inferred, by symbols given
 
     @property
     def _where(self) -> str:
@@ -135,9 +136,29 @@ class Executable:
     def dry_run(self, shapes: dict | None = None) -> MemoryPlan:
         """The memory plan of a call with inputs of these shapes (by input name); nothing is
         run or allocated, so the shapes may be far beyond this machine."""
-        from .dryrun import bindings_for_shapes
+        program, bindings = self.program_for_shapes(shapes)
+        return plan_for_level(program, self.level, bindings)
 
-        return plan_for_level(self.program, self.level, bindings_for_shapes(self.program, shapes, self.input_names))
+    def program_for_shapes(self, shapes: dict | None) -> tuple[Program, dict[str, int]]:
+        """The compiled program with its types for these input shapes (by name), and the symbol
+        values: static dims given other sizes become symbols, re-inferred (runtime/reinfer.py)."""
+        from .dryrun import bindings_for_shapes
+        from .reinfer import changed_dims, reinfer, symbols_for
+
+        shapes = dict(shapes or {})
+        symbols = symbols_for(changed_dims(self.program, shapes, self.input_names))
+        key = tuple(sorted(symbols.items()))
+        if key not in self._reinferred:
+            self._reinferred[key] = reinfer(self.program, symbols, self.input_names) if symbols else self.program
+        program = self._reinferred[key]
+        return program, bindings_for_shapes(program, shapes, self.input_names)
+
+    def profile(self, *args, repeats: int = 5, warmup: int = 1, **kwargs) -> dict:
+        """Times this executable on these arguments, step by step (runtime/profile.py); the record
+        goes into `report.profile` too."""
+        from .profile import profile
+
+        return profile(self, *args, repeats=repeats, warmup=warmup, **kwargs)
 
     def check_memory(self, bindings: dict[str, int]) -> None:
         """Raises OutOfMemoryError when a call with these symbol values would need more than memory_limit."""

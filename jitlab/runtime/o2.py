@@ -50,6 +50,7 @@ class O2Runner:
         self.values: dict[str, Value] = {v.name: v for v in program.inputs}
         for op in program.body.ops:
             self.values.update({r.name: r for r in op.results})
+        self.items = list(items)         # segments and fallbacks: steps[k] runs items[k]
         self.steps = [(getattr(module, item.name), [tuple(p.split(":", 1)) if ":" in p else (p, p)
                                                     for p in item.params])
                       if hasattr(item, "params") else item for item in items]

@@ -58,6 +58,9 @@ def test_dry_run_redraws_the_plan_for_other_dims():
     session = Session(exe.report, stub, exe.source)
     data = session.build()
     assert data["dry_run_dims"] == {"B": [1, 3, 64]}
+    # the page carries plans for a range of B (the slider offline); a request asks for one more
+    assert [p["values"]["B"] for p in data["dry_run"]["plans"]] == [1, 3, 6, 12, 24, 48, 96, 192, 384]
+    stub.calls.clear()
     reply = session.handle({"type": "dry_run", "values": {"B": 12}})
     assert stub.calls == [{"x": (12, 8), "w1": (8, 16), "b1": (16,), "w2": (16, 4), "b2": (4,)}]
     assert reply["memory"]["peak_bytes"] == 4 * exe.report.memory.peak_bytes

@@ -15,7 +15,7 @@ from ...report import CompileReport, KernelRecord
 from ...runtime.kernel_cache import default_cache
 from ...runtime.o2 import O2Runner
 from .backend import _compile_or_recover, _key_parts_for, is_readonly
-from .whole_graph import Fallback, Segment, whole_graph
+from .whole_graph import SEGMENT_GROUPS, Fallback, Segment, whole_graph
 
 
 def _signature(program: Program, seg: Segment) -> tuple:
@@ -48,12 +48,14 @@ def _constants(program: Program) -> dict[str, np.ndarray]:
     return out
 
 
-def compile_program(program: Program, report: CompileReport, options: dict[str, Any]) -> O2Runner:
-    """Generates, caches and compiles the segments of `program`; the report says what fell back."""
+def compile_program(program: Program, report: CompileReport, options: dict[str, Any],
+                    segment_groups: int = SEGMENT_GROUPS) -> O2Runner:
+    """Generates, caches and compiles the segments of `program`; the report says what fell back.
+    `segment_groups=1` makes the instrumented variant that profiling times segment by segment."""
     from ...passes.memory import static_plan
 
     start = time.perf_counter()
-    graph = whole_graph(program, report.memory)
+    graph = whole_graph(program, report.memory, segment_groups)
     parts = _key_parts_for("program:" + hashlib.sha256(graph.source.encode()).hexdigest()[:16], "", graph.source)
     entry = (options.get("cache") or default_cache()).load(parts, graph.source)
     segments = [item for item in graph.items if isinstance(item, Segment)]

@@ -113,8 +113,9 @@ def _size(t) -> str:
 class _Builder:
     """Emits the segments of one program."""
 
-    def __init__(self, program: Program, plan: MemoryPlan):
+    def __init__(self, program: Program, plan: MemoryPlan, segment_groups: int = SEGMENT_GROUPS):
         self.program = program
+        self.segment_groups = segment_groups
         self.buffers: dict[str, BufferRecord] = {b.name: b for b in plan.buffers}
         self.graph = WholeGraph()
         self.kernels: dict[str, str] = {}          # group key -> function name prefix
@@ -132,7 +133,7 @@ class _Builder:
             reason = why_not_compiled(op)
             if reason is None:
                 run.append(op)
-                if sum(o.name == "jit.group" for o in run) >= SEGMENT_GROUPS:
+                if sum(o.name == "jit.group" for o in run) >= self.segment_groups:
                     self._close(run)
                     run = []
                 continue
@@ -317,9 +318,10 @@ def _decorate(src: str, parallel: bool) -> str:
     return f"@njit({flags}fastmath=FLAGS, error_model=\"numpy\", cache=True)\n{src}"
 
 
-def whole_graph(program: Program, plan: MemoryPlan) -> WholeGraph:
-    """Segments and fallbacks for a scheduled, statically planned program."""
-    graph = _Builder(program, plan).build()
+def whole_graph(program: Program, plan: MemoryPlan, segment_groups: int = SEGMENT_GROUPS) -> WholeGraph:
+    """Segments (of at most `segment_groups` groups; 1 for profiling) and fallbacks for a
+    scheduled, statically planned program."""
+    graph = _Builder(program, plan, segment_groups).build()
     graph.source = (f'"""O2 segments of @{program.name}."""\n\n' + module_header()
                     + "from jitlab.backends.numba_cpu.blas import gemm  # noqa: F401\n"
                     + "from jitlab.backends.numba_cpu.library import conv2d_nb  # noqa: F401\n\n\n" + graph.source)

@@ -1,0 +1,282 @@
+"""Measured run time: `jl.profile(f_or_exe, *args, repeats=N)` and `exe.profile(*args, repeats=N)`.
+
+The whole call is timed as it runs; then each step is timed over the same repeats, and
+the medians go into `exe.report.profile` (docs/profiling.md):
+
+- O0 and O1 time each top-level step (a group's kernel launch, a library op, a view);
+- O2 on the CPU runs an instrumented variant of the program-wide function, split into
+  one segment per group, and times each segment;
+- cuda times each step with events recorded on its stream (O2 walks the same launches
+  step by step instead of through its generated launch sequence).
+
+A kernel shared by several groups is one record that lists them all.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import JitlabError
+from ..ir.core import Operation
+from ..ir.opdef import Trait
+from ..ir.shapes import evaluate_shape
+
+Clock = Callable[[], float]
+
+
+def stats(samples: Sequence[float]) -> dict[str, float]:
+    """Median, min, max and spread (max - min) of `samples` seconds."""
+    if not samples:
+        return {"median": 0.0, "min": 0.0, "max": 0.0, "spread": 0.0}
+    lo, hi = min(samples), max(samples)
+    return {"median": statistics.median(samples), "min": lo, "max": hi, "spread": hi - lo}
+
+
+def moved_bytes(op: Operation, bindings: dict[str, int]) -> int:
+    """Bytes an op reads and writes: its operands and results (a view moves none)."""
+    if op.has(Trait.VIEW) or op.has(Trait.MEMORY):
+        return 0
+    return sum(math.prod(evaluate_shape(v.type.shape, bindings)) * v.type.dtype.itemsize
+               for v in (*op.operands, *op.results))
+
+
+class Recorder:
+    """Seconds per step per repeat, and each step's start within its call."""
+
+    def __init__(self, clock: Clock = time.perf_counter):
+        self.clock = clock
+        self.samples: dict[int, list[float]] = {}
+        self.starts: dict[int, list[float]] = {}
+        self.ops: dict[int, list[Operation]] = {}
+        self.streams: dict[int, int] = {}
+        self.call_start = 0.0
+
+    def begin_call(self) -> None:
+        self.call_start = self.clock()
+
+    def add(self, index: int, ops: list[Operation], start: float, seconds: float, stream: int = 0) -> None:
+        self.ops[index] = ops
+        self.streams[index] = stream
+        self.samples.setdefault(index, []).append(seconds)
+        self.starts.setdefault(index, []).append(start - self.call_start)
+
+    def timed(self, index: int, ops: list[Operation], fn: Callable, stream: int = 0) -> Callable:
+        """`fn` wrapped to record its wall time as step `index`."""
+        def run(*args, **kwargs):
+            start = self.clock()
+            out = fn(*args, **kwargs)
+            self.add(index, ops, start, self.clock() - start, stream)
+            return out
+        return run
+
+
+def profile(target, *args, repeats: int = 5, warmup: int = 1, **kwargs) -> dict[str, Any]:
+    """Times a jitted function or an Executable on these arguments; the record goes into its
+    report's `profile` (and is returned)."""
+    from ..frontend.jit import JitFunction
+    from .executable import Executable
+
+    if isinstance(target, JitFunction):
+        inputs, entry = target._entry(args, kwargs)
+        exe, args, kwargs = entry[1], tuple(inputs), {}
+        target.last = exe
+    elif isinstance(target, Executable):
+        exe = target
+    else:
+        raise JitlabError(f"jl.profile takes a jitted function or an Executable, got {type(target).__name__}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise JitlabError(f"jl.profile: repeats must be a positive int, got {repeats!r}")
+    return _profile(exe, args, kwargs, repeats, warmup)
+
+
+def _profile(exe, args: tuple, kwargs: dict, repeats: int, warmup: int) -> dict[str, Any]:
+    from .signature import bind_keywords, check_inputs
+
+    if kwargs:
+        args = tuple(bind_keywords(exe.input_names, args, kwargs, f"@{exe.program.name}"))
+    for _ in range(warmup):
+        exe(*args)
+    total = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        exe(*args)
+        total.append(time.perf_counter() - start)
+    _, bindings = check_inputs(exe.program, args, exe.input_names)
+    mode, recorder = _steps(exe, args, bindings, repeats, warmup)
+    record = {"level": exe.level, "target": exe.target, "mode": mode, "repeats": repeats, "warmup": warmup,
+              "bindings": dict(bindings), "total": stats(total)}
+    record["steps"] = _step_records(recorder, bindings)
+    record["kernels"] = _kernel_records(record["steps"])
+    for k in exe.report.kernels:
+        if k.key not in record["kernels"] and k.group is None:      # O2's program-wide function: the whole call
+            record["kernels"][k.key] = _program_record(record)
+    exe.report.profile = record
+    return record
+
+
+def _steps(exe, args: tuple, bindings: dict[str, int], repeats: int, warmup: int) -> tuple[str, Recorder]:
+    """Times every step over `repeats` calls: how depends on the level and the runner."""
+    from ..backends.numba_cuda.executor import DeviceExecutor
+    from .o1 import O1Runner
+    from .o2 import O2Runner
+
+    runner = exe._runner
+    if exe.level == "O0":
+        return "steps", _run_o0(exe, args, bindings, repeats, warmup)
+    if isinstance(runner, O1Runner):
+        return "steps", _run_wrapped(exe, args, runner, repeats, warmup)
+    if isinstance(runner, O2Runner):
+        return "instrumented", _run_o2(exe, args, bindings, repeats, warmup)
+    if isinstance(runner, DeviceExecutor):
+        return "events", _run_device(exe, args, runner, repeats, warmup)
+    exe.report.warnings.append(f"profile: {type(runner).__name__} runs steps jitlab cannot time one by one; "
+                               "only the whole call is timed")
+    return "total", Recorder()
+
+
+def _run_o0(exe, args, bindings, repeats: int, warmup: int) -> Recorder:
+    from .reference import Interpreter
+    from .signature import check_inputs
+
+    arrays, _ = check_inputs(exe.program, args, exe.input_names)
+    ops = [op for op in exe.program.body.ops if not op.has(Trait.TERMINATOR)]
+    recorder = Recorder()
+    for call in range(warmup + repeats):
+        interp = Interpreter(exe.program, bindings, check=False)
+        env = dict(zip(exe.program.inputs, arrays))
+        recorder.begin_call()
+        for k, op in enumerate(ops):
+            start = recorder.clock()
+            outs = interp.run_op(op, [env[v] for v in op.operands])
+            if call >= warmup:
+                recorder.add(k, [op], start, recorder.clock() - start)
+            env.update(zip(op.results, outs))
+    return recorder
+
+
+def _run_wrapped(exe, args, runner, repeats: int, warmup: int) -> Recorder:
+    """O1: each step's run() timed in place (an instance attribute over the class's method)."""
+    recorder = Recorder()
+    for _ in range(warmup):
+        exe(*args)
+    for k, step in enumerate(runner.steps):
+        step.run = recorder.timed(k, [step.op], step.run)
+    try:
+        for _ in range(repeats):
+            recorder.begin_call()
+            exe(*args)
+    finally:
+        for step in runner.steps:
+            del step.run
+    return recorder
+
+
+def _run_o2(exe, args, bindings, repeats: int, warmup: int) -> Recorder:
+    """O2: an instrumented runner with one segment per group, each segment call timed."""
+    from ..backends.numba_cpu.o2 import compile_program
+    from ..report import CompileReport
+    from .signature import check_inputs
+
+    scratch = CompileReport(program=exe.program.name, level="O2", target=exe.target, memory=exe.report.memory)
+    instrumented = compile_program(exe.program, scratch, {"cache": None}, segment_groups=1)
+    recorder = Recorder()
+    for k, item in enumerate(instrumented.steps):
+        if isinstance(item, tuple):
+            fn, params = item
+            ops = [op for op in instrumented.items[k].ops if op.name == "jit.group" or op.has(Trait.VIEW)]
+            instrumented.steps[k] = (recorder.timed(k, ops, fn), params)
+    fallback, index = instrumented._fallback, {id(item.op): k for k, item in enumerate(instrumented.items)
+                                               if not isinstance(instrumented.steps[k], tuple)}
+
+    def timed_fallback(op, *rest):
+        return recorder.timed(index[id(op)], [op], fallback)(op, *rest)
+
+    instrumented._fallback = timed_fallback
+    arrays, _ = check_inputs(exe.program, args, exe.input_names)
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    for call in range(warmup + repeats):
+        recorder.begin_call()
+        instrumented(arrays, bindings)
+        if call < warmup:
+            recorder.samples.clear()
+            recorder.starts.clear()
+    return recorder
+
+
+def _run_device(exe, args, runner, repeats: int, warmup: int) -> Recorder:
+    """cuda: an event before and after each step on its stream; the elapsed times after the call."""
+    cuda = runner.cuda
+    recorder = Recorder()
+    index = {id(step): k for k, step in enumerate(runner.steps)}
+    pending: list = []
+    run, sequence = runner._run, runner.sequence
+
+    def timed_run(step, env, bindings):
+        stream = runner.streams[step.stream]
+        start, end = cuda.event(), cuda.event()
+        start.record(stream)
+        run(step, env, bindings)
+        end.record(stream)
+        pending.append((index[id(step)], step, start, end))
+
+    runner._run, runner.sequence = timed_run, None
+    try:
+        for call in range(warmup + repeats):
+            pending.clear()
+            exe(*args)
+            cuda.synchronize()
+            if call < warmup or not pending:
+                continue
+            first = pending[0][2]
+            for k, step, start, end in pending:
+                offset = first.elapsed_time(start) / 1e3          # milliseconds
+                recorder.add(k, [step.op], offset, start.elapsed_time(end) / 1e3, step.stream)
+    finally:
+        del runner._run
+        runner.sequence = sequence
+    return recorder
+
+
+def _step_records(recorder: Recorder, bindings: dict[str, int]) -> list[dict[str, Any]]:
+    records = []
+    for k in sorted(recorder.samples):
+        ops = recorder.ops[k]
+        groups = [op for op in ops if op.name == "jit.group"]
+        head = groups[0] if groups else ops[0]
+        records.append({"index": k, "uid": head.uid, "name": head.name,
+                        "group": head.attrs["id"] if head.name == "jit.group" else None,
+                        "kernel": head.attrs.get("key") if head.name == "jit.group" else None,
+                        **stats(recorder.samples[k]), "start": statistics.median(recorder.starts[k]),
+                        "stream": recorder.streams[k], "launches": len(groups) or int(not head.has(Trait.VIEW)),
+                        "bytes": sum(moved_bytes(op, bindings) for op in ops),
+                        "ops": [op.uid for op in ops]})
+    return records
+
+
+def _program_record(record: dict[str, Any]) -> dict[str, Any]:
+    steps = record["steps"]
+    return {**record["total"], "calls": 1, "launches": 1, "seconds": record["total"]["median"],
+            "bytes": sum(s["bytes"] for s in steps), "groups": [s["group"] for s in steps if s["group"] is not None]}
+
+
+def _kernel_records(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per kernel key: time per launch, launches and bytes per call, and every group it ran for."""
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for step in steps:
+        if step["kernel"] is not None:
+            by_key.setdefault(step["kernel"], []).append(step)
+    out = {}
+    for key, runs in by_key.items():
+        launches = sum(r["launches"] for r in runs)
+        seconds = sum(r["median"] for r in runs)
+        per = [r["median"] / max(r["launches"], 1) for r in runs]
+        out[key] = {**stats(per), "calls": launches, "launches": launches,
+                    "seconds": seconds, "bytes": sum(r["bytes"] for r in runs),
+                    "groups": [r["group"] for r in runs]}
+    return out

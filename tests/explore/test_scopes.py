@@ -1,0 +1,151 @@
+"""Scope paths: from the Python call stack while tracing, from ONNX node names, and the
+explorer's hierarchy built on them (groups as a level, bookkeeping marked)."""
+
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import jitlab as jl
+from jitlab.explore import from_object
+from jitlab.explore.scopes import scope_tree
+from jitlab.onnx.scopes import labels, node_scopes
+from jitlab.report import snapshot
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def attn(x):
+    return softmax(x @ x.T)
+
+
+def block(x):
+    return attn(x) + x
+
+
+def model(x):
+    for _ in range(2):
+        x = block(x)
+    return np.tanh(x)
+
+
+X = np.ones((4, 4), np.float32)
+
+
+def scopes_of(program):
+    return [(op.name, op.loc.scope) for op in program.body.ops if op.loc is not None]
+
+
+def test_tracing_records_the_call_stack_inside_the_traced_function():
+    got = scopes_of(jl.trace(model, X))
+    assert ("np.exp", ("block", "attn", "softmax")) in got
+    assert ("np.matmul", ("block", "attn")) in got and ("np.add", ("block",)) in got
+    # the second call of block is a scope of its own, and ops of the traced function itself are at the top
+    assert ("np.exp", ("block_1", "attn", "softmax")) in got and ("np.add", ("block_1",)) in got
+    assert ("np.tanh", ()) in got
+    assert [s for n, s in got if n == "np.exp"] == [("block", "attn", "softmax"), ("block_1", "attn", "softmax")]
+
+
+def test_scopes_print_and_parse_back():
+    program = jl.trace(model, X)
+    text = jl.ir.print_program(program, locs=True)
+    assert 'scope ["block_1", "attn", "softmax"]' in text
+    again = jl.parse(text)
+    assert jl.ir.print_program(again, locs=True) == text
+    assert scopes_of(again) == [(n, s) for n, s in scopes_of(program)]
+
+
+def test_a_jitted_function_called_inside_a_trace_keeps_the_caller_scopes():
+    inner = jl.jit(softmax)
+
+    def f(x):
+        return inner(x) * 2.0
+
+    got = scopes_of(jl.trace(f, X))
+    assert ("np.exp", ("softmax",)) in got and ("np.mul", ()) in got
+
+
+def _conv_model(names: list[str], weights: list[str]) -> onnx.ModelProto:
+    """A chain of Conv (with weights named `weights`) then Relu, nodes named `names`."""
+    nodes, inits, prev = [], [], "x"
+    for i, (name, w) in enumerate(zip(names, weights)):
+        inits.append(helper.make_tensor(w, TensorProto.FLOAT, [2, 2, 1, 1], np.ones(4, np.float32)))
+        nodes.append(helper.make_node("Conv", [prev, w], [f"c{i}"], name=name))
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=""))
+        prev = f"r{i}"
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3])],
+                              [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 2, 3, 3])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_onnx_node_names_with_namespaces_give_the_scope():
+    m = _conv_model(["res5_0/branch2a/conv", "res5_0/branch2b/conv"], ["wa", "wb"])
+    assert node_scopes(m.graph)[0] == ("res5_0", "branch2a")
+    program = jl.onnx.load(m)
+    convs = [op.loc for op in program.body.ops if op.name == "np.conv2d"]
+    assert [loc.scope for loc in convs] == [("res5_0", "branch2a"), ("res5_0", "branch2b")]
+    assert convs[0].function == "Conv node 'res5_0/branch2a/conv'"
+
+
+def test_onnx_scopes_are_recovered_from_weight_name_prefixes():
+    blocks = [f"res{s}_{b}_branch2{c}" for s in (2, 3) for b in (0, 1) for c in "abc"]
+    m = _conv_model([f"n{i}" for i in range(len(blocks))], [f"gpu_0/{b}_w_0" for b in blocks])
+    scopes = node_scopes(m.graph)
+    # gpu_0 (every stem's) is dropped; a Relu takes its producer's scope; numbers stay with their level;
+    # a block of two nodes per branch is split into branches (one of at most onnx.scopes.SMALL would not be)
+    assert scopes[0] == scopes[1] == ("res2_0", "branch2a")
+    assert scopes[-2] == ("res3_1", "branch2c")
+    assert labels("gpu_0/res2_0_branch2a_w_0") == ["gpu_0", "res2_0", "branch2a", "w_0"]
+
+
+def test_light_resnet50_opens_at_its_stages_and_blocks():
+    path = os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/light/light_resnet50.onnx")
+    if not os.path.exists(path):
+        pytest.skip("the onnx package ships no light ResNet-50")
+    program = jl.onnx.load(path)
+    tree, _ = scope_tree(snapshot(program))
+    top = tree[""]["children"]
+    assert "res2_0" in top and "res5_2" in top and len(top) <= 30
+    assert "res5_0/branch2b" in tree and tree["res5_0"]["op_count"] > 10
+
+
+def test_the_explorer_model_has_paths_groups_and_bookkeeping():
+    exe = jl.compile(jl.trace(model, X), level="O1", target="cpu")
+    data = from_object(exe).build()
+    ops, tree = data["ops"], data["scopes"]
+    grouped = [o for o in ops.values() if o["group"] is not None and o["name"] != "jit.group"]
+    assert grouped and all(o["path"].split("/")[-1] == f"group {o['group']}" for o in grouped)
+    exp = next(o for o in ops.values() if o["name"] == "np.exp")
+    assert exp["scope"] == ["block", "attn", "softmax"]
+    assert tree[exp["path"]]["kind"] == "group" and exp["path"].startswith("block/")
+    mem = [o for o in ops.values() if o["name"].startswith("mem.")]
+    assert mem and all(o["bookkeeping"] for o in mem) and not exp["bookkeeping"]
+    # counts add up: every counted op is in exactly one leaf, each scope sums its children and own ops
+    for path, node in tree.items():
+        own = sum(1 for uid in node["ops"] if not ops[str(uid)]["bookkeeping"] and ops[str(uid)]["name"] != "jit.group")
+        assert node["op_count"] == own + sum(tree[c]["op_count"] for c in node["children"]), path
+    # buffers say which op's scope and line made them
+    exp_buffer = next(b for b in data["memory"]["buffers"] if b["producer"] == exp["uid"] or
+                      b["producer"] == next(int(u) for u, o in ops.items() if o["name"] == "jit.group"
+                                            and o["group"] == exp["group"]))
+    assert exp_buffer["path"] == exp["path"] and "test_scopes.py" in exp_buffer["loc"]
+    # bytes of the buffers each scope made: the root holds every owning buffer of the plan
+    plan = exe.report.memory
+    assert tree[""]["bytes"] == sum(b.bytes for b in plan.buffers if b.alias_of is None and b.producer is not None)
+
+
+def test_the_drawable_graph_is_data_the_hierarchy_can_collapse():
+    exe = jl.compile(jl.trace(model, X), level="O1", target="cpu")
+    data = from_object(exe).build()
+    nodes = {n["id"]: n for n in data["graph"]["node_list"]}
+    assert all(n["uid"] is not None and str(n["uid"]) in data["ops"] for n in nodes.values() if n["kind"] == "op")
+    assert all(a in nodes and b in nodes for a, b in data["graph"]["edges"])
+    # collapsed to the top level, block feeds block_1 and block_1 feeds the tanh at the top
+    top = {i: (data["ops"][str(n["uid"])]["path"].split("/")[0] if n["kind"] == "op" else i) for i, n in nodes.items()}
+    edges = {(top[a], top[b]) for a, b in data["graph"]["edges"] if top[a] != top[b]}
+    assert ("block", "block_1") in edges and ("in_x", "block") in edges

@@ -1,0 +1,90 @@
+"""Dry runs of statically traced programs at other input sizes: the shapes are re-inferred
+(runtime/reinfer.py) and the plan equals the plan of the program compiled at that size."""
+
+import numpy as np
+import pytest
+
+import jitlab as jl
+from jitlab.explore import from_object
+from jitlab.explore.sizes import sizes
+from tests.explore.resnet import example
+
+
+def mlp(x, w1, w2):
+    h = np.maximum(x.reshape(x.shape[0], -1) @ w1 + 1.0, 0)
+    return np.tanh(h @ w2)[:, 1:]
+
+
+W1 = np.ones((784, 32), np.float32)
+W2 = np.ones((32, 10), np.float32)
+
+
+def x_of(batch):
+    return np.ones((batch, 28, 28), np.float32)
+
+
+def peak_at(fn, level, *args):
+    """The oracle: the plan of the program traced and compiled at that size."""
+    return jl.dry_run(jl.trace(fn, *args), level=level, target="cpu").peak_bytes
+
+
+@pytest.mark.parametrize("level", ["O0", "O1", "O2"])
+def test_a_static_program_dry_runs_at_other_batch_sizes(level):
+    exe = jl.compile(jl.trace(mlp, x_of(512), W1, W2), level=level, target="cpu")
+    for batch in (1, 64, 3000):
+        plan = exe.dry_run({"x": (batch, 28, 28)})
+        assert plan.peak_bytes == peak_at(mlp, level, x_of(batch), W1, W2), batch
+    assert exe.dry_run({"x": (512, 28, 28)}).peak_bytes == exe.dry_run().peak_bytes
+
+
+def test_dry_run_of_a_program_re_infers_static_dims_too():
+    program = jl.trace(mlp, x_of(512), W1, W2)
+    got = jl.dry_run(program, {"x": (64, 28, 28)}, level="O1", target="cpu").peak_bytes
+    assert got == peak_at(mlp, "O1", x_of(64), W1, W2)
+
+
+def test_a_resnet_with_pads_slices_and_concatenations_dry_runs():
+    f, x = example()
+    exe = jl.compile(jl.trace(f, x), level="O1", target="cpu", progress=False)
+    big = np.concatenate([x] * 4)
+    assert exe.dry_run({"x": big.shape}).peak_bytes == peak_at(f, "O1", big)
+
+
+def test_a_size_baked_into_an_op_is_an_input_error_naming_it():
+    def flat(x):
+        return np.tanh(x.reshape(-1))           # traced as a reshape to [401408]
+
+    exe = jl.compile(jl.trace(flat, x_of(512)), level="O1", target="cpu")
+    with pytest.raises(jl.InputError, match=r"cannot infer the shapes of jit\.view .*in flat"):
+        exe.dry_run({"x": (64, 28, 28)})
+
+
+def test_one_peak_everywhere_and_plans_for_the_slider():
+    exe = jl.compile(jl.trace(mlp, x_of(512), W1, W2), level="O1", target="cpu")
+    plan = exe.report.memory
+    data = from_object(exe).build()
+    memory = data["memory"]
+    assert memory["peak_bytes"] == plan.peak_bytes and memory["peak_step"] == plan.peak_step()
+    assert memory["overhead_bytes"] == plan.peak_bytes - plan.live_bytes[plan.peak_step()]
+    assert plan.peak_step() == int(np.argmax(plan.live_bytes))
+    dry = data["dry_run"]
+    assert dry["error"] is None and [d["name"] for d in dry["dims"]] == ["x.0"]
+    assert [p["values"]["x.0"] for p in dry["plans"]] == sizes(512) == [1, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+    at_512 = next(p for p in dry["plans"] if p["values"]["x.0"] == 512)
+    assert at_512["peak_bytes"] == plan.peak_bytes and at_512["live_bytes"] == plan.live_bytes
+    at_64 = next(p for p in dry["plans"] if p["values"]["x.0"] == 64)
+    assert at_64["peak_bytes"] == peak_at(mlp, "O1", x_of(64), W1, W2)
+    peaks = [p["peak_bytes"] for p in dry["plans"]]
+    assert peaks == sorted(peaks)
+    # the live widget's slider covers the static dim too, and asks for the same plans
+    session = from_object(exe)
+    session.build()
+    assert session.dims() == {"x.0": [1, 512, 2048]}
+    assert session.dry_run({"x.0": 64})["peak_bytes"] == at_64["peak_bytes"]
+    assert session.static_data()["dry_run"]["plans"] == dry["plans"]
+
+
+def test_sizes_go_below_and_above_the_compiled_one():
+    assert sizes(1) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert sizes(3) == [1, 3, 6, 12, 24, 48, 96, 192, 384]
+    assert len(sizes(48)) == 9 and 48 in sizes(48) and 3 in sizes(48)
