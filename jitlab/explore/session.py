@@ -59,9 +59,9 @@ class Session:
                   for name, v in zip(self.exe.input_names, self.exe.program.inputs)}
         return memory_data(self.exe.dry_run(shapes), self.data.get("ops", {}))
 
-    def static_data(self, max_single: int = 40) -> dict[str, Any]:
-        """The data with everything the browser would ask for laid out now (no kernel to ask)."""
-        data = copy.deepcopy(self.data)
+    def static_data(self, data: dict[str, Any] | None = None, max_single: int = 40) -> dict[str, Any]:
+        """`data` (the widget's, by default this session's) with everything the browser would ask for laid out now."""
+        data = copy.deepcopy(self.data if data is None else data)
         graph = data.get("graph", {})
         members = graph.get("members", {})
         if len(members) <= max_single:
