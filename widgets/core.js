@@ -123,8 +123,10 @@ export function staticModel(state) {
 
 // Wheel to zoom around the pointer, drag to pan, and a fit() to go back.
 export function panZoom(svg, initial) {
-  const vb0 = svg.viewBox.baseVal;
-  const home = initial || { x: vb0.x, y: vb0.y, w: vb0.width, h: vb0.height };
+  // A copy: viewBox.baseVal is live, and apply() rewrites it (fit() went back to where it already was).
+  const base = svg.viewBox.baseVal;
+  const whole = { x: base.x, y: base.y, w: base.width, h: base.height };
+  const home = initial || { ...whole };
   let vb = { ...home };
   const apply = () => svg.setAttribute("viewBox", `${vb.x} ${vb.y} ${vb.w} ${vb.h}`);
   const toSvg = (evt) => {
@@ -168,7 +170,10 @@ export function panZoom(svg, initial) {
   }, true);
   apply();
   return {
-    fit() { vb = { x: vb0.x, y: vb0.y, w: vb0.width, h: vb0.height }; apply(); },
+    fit() { vb = { ...whole }; apply(); },
+    get: () => ({ ...vb }),
+    set(view) { vb = { ...view }; apply(); },
+    toSvg,
     home() { vb = { ...home }; apply(); },
     focus(box) {
       const w = Math.max(box.width * 3, home.w * 0.3);

@@ -271,5 +271,8 @@ def graph_data(graph: GraphSnapshot, colors: dict[int, str], rejected: dict[int,
         wanted += [{g} for g in groups]
     layouts = {layout_key(e): draw(vg, colors, e) for e in wanted}
     members = {str(g): ids for g, ids in vg.groups().items()}
+    # The drawable graph itself: the browser lays out any mix of expanded and collapsed parts from it.
+    nodes = [[n.id, n.label, n.kind, n.group, n.classes] for n in vg.nodes.values()]
     return {"layouts": layouts, "default": "none" if groups else "all", "members": members,
-            "folded": vg.folded, "seconds": time.perf_counter() - start, "nodes": len(vg.nodes)}
+            "folded": vg.folded, "seconds": time.perf_counter() - start, "nodes": len(vg.nodes),
+            "view": {"nodes": nodes, "edges": sorted(vg.edges)}}

@@ -15,12 +15,11 @@ def open_tab(page, root, name):
 
 def check_graph(page, root):
     """One cluster per group once expanded; clicking an op selects it everywhere."""
-    groups = root.locator(".jl-pane-graph .jl-legend-item").count()
+    groups = root.locator(".jl-pane-graph g.node.groupnode").count()
     if groups:
-        assert root.locator(".jl-pane-graph g.node.groupnode").count() == groups
         root.locator(".jl-pane-graph button", has_text="Expand all").click()
-        page.wait_for_function("(n) => document.querySelectorAll('.jl-pane-graph g.cluster').length === n", arg=groups)
-    assert root.locator(".jl-pane-graph g.cluster").count() == groups
+        page.wait_for_function("(n) => document.querySelectorAll('.jl-pane-graph g.cluster.group').length === n", arg=groups)
+    assert root.locator(".jl-pane-graph g.cluster.group").count() == groups
     op = root.locator(".jl-pane-graph g.node.op").first
     op.dispatch_event("click")
     assert "selected:" in root.locator(".jl-selection").inner_text()

@@ -21,3 +21,79 @@ def test_compare_page_renders(page, resnet_pages, artifacts):
     assert root.locator(".jl-pane-compare .jl-cmpgraph svg").count() == 2
     root.screenshot(path=str(artifacts / "resnet_compare.png"))
     assert page.errors == []
+
+
+def graph_state(page):
+    """(viewBox, drawn nodes, smallest label height in px on screen) of the graph pane."""
+    return page.evaluate("""() => {
+        const svg = document.querySelector('.jl-pane-graph svg');
+        const labels = [...svg.querySelectorAll('g.node text')].map((t) => t.getBoundingClientRect().height);
+        return [svg.getAttribute('viewBox'), svg.querySelectorAll('g.node').length, Math.min(...labels)];
+    }""")
+
+
+def click_centre(page, locator):
+    box = locator.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.click(x, y)
+    return x, y
+
+
+def inside(box, x, y):
+    return box["x"] <= x <= box["x"] + box["width"] and box["y"] <= y <= box["y"] + box["height"]
+
+
+def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, artifacts):
+    root = open_page(page, resnet_pages[0])
+    pane = root.locator(".jl-pane-graph")
+    pane.locator("svg").wait_for()
+    _, nodes, label_px = graph_state(page)
+    assert 3 <= nodes <= 60 and label_px >= 10
+    assert pane.locator("g.node.bookkeeping").count() == 0
+    assert pane.locator(".jl-legend-item").count() == 0 and pane.locator(".jl-legend").bounding_box()["height"] < 60
+    root.screenshot(path=str(artifacts / "resnet_graph_open.png"))
+    canvas = pane.locator(".jl-canvas").bounding_box()
+    # Expand containers down to one fusion group, each in place: the clicked node's cluster stays under the pointer.
+    for _ in range(4):
+        target = pane.locator("g.node.groupnode").nth(1) if pane.locator("g.node.groupnode").count() else \
+            pane.locator("g.node.partnode").nth(1)
+        node_id = target.get_attribute("id")
+        before = graph_state(page)[1]
+        x, y = click_centre(page, target)
+        cluster = pane.locator(f"g.cluster[id='{node_id}']")
+        cluster.wait_for()
+        assert inside(cluster.bounding_box(), x, y) and inside(canvas, x, y)
+        assert graph_state(page)[1] > before
+        if node_id.startswith("grp_"):
+            break
+    assert node_id.startswith("grp_") and pane.locator("g.cluster.group").count() == 1
+    root.screenshot(path=str(artifacts / "resnet_graph_expanded.png"))
+    # Fit after a zoom shows the whole drawing again.
+    page.mouse.move(canvas["x"] + canvas["width"] / 2, canvas["y"] + canvas["height"] / 2)
+    whole = page.evaluate("() => { const b = document.querySelector('.jl-pane-graph svg g.graph').getBBox(); return [b.width, b.height]; }")
+    for _ in range(4):
+        page.mouse.wheel(0, -300)
+    zoomed = graph_state(page)[0]
+    pane.get_by_role("button", name="Fit").click()
+    fitted = [float(v) for v in graph_state(page)[0].split()]
+    assert graph_state(page)[0] != zoomed and fitted[2] >= whole[0] and fitted[3] >= whole[1]
+    assert page.errors == []
+
+
+def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
+    root = open_page(page, resnet_pages[0])
+    pane = root.locator(".jl-pane-graph")
+    pane.locator("svg").wait_for()
+    pane.locator(".jl-search").fill("n44")
+    pane.locator(".jl-search").press("Enter")
+    current = pane.locator("g.node.current-match")
+    current.wait_for()
+    node = current.get_attribute("id")
+    loc = page.evaluate("(uid) => JSON.parse(document.getElementById('jl-data').textContent).data.ops[uid].loc", node[3:])
+    assert node.startswith("op_") and "node 'n44'" in loc
+    canvas = pane.locator(".jl-canvas").bounding_box()
+    box = current.bounding_box()
+    assert inside(canvas, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    assert pane.locator("g.match").count() >= 1 and "of" in pane.locator(".jl-status").inner_text()
+    root.screenshot(path=str(artifacts / "resnet_graph_search.png"))
+    assert page.errors == []
