@@ -62,6 +62,31 @@ export function opName(data, uid) {
   return op ? `${op.name.replace(/^np\./, "")} #${uid}` : `op #${uid}`;
 }
 
+// The ONNX node name or source line an op came from, as its `loc` says.
+export function where(op) {
+  const loc = (op && op.loc) || "";
+  const node = /node '([^']+)'/.exec(loc);
+  if (node) return node[1];
+  const line = /([\w.-]+\.py):(\d+)/.exec(loc);
+  return line ? `${line[1]}:${line[2]}` : "";
+}
+
+// A buffer by its value and the op that made it: `%r45 · conv2d (n44)`.
+export function bufferLabel(data, b) {
+  const op = b.producer !== null && b.producer !== undefined ? data.ops[String(b.producer)] : null;
+  if (!op) return `%${b.name} · ${b.kind}`;
+  let kind = op.name.replace(/^\w+\./, "");
+  let place = where(op);
+  const g = op.name === "jit.group" ? (data.groups || []).find((x) => x.id === op.group) : null;
+  if (g) {      // a group's result: name the group's main op and where it came from
+    const members = g.ops.map((u) => data.ops[String(u)]).filter(Boolean);
+    const main = members.find((m) => (!m.origin || m.origin.pass === "trace") && !m.view) || members[members.length - 1];
+    kind = `group ${g.id}: ${main ? main.name.replace(/^\w+\./, "") : "fused"}`;
+    place = place || (main ? where(main) : "");
+  }
+  return `%${b.name} · ${kind}${place ? ` (${place})` : ""}`;
+}
+
 export function groupColor(data, gid) {
   return gid === null || gid === undefined ? null : data.colors[String(gid)] || null;
 }

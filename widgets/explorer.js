@@ -37,10 +37,20 @@ function header(ctx) {
     (d.warnings || []).length ? h("div", { class: "jl-warn" }, d.warnings.join("; ")) : null);
 }
 
+// More groups than the palette has colours: hues a golden angle apart, so no two groups share one
+// and neighbours (consecutive ids) differ most. Every view reads the same `colors`.
+function recolor(data) {
+  const ids = Object.keys(data.colors || {}).map(Number).sort((a, b) => a - b);
+  if (ids.length <= 12) return;
+  ids.forEach((g, k) => { data.colors[String(g)] = `hsl(${((k * 137.508) % 360).toFixed(1)}, 60%, ${k % 2 ? 80 : 72}%)`; });
+  for (const g of data.groups || []) g.color = data.colors[String(g.id)];
+}
+
 function render({ model, el }) {
   const root = h("div", { class: "jl-explorer" });
   el.append(root);
   const ctx = makeContext(model, root);
+  recolor(ctx.data);
   const only = model.get("view");
   const names = only && only !== "all" ? [only] : Object.keys(VIEWS).filter((k) => k !== "compare" || ctx.data.compare);
   const panes = {};

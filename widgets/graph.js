@@ -4,7 +4,7 @@
 // hidden unless asked for; colour overlays with a short legend; search; hover details,
 // the linked selection and the schedule overlays (order, live buffers).
 
-import { chip, fmtBytes, fmtSec, h, panZoom, s, tooltip } from "./core.js";
+import { chip, fmtBytes, fmtSec, h, panZoom, s, tooltip, where } from "./core.js";
 import { arrange, toSvg } from "./layout.js";
 
 const LINE_PX = 64;               // a rank's height (box and gap) at scale 1
@@ -15,14 +15,6 @@ function uidOf(id) {
   return id && id.startsWith("op_") ? Number(id.slice(3)) : null;
 }
 
-// The ONNX node name or source line an op came from, as its `loc` says.
-function where(op) {
-  const loc = (op && op.loc) || "";
-  const node = /node '([^']+)'/.exec(loc);
-  if (node) return node[1];
-  const line = /([\w.-]+\.py):(\d+)/.exec(loc);
-  return line ? `${line[1]}:${line[2]}` : "";
-}
 
 function scopeOf(op) {
   const sc = op && op.scope;
@@ -351,7 +343,7 @@ export class GraphView {
         }
         const visible = this.leavesOf(c).filter((l) => !this.isHidden(l));
         if (!visible.length) continue;
-        const fill = c.kind === "group" ? this.fillOf(visible) : null;
+        const fill = c.kind === "group" || this.scaled() ? this.fillOf(visible, c) : null;
         if (expanded.has(c.id)) {
           out.push({ id: c.id, label: c.kind === "group" ? c.label.split("\n")[0] : c.label.split("\n")[0], classes: `${c.kind}`, fill, children: make(c) });
         } else {
@@ -394,8 +386,20 @@ export class GraphView {
     return out;
   }
 
-  // The overlay's value for a set of leaves, and the colour it maps to.
-  valueOf(leaves) {
+  scaled() {
+    return this.overlay === "bytes" || this.overlay === "time";
+  }
+
+  // The overlay's value for a set of leaves (a part: the sum of its groups' and ops'), and the colour it maps to.
+  valueOf(leaves, part = null) {
+    if (part && part.kind !== "group" && this.scaled()) {
+      let sum = null;
+      for (const c of part.children) {
+        const v = c.children ? this.valueOf(this.leavesOf(c), c) : c.op && !c.book ? this.valueOf([c]) : null;
+        if (typeof v === "number") sum = (sum || 0) + v;
+      }
+      return sum;
+    }
     const ops = leaves.map((l) => l.op).filter(Boolean);
     const group = leaves[0].group;
     switch (this.overlay) {
@@ -422,10 +426,11 @@ export class GraphView {
     }
   }
 
-  fillOf(leaves) {
+  fillOf(leaves, part = null) {
     if (!leaves.length) return null;
-    const v = this.valueOf(leaves);
+    const v = this.valueOf(leaves, part);
     if (v === null || v === undefined) return null;
+    if (this.seen) { this.seen.push(v); return null; }
     if (this.overlay === "group") return this.data.colors[String(v)] || null;
     if (this.overlay === "bytes" || this.overlay === "time") {
       const [lo, hi] = this.range;
@@ -456,14 +461,15 @@ export class GraphView {
       ...(this.options.schedule ? [h("span", { class: "jl-chip jl-style-live" }, h("span", { class: "jl-swatch" }), "live at this step")] : []));
   }
 
+  // The scale's range: over what is drawn now, so that collapsed parts and open groups each use all of it.
   prepareOverlay() {
     this.cats = new Map();
     this.range = [0, 0];
-    if (this.overlay !== "bytes" && this.overlay !== "time") return;
-    const values = [];
-    for (const c of this.containers.values()) if (c.kind === "group") values.push(this.valueOf(this.leavesOf(c)));
-    for (const l of this.leaves.values()) if (l.op && (l.group === null || l.group === undefined)) values.push(this.valueOf([l]));
-    const ok = values.filter((v) => typeof v === "number");
+    if (!this.scaled()) return;
+    this.seen = [];
+    this.units();
+    const ok = this.seen.filter((v) => typeof v === "number");
+    this.seen = null;
     this.range = ok.length ? [Math.min(...ok), Math.max(...ok)] : [0, 0];
   }
 

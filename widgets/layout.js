@@ -194,7 +194,9 @@ function boxOutline(u, [x, y, w, hh]) {
     return `<path${fill} d="M${fmtNum(x)},${fmtNum(y + 3)}h${fmtNum(w - 3)}v${fmtNum(hh - 3)}h${fmtNum(3 - w)}z"/>` +
       `<path style="fill:none" d="M${fmtNum(x)},${fmtNum(y + 3)}l3,-3h${fmtNum(w - 3)}v${fmtNum(hh - 3)}l-3,3M${fmtNum(x + w - 3)},${fmtNum(y + 3)}l3,-3"/>`;
   }
-  return `<rect${fill} x="${fmtNum(x)}" y="${fmtNum(y)}" width="${fmtNum(w)}" height="${fmtNum(hh)}" rx="4"/>`;
+  const r = 4;
+  return `<path${fill} d="M${fmtNum(x + r)},${fmtNum(y)}h${fmtNum(w - 2 * r)}q${r},0 ${r},${r}v${fmtNum(hh - 2 * r)}q0,${r} -${r},${r}` +
+    `h${fmtNum(2 * r - w)}q-${r},0 -${r},-${r}v${fmtNum(2 * r - hh)}q0,-${r} ${r},-${r}z"/>`;
 }
 
 function boxText(label, [x, y, w, hh]) {

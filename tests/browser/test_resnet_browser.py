@@ -97,3 +97,39 @@ def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
     assert pane.locator("g.match").count() >= 1 and "of" in pane.locator(".jl-status").inner_text()
     root.screenshot(path=str(artifacts / "resnet_graph_search.png"))
     assert page.errors == []
+
+
+def test_colour_overlays_have_a_short_legend(page, resnet_pages, artifacts):
+    root = open_page(page, resnet_pages[0])
+    pane = root.locator(".jl-pane-graph")
+    pane.locator("svg").wait_for()
+    assert "215 groups" in pane.locator(".jl-legend").inner_text()
+    colors = page.evaluate("() => Object.values(JSON.parse(document.getElementById('jl-data').textContent).data.colors)")
+    shown = page.evaluate("() => [...document.querySelectorAll('.jl-legend-groups .jl-swatch')].map((s) => s.style.background)")
+    assert len(set(shown)) == len(shown) and len(colors) == 215
+    for overlay in ("bytes", "dtype", "backend"):
+        pane.locator("select.jl-overlay").select_option(overlay)
+        assert pane.locator(".jl-legend").bounding_box()["height"] < 60
+    pane.locator("select.jl-overlay").select_option("bytes")
+    assert pane.locator(".jl-legend .jl-ramp").count() == 1
+    fills = page.evaluate("() => [...document.querySelectorAll('.jl-pane-graph g.node.partnode > path:first-child')].map((p) => p.style.fill)")
+    assert len(set(fills)) > 1 and "" not in fills
+    root.screenshot(path=str(artifacts / "resnet_graph_bytes.png"))
+    pane.locator("input.jl-bookkeeping").check()
+    assert pane.locator("g.node.bookkeeping").count() > 0 or pane.locator("g.node").count() > 0
+    assert page.errors == []
+
+
+def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts):
+    root = open_page(page, resnet_pages[0])
+    root.locator("[data-tab=memory]").click()
+    pane = root.locator(".jl-pane-memory")
+    pane.locator(".jl-peaklist").wait_for()
+    rows = pane.locator(".jl-peaklist li").all_inner_texts()
+    assert rows and all(r.startswith("%") and " · " in r for r in rows)
+    assert any("conv2d (n" in r for r in rows)         # the op and the ONNX node that made it
+    assert "weight: " in pane.locator(".jl-fixed").inner_text()
+    text = pane.inner_text()
+    assert text.count("peak") - text.count("peak at step") - text.count("live at the peak") == 1
+    root.screenshot(path=str(artifacts / "resnet_memory.png"))
+    assert page.errors == []
