@@ -64,8 +64,8 @@ export function opName(data, uid) {
 
 // The ONNX node name or source line an op came from, as its `loc` says.
 export function where(op) {
-  const loc = (op && op.loc) || "";
-  const node = /node '([^']+)'/.exec(loc);
+  const loc = op ? `${op.onnx || ""} ${op.loc || ""}` : "";
+  const node = /node '([^']+)'/.exec(loc) || /node (#\d+)/.exec(op && op.onnx ? op.onnx : "");
   if (node) return node[1];
   const line = /([\w.-]+\.py):(\d+)/.exec(loc);
   return line ? `${line[1]}:${line[2]}` : "";

@@ -106,7 +106,7 @@ export class GraphView {
     this.leaves = new Map();
     view.nodes.forEach(([id, label, kind, group, classes], order) => {
       const op = this.data.ops[String(uidOf(id))];
-      const book = kind === "op" && !!op && (op.name.startsWith("mem.") || !!op.view);
+      const book = kind === "op" && !!op && (op.bookkeeping ?? (op.name.startsWith("mem.") || !!op.view));
       this.leaves.set(id, { id, label, kind, group, classes: classes || [], order, op, book, parent: null });
     });
     this.edges = view.edges.filter(([a, b]) => this.leaves.has(a) && this.leaves.has(b));
@@ -363,7 +363,7 @@ export class GraphView {
       onkeydown: (e) => { if (e.key === "Enter") { e.preventDefault(); this.find(this.search.value, e.shiftKey ? -1 : 1); } },
       oninput: () => this.find(this.search.value, 0) });
     const overlays = [["group", "group"], ["backend", "backend"], ["dtype", "dtype"], ["bytes", "bytes written"]];
-    if (this.kernelTimes().size) overlays.push(["time", "measured time"]);
+    if (this.kernelTimes().size || Object.values(this.data.ops).some((o) => typeof o.seconds === "number")) overlays.push(["time", "measured time"]);
     const select = h("select", { class: "jl-overlay", title: "colour nodes by", onchange: (e) => { this.overlay = e.target.value; this.render(true); } },
       overlays.map(([v, label]) => h("option", { value: v }, `colour: ${label}`)));
     return h("div", { class: "jl-toolbar" },
@@ -419,8 +419,11 @@ export class GraphView {
         const sizes = outs.flatMap((o) => o.types.map((t) => typeBytes(t, bind))).filter((x) => x !== null);
         return sizes.length ? sizes.reduce((a, b) => a + b, 0) : null;
       }
-      case "time":
+      case "time": {
+        const measured = ops.map((o) => o.seconds).filter((x) => typeof x === "number");
+        if (measured.length) return group !== null && group !== undefined ? Math.max(...measured) : measured.reduce((a, b) => a + b, 0);
         return group !== null && group !== undefined ? this.kernelTimes().get(group) ?? null : null;
+      }
       default:
         return group;
     }
@@ -601,6 +604,8 @@ export class GraphView {
     if (w) out.push(w);
     if (op.group !== null && op.group !== undefined) out.push(`group ${op.group}`, `g${op.group}`);
     if (op.loc) out.push(op.loc);
+    if (op.onnx) out.push(op.onnx);
+    if (op.path) out.push(op.path);
     out.push(...scopeOf(op));
     for (const v of Object.values(op.attrs || {})) if (typeof v === "string" && v.startsWith("\"")) out.push(v.slice(1, -1));
     return out.map((t) => String(t).toLowerCase());

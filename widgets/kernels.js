@@ -36,8 +36,23 @@ export class KernelsView {
     if (k && this.el.isConnected) this.show(k);
   }
 
+  // Every signature a jitted function compiled, with the reason for each recompile.
+  recompiles() {
+    const list = this.ctx.data.recompiles || [];
+    if (!list.length) return null;
+    const rows = list.map((r) => h("tr", { class: r.current ? "jl-current" : "" },
+      h("td", { class: "jl-num" }, `#${r.index}`),
+      h("td", {}, Object.entries(r.signature || {}).map(([k, v]) => `${k}: ${v}`).join(", ")),
+      h("td", {}, r.reason || ""), h("td", { class: "jl-num" }, fmtSec(r.seconds)), h("td", {}, r.current ? "shown" : "")));
+    return h("div", { class: "jl-recompiles" }, h("h4", {}, `compilations: ${list.length}`),
+      h("table", { class: "jl-table" }, h("thead", {}, h("tr", {}, ["", "signature", "why", "compile", ""].map((t) => h("th", {}, t)))),
+        h("tbody", {}, rows)));
+  }
+
   mount(parent) {
     parent.append(this.el);
+    const recompiles = this.recompiles();
+    if (recompiles) this.el.append(recompiles);
     if (!this.kernels.length) {
       this.el.append(empty("No kernels recorded: O0 runs each op with its numpy reference implementation (compile at O1 or O2)."));
       return;

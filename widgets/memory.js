@@ -136,7 +136,9 @@ export class MemoryView {
   summary(mem) {
     const item = (label, value) => h("div", { class: "jl-stat" }, h("div", { class: "jl-muted" }, label), h("b", {}, value));
     return h("div", { class: "jl-stats" },
-      item("peak", fmtBytes(this.peak(mem))), item("lower bound (largest live set)", fmtBytes(mem.lower_bound_bytes)),
+      item("peak", fmtBytes(this.peak(mem))),
+      typeof mem.overhead_bytes === "number" ? item("of it, pool or arena overhead", fmtBytes(mem.overhead_bytes)) : null,
+      item("lower bound (largest live set)", fmtBytes(mem.lower_bound_bytes)),
       item("naive (every buffer apart)", fmtBytes(mem.naive_bytes)),
       mem.activation_bytes ? item("activations (forward → backward, outlined)", fmtBytes(mem.activation_bytes)) : null,
       (mem.donated || []).length ? item("written into donated inputs (not allocated)",
@@ -169,7 +171,36 @@ export class MemoryView {
       h("ul", { class: "jl-peaklist" }, rows, rest));
   }
 
+  // Plans for other sizes made at compile time: the slider works in a saved page too.
+  planSlider(dr) {
+    const plans = dr.plans;
+    const start = Math.max(0, plans.findIndex((p) => p.scale === 1));
+    const label = h("b", {});
+    const status = h("span", { class: "jl-muted" });
+    const show = (k, redraw) => {
+      const plan = plans[k];
+      label.textContent = Object.entries(plan.values || {}).map(([n, v]) => `${n} = ${v}`).join(", ");
+      status.textContent = ` peak ${fmtBytes(plan.peak_bytes)} (planned; nothing ran)`;
+      this.el.dataset.plan = String(k);
+      if (redraw) this.drawCharts(this.planMemory(plan));
+    };
+    const input = h("input", { type: "range", min: 0, max: plans.length - 1, value: start, class: "jl-planslider",
+      oninput: (e) => show(Number(e.target.value), true) });
+    show(start, false);
+    return h("div", { class: "jl-dryrun" }, h("b", {}, "dry run "), h("label", { class: "jl-dim" }, label, input), status);
+  }
+
+  planMemory(plan) {
+    const bytes = plan.buffer_bytes || {};
+    return { ...this.mem, peak_bytes: plan.peak_bytes, peak_step: plan.peak_step, lower_bound_bytes: plan.lower_bound_bytes,
+      naive_bytes: plan.naive_bytes, overhead_bytes: plan.overhead_bytes, live_bytes: plan.live_bytes || [], pool: {},
+      live_at_peak: plan.live_at_peak || [], buffers: this.mem.buffers.map((b) => ({ ...b, bytes: bytes[b.name] ?? b.bytes })) };
+  }
+
   dryRun() {
+    const dr = this.ctx.data.dry_run;
+    if (dr && (dr.plans || []).length) return this.planSlider(dr);
+    if (dr && dr.error && this.ctx.isStatic) return h("div", { class: "jl-muted" }, `dry run: ${dr.error}`);
     const dims = this.ctx.data.dry_run_dims || {};
     const names = Object.keys(dims);
     if (!names.length) return h("div", { class: "jl-muted" }, "dry run: no symbolic dims (trace with jl.spec or dynamic= to explore other shapes)");
