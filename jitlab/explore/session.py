@@ -59,14 +59,11 @@ class Session:
                   for name, v in zip(self.exe.input_names, self.exe.program.inputs)}
         return memory_data(self.exe.dry_run(shapes), self.data.get("ops", {}))
 
-    def static_data(self, data: dict[str, Any] | None = None, max_single: int = 40) -> dict[str, Any]:
+    def static_data(self, data: dict[str, Any] | None = None) -> dict[str, Any]:
         """`data` (the widget's, by default this session's) with everything the browser would ask for laid out now."""
         data = copy.deepcopy(self.data if data is None else data)
-        graph = data.get("graph", {})
-        members = graph.get("members", {})
-        if len(members) <= max_single:
-            for gid in members:
-                graph["layouts"].setdefault(gid, self.layout(gid))
+        # The page lays the graph out itself from `graph.view`; Graphviz's drawings would only add weight.
+        data.get("graph", {}).pop("layouts", None)
         for entry in data.get("passes", []):
             if entry["changed"] and entry["svg"] is None:
                 entry["svg"] = self.pass_graph(entry["index"])
