@@ -87,6 +87,15 @@ export function bufferLabel(data, b) {
   return `%${b.name} · ${kind}${place ? ` (${place})` : ""}`;
 }
 
+// More groups than the palette has colours: hues a golden angle apart, so no two groups share one
+// and neighbours (consecutive ids) differ most. Every view reads the same `colors`.
+export function recolor(data) {
+  const ids = Object.keys(data.colors || {}).map(Number).sort((a, b) => a - b);
+  if (ids.length <= 12) return;
+  ids.forEach((g, k) => { data.colors[String(g)] = `hsl(${((k * 137.508) % 360).toFixed(1)}, 60%, ${k % 2 ? 80 : 72}%)`; });
+  for (const g of data.groups || []) g.color = data.colors[String(g.id)];
+}
+
 export function groupColor(data, gid) {
   return gid === null || gid === undefined ? null : data.colors[String(gid)] || null;
 }

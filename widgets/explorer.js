@@ -2,7 +2,7 @@
 // selection. Loaded by anywidget in a notebook, and inlined by the static HTML export.
 
 import { CompareView } from "./compare.js";
-import { fmtSec, h, makeContext } from "./core.js";
+import { fmtSec, h, makeContext, recolor } from "./core.js";
 import { FusionView } from "./fusion.js";
 import { GraphView } from "./graph.js";
 import { KernelsView } from "./kernels.js";
@@ -35,15 +35,6 @@ function header(ctx) {
   return h("div", { class: "jl-header" }, h("b", { class: "jl-title" }, d.title || "jitlab"),
     h("span", { class: "jl-muted" }, facts.filter(Boolean).join(" · ")), h("span", { class: "jl-spacer" }), selected, clear,
     (d.warnings || []).length ? h("div", { class: "jl-warn" }, d.warnings.join("; ")) : null);
-}
-
-// More groups than the palette has colours: hues a golden angle apart, so no two groups share one
-// and neighbours (consecutive ids) differ most. Every view reads the same `colors`.
-function recolor(data) {
-  const ids = Object.keys(data.colors || {}).map(Number).sort((a, b) => a - b);
-  if (ids.length <= 12) return;
-  ids.forEach((g, k) => { data.colors[String(g)] = `hsl(${((k * 137.508) % 360).toFixed(1)}, 60%, ${k % 2 ? 80 : 72}%)`; });
-  for (const g of data.groups || []) g.color = data.colors[String(g.id)];
 }
 
 function render({ model, el }) {

@@ -64,6 +64,8 @@ class Session:
         data = copy.deepcopy(self.data if data is None else data)
         # The page lays the graph out itself from `graph.view`; Graphviz's drawings would only add weight.
         data.get("graph", {}).pop("layouts", None)
+        if data.get("compare", {}).get("views"):
+            data["compare"].pop("graphs", None)
         for entry in data.get("passes", []):
             if entry["changed"] and entry["svg"] is None:
                 entry["svg"] = self.pass_graph(entry["index"])

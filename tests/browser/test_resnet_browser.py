@@ -18,7 +18,10 @@ def test_compare_page_renders(page, resnet_pages, artifacts):
     table = root.locator(".jl-pane-compare table.jl-cmp")
     table.wait_for()
     assert table.locator("th").all_inner_texts()[1:] == ["O1", "O0"]
-    assert root.locator(".jl-pane-compare .jl-cmpgraph svg").count() == 2
+    sides = root.locator(".jl-pane-compare .jl-cmpcol svg[data-layout=browser]")
+    assert sides.count() == 2
+    for k in range(2):      # each side opens collapsed to a readable level
+        assert 3 <= sides.nth(k).locator("g.node").count() <= 60
     root.screenshot(path=str(artifacts / "resnet_compare.png"))
     assert page.errors == []
 
