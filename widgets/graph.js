@@ -160,7 +160,6 @@ export class GraphView {
     for (const c of this.containers.values()) c.children.sort((a, b) => a.order - b.order);
     root.children.sort((a, b) => a.order - b.order);
     this.expanded = new Set();
-    this.openToFit();
   }
 
   groupLabels() {
@@ -269,11 +268,10 @@ export class GraphView {
     const succ = new Map();
     for (const [a, b] of edges) (succ.get(a) || succ.set(a, []).get(a)).push(b);
     const memo = new Map();
-    const longest = (id, guard = 0) => {
+    const longest = (id) => {
       if (memo.has(id)) return memo.get(id);
-      if (guard > 5000) return 1;
       memo.set(id, 1);
-      const v = 1 + Math.max(0, ...(succ.get(id) || []).map((x) => longest(x, guard + 1)));
+      const v = 1 + Math.max(0, ...(succ.get(id) || []).map(longest));
       memo.set(id, v);
       return v;
     };
@@ -324,10 +322,6 @@ export class GraphView {
     return out;
   }
 
-  colorOf(leafOrGroup) {
-    return this.colors ? this.colors(leafOrGroup) : null;
-  }
-
   // The tree of units to draw: boxes and expanded containers.
   units(expanded = this.expanded) {
     const make = (node) => {
@@ -345,7 +339,7 @@ export class GraphView {
         if (!visible.length) continue;
         const fill = c.kind === "group" || this.scaled() ? this.fillOf(visible, c) : null;
         if (expanded.has(c.id)) {
-          out.push({ id: c.id, label: c.kind === "group" ? c.label.split("\n")[0] : c.label.split("\n")[0], classes: `${c.kind}`, fill, children: make(c) });
+          out.push({ id: c.id, label: c.label.split("\n")[0], classes: `${c.kind}`, fill, children: make(c) });
         } else {
           const cls = c.kind === "group" ? "groupnode" : `${c.kind}node`;
           out.push({ id: c.id, label: c.label, shape: "box3d", classes: `${cls} filled`, fill: fill || "var(--jl-bg3)" });
@@ -611,21 +605,24 @@ export class GraphView {
     return out.map((t) => String(t).toLowerCase());
   }
 
-  // Finds leaves by exact term (else by part of one), shows every match and jumps to the next.
+  // Finds leaves by exact term (else by part of one) and marks them all; typing jumps to the first
+  // (from three characters on), Enter to the next, Shift+Enter to the previous.
   find(query, step) {
     const q = query.trim().toLowerCase();
-    if (!q) { this.matches = []; this.markMatches(); this.status.textContent = ""; return; }
     if (step === 0 || q !== this.lastQuery) {
-      const all = [...this.leaves.values()];
+      const all = q ? [...this.leaves.values()] : [];
       let hits = all.filter((l) => this.terms(l).includes(q));
       if (!hits.length && q.length >= 2) hits = all.filter((l) => this.terms(l).some((t) => t.includes(q)));
       this.matches = hits.sort((a, b) => a.order - b.order);
       this.matchAt = -1;
       this.lastQuery = q;
+      this.markMatches();
+      if (step === 0 && q.length < 3) {
+        this.status.textContent = q ? ` ${this.matches.length} matches` : "";
+        return;
+      }
     }
-    this.status.textContent = this.matches.length ? ` ${this.matches.length} matches` : " no match";
-    if (!this.matches.length) { this.markMatches(); return; }
-    if (step === 0 && this.matches.length > 1 && this.matchAt < 0) { this.markMatches(); if (query.length < 3) return; }
+    if (!this.matches.length) { this.status.textContent = q ? " no match" : ""; return; }
     this.matchAt = (this.matchAt + (step || 1) + this.matches.length) % this.matches.length;
     this.reveal(this.matches[this.matchAt]);
     this.status.textContent = ` match ${this.matchAt + 1} of ${this.matches.length}`;

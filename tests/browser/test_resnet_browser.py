@@ -99,6 +99,13 @@ def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
     assert inside(canvas, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     assert pane.locator("g.match").count() >= 1 and "of" in pane.locator(".jl-status").inner_text()
     root.screenshot(path=str(artifacts / "resnet_graph_search.png"))
+    for query, expect in (("%r44", "conv2d"), ("group 56", "group 56"), ("max_pool2d", "max_pool2d")):
+        pane.locator(".jl-search").fill(query)
+        pane.locator(".jl-search").press("Enter")
+        assert "of" in pane.locator(".jl-status").inner_text()
+        node = pane.locator("g.node.current-match").get_attribute("id")
+        op = page.evaluate("(uid) => JSON.parse(document.getElementById('jl-data').textContent).data.ops[uid]", node[3:])
+        assert expect in (op["name"] if not expect.startswith("group") else f"group {op['group']}")
     assert page.errors == []
 
 
