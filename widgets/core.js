@@ -156,13 +156,16 @@ export function staticModel(state) {
 }
 
 // Wheel to zoom around the pointer, drag to pan, and a fit() to go back.
-export function panZoom(svg, initial) {
+export function panZoom(svg, initial, onChange) {
   // A copy: viewBox.baseVal is live, and apply() rewrites it (fit() went back to where it already was).
   const base = svg.viewBox.baseVal;
   const whole = { x: base.x, y: base.y, w: base.width, h: base.height };
   const home = initial || { ...whole };
   let vb = { ...home };
-  const apply = () => svg.setAttribute("viewBox", `${vb.x} ${vb.y} ${vb.w} ${vb.h}`);
+  const apply = () => {
+    svg.setAttribute("viewBox", `${vb.x} ${vb.y} ${vb.w} ${vb.h}`);
+    if (onChange) onChange({ ...vb });
+  };
   const toSvg = (evt) => {
     const r = svg.getBoundingClientRect();
     const scale = Math.max(vb.w / r.width, vb.h / r.height);

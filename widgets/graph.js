@@ -93,9 +93,11 @@ export class GraphView {
     this.matchAt = -1;
     this.build();
     this.canvas = h("div", { class: "jl-canvas jl-graphcanvas" });
+    this.crumbEl = h("div", { class: "jl-crumbs" });
+    this.focus = null;
     this.status = h("span", { class: "jl-muted jl-status" });
     this.legendEl = h("div", { class: "jl-legend" });
-    this.el = h("div", { class: "jl-graphview" }, this.toolbar(), this.canvas, this.legendEl);
+    this.el = h("div", { class: "jl-graphview" }, this.toolbar(), this.crumbEl, this.canvas, this.legendEl);
     this.tip = tooltip(this.el);
     ctx.on("select", (sel) => this.highlight(sel, true));
   }
@@ -480,6 +482,7 @@ export class GraphView {
   toggle(id, open) {
     const before = this.boxOf(id);
     if (open) this.expanded.add(id); else this.expanded.delete(id);
+    this.focus = open ? id : (this.containers.get(id).parent || this.root).id;
     this.render(true, id, before);
   }
 
@@ -497,6 +500,7 @@ export class GraphView {
     this.at = arrange(units, edges);
     this.install(toSvg(units, edges, this.at));
     this.legend();
+    this.crumbs();
     if (view) {
       if (anchor && was && this.at.boxes.get(anchor)) {
         const now = this.at.boxes.get(anchor);
@@ -518,11 +522,69 @@ export class GraphView {
     svg.addEventListener("click", (e) => this.onClick(e));
     svg.addEventListener("mousemove", (e) => this.onHover(e));
     svg.addEventListener("mouseleave", () => this.tip.hide());
-    this.pz = panZoom(svg);
+    this.mini = this.minimap();
+    this.pz = panZoom(svg, null, (vb) => this.moveMini(vb));
     this.highlight(this.ctx.selection, false);
     this.markMatches();
     if (this.options.stepOf) this.showOrder(this.options.stepOf);
     if (this.live) this.setLive(this.live.uids, this.live.current);
+  }
+
+  // The path down to what was opened or found last; each step leads back to that level.
+  crumbs() {
+    const chain = [];
+    const start = this.focus && (this.containers.get(this.focus) || this.leaves.get(this.focus));
+    for (let c = start; c && c !== this.root; c = c.parent) chain.unshift(c);
+    const link = (label, fn, id) => h("a", { href: "#", class: "jl-crumb", "data-id": id, onclick: (e) => { e.preventDefault(); fn(); } }, label);
+    const short = (c) => { const l = c.label.split("\n")[0]; return l.length > 32 ? `${l.slice(0, 31)}…` : l; };
+    this.crumbEl.replaceChildren(link("top", () => { this.focus = null; this.openToFit(); this.render(false); this.fit(); }, "root"),
+      ...chain.flatMap((c) => [" › ", link(short(c), () => this.back(c), c.id)]));
+  }
+
+  // Back to one container: everything inside it collapses, and the view centres on it.
+  back(c) {
+    if (!c.children) { this.centerOn(c.id); return; }
+    const inside = (id) => { for (let x = this.containers.get(id); x; x = x.parent) if (x.parent === c) return true; return false; };
+    for (const id of [...this.expanded]) if (inside(id)) this.expanded.delete(id);
+    this.focus = c.id;
+    this.render(true);
+    this.centerOn(c.id);
+  }
+
+  // An overview of the whole drawing with the viewport marked, when the drawing is larger than the view.
+  minimap() {
+    this.canvas.querySelector(".jl-minimap")?.remove();
+    const r = this.canvas.getBoundingClientRect();
+    const w = this.at.width + 8;
+    const hh = this.at.height + 8;
+    if (!r.width || (w <= r.width * 1.5 && hh <= r.height * 1.5)) return null;
+    const boxes = [...this.at.boxes.values()].map(([x, y, bw, bh]) => s("rect", { x, y, width: bw, height: bh }));
+    const view = s("rect", { class: "jl-mini-view" });
+    const mini = s("svg", { viewBox: `-4 -4 ${w} ${hh}`, preserveAspectRatio: "xMidYMid meet" }, s("g", { class: "jl-mini-boxes" }, boxes), view);
+    const box = h("div", { class: "jl-minimap", title: "overview: click to go there" });
+    box.append(mini);
+    mini.addEventListener("click", (evt) => {
+      const pt = mini.createSVGPoint();
+      pt.x = evt.clientX;
+      pt.y = evt.clientY;
+      const p = pt.matrixTransform(mini.getScreenCTM().inverse());
+      const cur = this.pz.get();
+      this.pz.set({ ...cur, x: p.x - cur.w / 2, y: p.y - cur.h / 2 });
+    });
+    this.canvas.append(box);
+    return view;
+  }
+
+  moveMini(vb) {
+    if (!this.mini) return;
+    const r = this.svg.getBoundingClientRect();
+    const scale = Math.max(vb.w / (r.width || 1), vb.h / (r.height || 1));
+    const w = (r.width || vb.w) * scale;
+    const hh = (r.height || vb.h) * scale;
+    this.mini.setAttribute("x", vb.x - (w - vb.w) / 2);
+    this.mini.setAttribute("y", vb.y - (hh - vb.h) / 2);
+    this.mini.setAttribute("width", w);
+    this.mini.setAttribute("height", hh);
   }
 
   fit() {
@@ -546,6 +608,8 @@ export class GraphView {
     this.tip.hide();
     if (node && uidOf(node.id) !== null) {
       const uid = uidOf(node.id);
+      this.focus = node.id;
+      this.crumbs();
       this.ctx.select({ kind: "op", uids: [uid], label: `${this.data.ops[String(uid)]?.name || "op"} #${uid}`, source: "graph" });
     } else if (node && this.containers.has(node.id)) {
       const c = this.containers.get(node.id);
@@ -630,6 +694,7 @@ export class GraphView {
 
   // Expands whatever hides a leaf (and shows it if it is bookkeeping), then centres on it.
   reveal(leaf) {
+    this.focus = leaf.id;
     if (leaf.book && !this.showBookkeeping) {
       this.showBookkeeping = true;
       const box = this.el.querySelector(".jl-bookkeeping");

@@ -67,7 +67,8 @@ function fitLayer(layer, want, width, cx) {
 }
 
 // Boxes (id -> [w, h]) laid out in ranks; an edge down several ranks bends through a point on each rank between.
-export function place(sizes, edges) {
+// `pin` puts some items on the first rank (-1) or the last (1): a part's ports for edges from and to outside it.
+export function place(sizes, edges, pin = new Map()) {
   const ids = [...sizes.keys()];
   if (!ids.length) return { corners: new Map(), bends: new Map(), width: 0, height: 0 };
   const [, succ0] = adjacency(ids, edges);
@@ -80,8 +81,12 @@ export function place(sizes, edges) {
   for (const i of ids) {        // sources sit just above their first user
     if (!preds0.get(i).length && succs0.get(i).length) rank.set(i, Math.min(...succs0.get(i).map((s) => rank.get(s))) - 1);
   }
-  const lo = Math.min(...rank.values());
-  for (const i of ids) rank.set(i, rank.get(i) - lo);
+  const free = ids.filter((i) => !pin.has(i));
+  const lo = Math.min(...free.map((i) => rank.get(i)));
+  const first = [...pin.values()].includes(-1) ? 1 : 0;
+  for (const i of free) rank.set(i, rank.get(i) - lo + first);
+  const last = Math.max(0, ...free.map((i) => rank.get(i))) + 1;
+  for (const [i, side] of pin) rank.set(i, side < 0 ? 0 : last);
   const size = new Map(sizes);
   const via = new Map();
   const steps = [];
@@ -140,12 +145,13 @@ export function place(sizes, edges) {
 }
 
 // Lays out a tree of units: {id, label, shape, classes, fill} boxes and {id, label, children, fill} expanded parts.
-// `edges` join box ids. Returns absolute boxes by id (parts too), each edge's bend points, and the size.
+// `edges` join box ids. An edge into or out of a part goes through a port on the part's first or last rank, so
+// that inside the part it is routed around the boxes like any other long edge. Returns absolute boxes by id
+// (parts too), each edge's bend points, and the size.
 export function arrange(units, edges) {
-  const boxes = new Map();
-  const bends = new Map();
+  const shift = (points, dx, dy) => points.map(([x, y]) => [x + dx, y + dy]);
   const lay = (list) => {
-    const top = new Map();
+    const top = new Map();       // leaf id -> the unit of `list` holding it
     const inner = new Map();
     const sizes = new Map();
     for (const u of list) {
@@ -159,11 +165,25 @@ export function arrange(units, edges) {
         top.set(u.id, u.id);
       }
     }
-    const mine = edges.filter(([a, b]) => top.has(a) && top.has(b) && top.get(a) !== top.get(b));
-    const pairs = new Map(mine.map(([a, b]) => [`${top.get(a)}\n${top.get(b)}`, [top.get(a), top.get(b)]]));
-    const placed = place(sizes, [...pairs.values()]);
+    const pairs = new Map();
+    const ins = new Set();
+    const outs = new Set();
+    for (const [a, b] of edges) {
+      const ua = top.get(a);
+      const ub = top.get(b);
+      if (ua !== undefined && ub !== undefined) { if (ua !== ub) pairs.set(`${ua}\n${ub}`, [ua, ub]); }
+      else if (ub !== undefined) ins.add(ub);
+      else if (ua !== undefined) outs.add(ua);
+    }
+    const pin = new Map();
+    const links = [...pairs.values()];
+    for (const u of ins) { sizes.set(`\0in\n${u}`, [BEND_WIDTH, 0]); pin.set(`\0in\n${u}`, -1); links.push([`\0in\n${u}`, u]); }
+    for (const u of outs) { sizes.set(`\0out\n${u}`, [BEND_WIDTH, 0]); pin.set(`\0out\n${u}`, 1); links.push([u, `\0out\n${u}`]); }
+    const placed = place(sizes, links, pin);
+    const port = (id) => [placed.corners.get(id)[0] + BEND_WIDTH / 2, placed.corners.get(id)[1]];
     const local = new Map();
     const localBends = new Map();
+    const subOffset = new Map();
     for (const u of list) {
       const [x, y] = placed.corners.get(u.id);
       const [w, hh] = sizes.get(u.id);
@@ -172,16 +192,38 @@ export function arrange(units, edges) {
       if (!sub) continue;
       const dx = x + CPAD;
       const dy = y + CPAD + CLABEL;
+      subOffset.set(u.id, [dx, dy]);
       for (const [id, [bx, by, bw, bh]] of sub.local) local.set(id, [bx + dx, by + dy, bw, bh]);
-      for (const [e, ps] of sub.localBends) localBends.set(e, ps.map(([px, py]) => [px + dx, py + dy]));
+      for (const [e, ps] of sub.localBends) localBends.set(e, shift(ps, dx, dy));
     }
-    for (const [a, b] of mine) localBends.set(`${a}\n${b}`, placed.bends.get(`${top.get(a)}\n${top.get(b)}`) || []);
-    return { local, localBends, members: [...top.keys()], width: placed.width, height: placed.height };
+    // The way from a unit's port down into a leaf, and from a leaf out to its unit's port, through inner parts.
+    const into = (leaf) => {
+      const u = top.get(leaf);
+      const sub = inner.get(u);
+      return sub && sub.into.has(leaf) ? shift(sub.into.get(leaf), ...subOffset.get(u)) : [];
+    };
+    const outOf = (leaf) => {
+      const u = top.get(leaf);
+      const sub = inner.get(u);
+      return sub && sub.outOf.has(leaf) ? shift(sub.outOf.get(leaf), ...subOffset.get(u)) : [];
+    };
+    const intoChain = new Map();
+    const outChain = new Map();
+    for (const [a, b] of edges) {
+      const ua = top.get(a);
+      const ub = top.get(b);
+      if (ua !== undefined && ub !== undefined && ua !== ub) {
+        localBends.set(`${a}\n${b}`, [...outOf(a), ...(placed.bends.get(`${ua}\n${ub}`) || []), ...into(b)]);
+      } else if (ua === undefined && ub !== undefined && !intoChain.has(b)) {
+        intoChain.set(b, [port(`\0in\n${ub}`), ...(placed.bends.get(`\0in\n${ub}\n${ub}`) || []), ...into(b)]);
+      } else if (ub === undefined && ua !== undefined && !outChain.has(a)) {
+        outChain.set(a, [...outOf(a), ...(placed.bends.get(`${ua}\n\0out\n${ua}`) || []), port(`\0out\n${ua}`)]);
+      }
+    }
+    return { local, localBends, into: intoChain, outOf: outChain, members: [...top.keys()], width: placed.width, height: placed.height };
   };
   const out = lay(units);
-  for (const [id, box] of out.local) boxes.set(id, box);
-  for (const [e, ps] of out.localBends) bends.set(e, ps);
-  return { boxes, bends, width: out.width, height: out.height };
+  return { boxes: out.local, bends: out.localBends, width: out.width, height: out.height };
 }
 
 const fmtNum = (v) => (Math.round(v * 100) / 100).toString();

@@ -49,7 +49,7 @@ def inside(box, x, y):
 def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, artifacts):
     root = open_page(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
-    pane.locator("svg").wait_for()
+    pane.locator("svg[data-layout=browser]").wait_for()
     _, nodes, label_px = graph_state(page)
     assert 3 <= nodes <= 60 and label_px >= 10
     assert pane.locator("g.node.bookkeeping").count() == 0
@@ -70,6 +70,8 @@ def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, arti
         if node_id.startswith("grp_"):
             break
     assert node_id.startswith("grp_") and pane.locator("g.cluster.group").count() == 1
+    crumbs = pane.locator(".jl-crumbs a")
+    assert crumbs.count() >= 3 and crumbs.last.inner_text().startswith("group ")
     root.screenshot(path=str(artifacts / "resnet_graph_expanded.png"))
     # Fit after a zoom shows the whole drawing again.
     page.mouse.move(canvas["x"] + canvas["width"] / 2, canvas["y"] + canvas["height"] / 2)
@@ -80,13 +82,16 @@ def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, arti
     pane.get_by_role("button", name="Fit").click()
     fitted = [float(v) for v in graph_state(page)[0].split()]
     assert graph_state(page)[0] != zoomed and fitted[2] >= whole[0] and fitted[3] >= whole[1]
+    # The breadcrumbs lead back: the top level again, as it opened.
+    crumbs.first.click()
+    assert pane.locator("g.cluster").count() == 0 and graph_state(page)[1] <= 60
     assert page.errors == []
 
 
 def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
     root = open_page(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
-    pane.locator("svg").wait_for()
+    pane.locator("svg[data-layout=browser]").wait_for()
     pane.locator(".jl-search").fill("n44")
     pane.locator(".jl-search").press("Enter")
     current = pane.locator("g.node.current-match")
@@ -112,7 +117,7 @@ def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
 def test_colour_overlays_have_a_short_legend(page, resnet_pages, artifacts):
     root = open_page(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
-    pane.locator("svg").wait_for()
+    pane.locator("svg[data-layout=browser]").wait_for()
     assert "215 groups" in pane.locator(".jl-legend").inner_text()
     colors = page.evaluate("() => Object.values(JSON.parse(document.getElementById('jl-data').textContent).data.colors)")
     shown = page.evaluate("() => [...document.querySelectorAll('.jl-legend-groups .jl-swatch')].map((s) => s.style.background)")
