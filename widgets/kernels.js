@@ -36,6 +36,17 @@ export class KernelsView {
     if (k && this.el.isConnected) this.show(k);
   }
 
+  // The profile's spread, launches and the groups a shared kernel ran for, when profiled.
+  measured(k) {
+    const p = ((this.ctx.data.profile || {}).kernels || {})[k.key];
+    if (!p || typeof p !== "object") return "";
+    const parts = [];
+    if (typeof p.min === "number" && typeof p.max === "number") parts.push(`${fmtSec(p.min)}–${fmtSec(p.max)}`);
+    if (p.launches) parts.push(`${p.launches} launches`);
+    if ((p.groups || []).length > 1) parts.push(`shared by groups ${p.groups.join(", ")}`);
+    return parts.join(" · ");
+  }
+
   // Every signature a jitted function compiled, with the reason for each recompile.
   recompiles() {
     const list = this.ctx.data.recompiles || [];
@@ -62,9 +73,10 @@ export class KernelsView {
       h("td", { class: "jl-key", title: k.key }, k.key.length > 28 ? `${k.key.slice(0, 26)}…` : k.key),
       h("td", {}, k.backend), h("td", { class: "jl-num" }, fmtSec(k.compile_seconds)),
       h("td", { class: k.cache_hit ? "jl-good" : "jl-warn" }, k.cache_hit ? "hit" : `miss${k.miss_reason ? `: ${k.miss_reason}` : ""}`),
-      h("td", { class: "jl-num" }, k.per_call_seconds === null || k.per_call_seconds === undefined ? "–" : fmtSec(k.per_call_seconds))));
+      h("td", { class: "jl-num" }, k.per_call_seconds === null || k.per_call_seconds === undefined ? "–" : fmtSec(k.per_call_seconds)),
+      h("td", { class: "jl-muted" }, this.measured(k))));
     this.el.append(h("table", { class: "jl-table" },
-      h("thead", {}, h("tr", {}, ["group", "key", "backend", "compile", "cache", "per call"].map((t) => h("th", {}, t)))),
+      h("thead", {}, h("tr", {}, ["group", "key", "backend", "compile", "cache", "per call", "measured"].map((t) => h("th", {}, t)))),
       h("tbody", {}, rows)), this.source);
     this.show(this.kernels[0]);
   }

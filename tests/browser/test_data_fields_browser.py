@@ -27,6 +27,12 @@ def page_with_fields(tmp_path):
     data["recompiles"] = [{"index": 0, "signature": {"x": "f32[3,8]"}, "reason": "first call", "changed": [], "seconds": 0.4, "current": False},
                           {"index": 1, "signature": {"x": "f32[5,8]"}, "reason": "x: shape f32[3,8] -> f32[5,8]",
                            "changed": [], "seconds": 0.3, "current": True}]
+    order = data["schedule"]["order"]
+    data["profile"] = {"mode": "steps", "repeats": 5,
+                       "steps": [{"index": k, "uid": uid, "name": data["ops"][str(uid)]["name"], "group": data["ops"][str(uid)]["group"],
+                                  "kernel": None, "median": 1e-5 * (k + 1), "spread": 1e-6, "start": 1e-4 * k, "stream": 0}
+                                 for k, uid in enumerate(order)],
+                       "kernels": {"k0": {"median": 2e-5, "min": 1e-5, "max": 3e-5, "calls": 1, "launches": 2, "groups": [0, 1]}}}
     path = tmp_path / "fields.html"
     path.write_text(html.page({"data": data, "view": "all", "selection": {}}, "fields"), encoding="utf-8")
     return path, mem["peak_bytes"]
@@ -50,6 +56,13 @@ def test_newer_fields_show_when_present(page, tmp_path, artifacts):
     assert "B = 6" in memory.locator(".jl-dryrun").inner_text()
     assert memory.locator(".jl-stats").inner_text() != before
     root.screenshot(path=str(artifacts / "fields_memory.png"))
+    root.locator("[data-tab=schedule]").click()
+    assert root.locator(".jl-kerneltime rect.jl-kstep").count() == len(data_order(page))
     root.locator("[data-tab=kernels]").click()
+    assert "shared by groups 0, 1" in root.locator(".jl-pane-kernels table").last.inner_text()
     assert "x: shape f32[3,8] -> f32[5,8]" in root.locator(".jl-recompiles").inner_text()
     assert page.errors == []
+
+
+def data_order(page):
+    return page.evaluate("() => JSON.parse(document.getElementById('jl-data').textContent).data.schedule.order")
