@@ -228,8 +228,15 @@ export class GraphView {
 
   partLabel(part) {
     const ops = this.leavesOf(part).filter((l) => l.op && !l.book);
-    const places = ops.map((l) => where(l.op)).filter(Boolean);
-    const span = places.length ? (places[0] === places[places.length - 1] ? places[0] : `${places[0]} … ${places[places.length - 1]}`) : "";
+    const onnx = ops.filter((l) => l.op.onnx || /node '/.test(l.op.loc || "")).map((l) => where(l.op));
+    // Imported: the span of ONNX node names. Traced: the functions the ops were written in, and their lines.
+    let span = onnx.length ? (onnx[0] === onnx[onnx.length - 1] ? onnx[0] : `${onnx[0]} … ${onnx[onnx.length - 1]}`) : "";
+    if (!span) {
+      const fns = [...new Set(ops.map((l) => (/\sin\s+(\S+)\s*$/.exec(l.op.loc || "") || [])[1]).filter(Boolean))];
+      const lines = ops.map((l) => Number((/:(\d+)\b/.exec(l.op.loc || "") || [])[1])).filter((n) => n > 0);
+      const range = lines.length ? ` · lines ${Math.min(...lines)}–${Math.max(...lines)}` : "";
+      span = fns.length ? `${fns.slice(0, 3).join(", ")}${fns.length > 3 ? ", …" : ""}${range}` : "";
+    }
     const groups = new Set(ops.map((l) => l.group).filter((g) => g !== null && g !== undefined)).size;
     const head = `${span || `part ${part.id.slice(5)}`} · ${ops.length} ops${groups ? `, ${groups} groups` : ""}`;
     // The ops as written (traced or imported) say what a part does; decompositions repeat them.

@@ -124,3 +124,16 @@ def resnet_pages(tmp_path_factory):
     page = explore(exe).save(folder / "resnet50.html")
     compare = explore.compare(exe, jl.compile(program, level="O0"), labels=["O1", "O0"]).save(folder / "compare.html")
     return page, compare
+
+
+@pytest.fixture(scope="session")
+def transformer_page(tmp_path_factory):
+    """The explorer page of a traced 12-layer transformer encoder at O1, saved once per session."""
+    import jitlab as jl
+    from jitlab.explore import explore
+    from tests.browser.transformer import example
+
+    fn, x = example()
+    f = jl.jit(fn, level="O1")
+    f(x)
+    return explore(f).save(tmp_path_factory.mktemp("transformer") / "transformer.html")

@@ -1,4 +1,4 @@
-"""The saved explorer page of a real model (onnx's light ResNet-50 at O1) in Chromium."""
+"""Saved explorer pages of real models in Chromium: onnx's light ResNet-50 at O1 and a traced 12-layer transformer."""
 
 import pytest
 
@@ -147,4 +147,18 @@ def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts)
     text = pane.inner_text()
     assert text.count("peak") - text.count("peak at step") - text.count("live at the peak") == 1
     root.screenshot(path=str(artifacts / "resnet_memory.png"))
+    assert page.errors == []
+
+
+def test_traced_transformer_opens_readable(page, transformer_page, artifacts):
+    root = open_page(page, transformer_page)
+    pane = root.locator(".jl-pane-graph")
+    pane.locator("svg[data-layout=browser]").wait_for()
+    _, nodes, label_px = graph_state(page)
+    assert 3 <= nodes <= 60 and label_px >= 10
+    assert "layer_norm" in pane.locator("svg[data-layout=browser]").text_content()     # parts named by their functions
+    pane.locator(".jl-search").fill("softmax")
+    pane.locator(".jl-search").press("Enter")
+    pane.locator("g.node.current-match").wait_for()
+    root.screenshot(path=str(artifacts / "transformer_graph.png"))
     assert page.errors == []
