@@ -104,6 +104,8 @@ def page(browser):
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.errors = errors
+    page.console_errors = []
+    page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
     yield page
     context.close()
 

@@ -23,7 +23,7 @@ def test_compare_page_renders(page, resnet_pages, artifacts):
     for k in range(2):      # each side opens collapsed to a readable level
         assert 3 <= sides.nth(k).locator("g.node").count() <= 60
     root.screenshot(path=str(artifacts / "resnet_compare.png"))
-    assert page.errors == []
+    assert page.errors == [] and page.console_errors == []
 
 
 def graph_state(page):
