@@ -1,6 +1,7 @@
 // The Compare view: several compilations' figures in one table and their graphs side by side.
 
-import { fmtBytes, fmtSec, h, panZoom } from "./core.js";
+import { fmtBytes, fmtSec, h, panZoom, recolor } from "./core.js";
+import { GraphView } from "./graph.js";
 
 const ROWS = [
   ["level", (v) => v || "–"], ["target", (v) => v || "–"], ["ops", String], ["groups", String], ["kernels", String],
@@ -25,6 +26,18 @@ export class CompareView {
       h("thead", {}, h("tr", {}, h("th", {}, ""), labels.map((l) => h("th", {}, l)))),
       h("tbody", {}, ROWS.map(([key, fmt]) => h("tr", {}, h("td", {}, key.replace("_", " ")),
         columns.map((c, i) => h("td", { class: `jl-num${best(key, i) ? " jl-good" : ""}` }, c[key] === null || c[key] === undefined ? "–" : fmt(c[key]))))))));
+    if (this.cmp.views) {
+      // Each side laid out like the Graph view (collapsed, expandable, searchable); selections stay per side.
+      const cols = this.cmp.views.map((view, i) => {
+        recolor(view);
+        const side = { data: view, selection: {}, isStatic: this.ctx.isStatic, on() {}, select() {}, request() {} };
+        const col = h("div", { class: "jl-cmpcol" }, h("b", {}, labels[i]));
+        return [col, new GraphView(side)];
+      });
+      this.el.append(h("div", { class: "jl-cmpgraphs" }, cols.map(([col]) => col)));
+      for (const [col, view] of cols) view.mount(col);
+      return;
+    }
     const boxes = graphs.map((svgText, i) => {
       const box = h("div", { class: "jl-canvas jl-cmpgraph" });
       box.innerHTML = svgText || "";

@@ -62,6 +62,40 @@ export function opName(data, uid) {
   return op ? `${op.name.replace(/^np\./, "")} #${uid}` : `op #${uid}`;
 }
 
+// The ONNX node name or source line an op came from, as its `loc` says.
+export function where(op) {
+  const loc = op ? `${op.onnx || ""} ${op.loc || ""}` : "";
+  const node = /node '([^']+)'/.exec(loc) || /node (#\d+)/.exec(op && op.onnx ? op.onnx : "");
+  if (node) return node[1];
+  const line = /([\w.-]+\.py):(\d+)/.exec(loc);
+  return line ? `${line[1]}:${line[2]}` : "";
+}
+
+// A buffer by its value and the op that made it: `%r45 · conv2d (n44)`.
+export function bufferLabel(data, b) {
+  const op = b.producer !== null && b.producer !== undefined ? data.ops[String(b.producer)] : null;
+  if (!op) return `%${b.name} · ${b.kind}`;
+  let kind = op.name.replace(/^\w+\./, "");
+  let place = where(op);
+  const g = op.name === "jit.group" ? (data.groups || []).find((x) => x.id === op.group) : null;
+  if (g) {      // a group's result: name the group's main op and where it came from
+    const members = g.ops.map((u) => data.ops[String(u)]).filter(Boolean);
+    const main = members.find((m) => (!m.origin || m.origin.pass === "trace") && !m.view) || members[members.length - 1];
+    kind = `group ${g.id}: ${main ? main.name.replace(/^\w+\./, "") : "fused"}`;
+    place = place || (main ? where(main) : "");
+  }
+  return `%${b.name} · ${kind}${place ? ` (${place})` : ""}`;
+}
+
+// More groups than the palette has colours: hues a golden angle apart, so no two groups share one
+// and neighbours (consecutive ids) differ most. Every view reads the same `colors`.
+export function recolor(data) {
+  const ids = Object.keys(data.colors || {}).map(Number).sort((a, b) => a - b);
+  if (ids.length <= 12) return;
+  ids.forEach((g, k) => { data.colors[String(g)] = `hsl(${((k * 137.508) % 360).toFixed(1)}, 60%, ${k % 2 ? 80 : 72}%)`; });
+  for (const g of data.groups || []) g.color = data.colors[String(g.id)];
+}
+
 export function groupColor(data, gid) {
   return gid === null || gid === undefined ? null : data.colors[String(gid)] || null;
 }
@@ -122,11 +156,16 @@ export function staticModel(state) {
 }
 
 // Wheel to zoom around the pointer, drag to pan, and a fit() to go back.
-export function panZoom(svg, initial) {
-  const vb0 = svg.viewBox.baseVal;
-  const home = initial || { x: vb0.x, y: vb0.y, w: vb0.width, h: vb0.height };
+export function panZoom(svg, initial, onChange) {
+  // A copy: viewBox.baseVal is live, and apply() rewrites it (fit() went back to where it already was).
+  const base = svg.viewBox.baseVal;
+  const whole = { x: base.x, y: base.y, w: base.width, h: base.height };
+  const home = initial || { ...whole };
   let vb = { ...home };
-  const apply = () => svg.setAttribute("viewBox", `${vb.x} ${vb.y} ${vb.w} ${vb.h}`);
+  const apply = () => {
+    svg.setAttribute("viewBox", `${vb.x} ${vb.y} ${vb.w} ${vb.h}`);
+    if (onChange) onChange({ ...vb });
+  };
   const toSvg = (evt) => {
     const r = svg.getBoundingClientRect();
     const scale = Math.max(vb.w / r.width, vb.h / r.height);
@@ -168,7 +207,10 @@ export function panZoom(svg, initial) {
   }, true);
   apply();
   return {
-    fit() { vb = { x: vb0.x, y: vb0.y, w: vb0.width, h: vb0.height }; apply(); },
+    fit() { vb = { ...whole }; apply(); },
+    get: () => ({ ...vb }),
+    set(view) { vb = { ...view }; apply(); },
+    toSvg,
     home() { vb = { ...home }; apply(); },
     focus(box) {
       const w = Math.max(box.width * 3, home.w * 0.3);

@@ -2,7 +2,7 @@
 // selection. Loaded by anywidget in a notebook, and inlined by the static HTML export.
 
 import { CompareView } from "./compare.js";
-import { fmtSec, h, makeContext } from "./core.js";
+import { fmtSec, h, makeContext, recolor } from "./core.js";
 import { FusionView } from "./fusion.js";
 import { GraphView } from "./graph.js";
 import { KernelsView } from "./kernels.js";
@@ -41,6 +41,7 @@ function render({ model, el }) {
   const root = h("div", { class: "jl-explorer" });
   el.append(root);
   const ctx = makeContext(model, root);
+  recolor(ctx.data);
   const only = model.get("view");
   const names = only && only !== "all" ? [only] : Object.keys(VIEWS).filter((k) => k !== "compare" || ctx.data.compare);
   const panes = {};

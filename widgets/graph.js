@@ -1,14 +1,37 @@
-// The graph: Graphviz's SVG (laid out in Python) with groups that expand on click,
-// hover details, the linked selection, and schedule overlays (order, live buffers).
+// The graph: laid out in the browser from the drawable graph Python sends, as a hierarchy
+// (scopes when the ops carry them, else parts of the program cut where one value flows on,
+// then fusion groups, then ops) that opens collapsed and expands in place; bookkeeping ops
+// hidden unless asked for; colour overlays with a short legend; search; hover details,
+// the linked selection and the schedule overlays (order, live buffers).
 
-import { chip, empty, fmtSec, h, panZoom, s, tooltip } from "./core.js";
+import { chip, fmtBytes, fmtSec, h, panZoom, s, tooltip, where } from "./core.js";
+import { arrange, toSvg } from "./layout.js";
 
-function uidOf(el) {
-  return el && el.id && el.id.startsWith("op_") ? Number(el.id.slice(3)) : null;
+const LINE_PX = 64;               // a rank's height (box and gap) at scale 1
+const TYPE = /^(\w+)\[(.*)\]$/;
+const ITEM = { f64: 8, i64: 8, u64: 8, c64: 8, c128: 16, f32: 4, i32: 4, u32: 4, f16: 2, bf16: 2, i16: 2, u16: 2, i8: 1, u8: 1, bool: 1 };
+
+function uidOf(id) {
+  return id && id.startsWith("op_") ? Number(id.slice(3)) : null;
 }
 
-function groupIdOf(el) {
-  return el && el.id && el.id.startsWith("grp_") ? Number(el.id.slice(4)) : null;
+
+function scopeOf(op) {
+  const sc = op && op.scope;
+  if (!sc) return [];
+  return (Array.isArray(sc) ? sc : String(sc).split("/")).filter(Boolean);
+}
+
+export function typeBytes(text, bindings) {
+  const m = TYPE.exec(String(text || "").trim());
+  if (!m || !(m[1] in ITEM)) return null;
+  let n = ITEM[m[1]];
+  for (const d of m[2].split(",").map((x) => x.trim()).filter(Boolean)) {
+    const v = /^\d+$/.test(d) ? Number(d) : (bindings || {})[d];
+    if (v === undefined) return null;
+    n *= v;
+  }
+  return n;
 }
 
 export function opDetails(data, uid, folded) {
@@ -26,6 +49,7 @@ export function opDetails(data, uid, folded) {
     h("div", {}, `made by: ${origin.pass || "trace"}${origin.rule ? ` (rule ${origin.rule})` : ""}`),
     op.view ? h("div", {}, "view: a re-view of its operand, no data moves") : null,
     op.rejected ? h("div", { class: "jl-bad" }, `left out of every group: ${op.rejected}`) : null,
+    scopeOf(op).length ? h("div", { class: "jl-muted" }, `scope: ${scopeOf(op).join("/")}`) : null,
     op.loc ? h("div", { class: "jl-muted" }, op.loc) : null);
 }
 
@@ -40,140 +64,580 @@ function groupDetails(data, gid) {
     h("div", { class: "jl-muted" }, "click to expand"));
 }
 
+function kindsSummary(names, n = 3) {
+  const count = new Map();
+  for (const x of names) count.set(x, (count.get(x) || 0) + 1);
+  return [...count].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, c]) => (c > 1 ? `${k} ×${c}` : k)).join(", ") +
+    (count.size > n ? ", …" : "");
+}
+
+// Categorical colours for the overlays that are not groups.
+const CATS = ["#8cb4e8", "#f2a86f", "#8fd18f", "#e88f8f", "#c3a5e0", "#d9d96a", "#7fd4d9", "#f0a8d8"];
+
+function scaleColor(t) {
+  const c = (a, b) => Math.round(a + (b - a) * t);
+  return `rgb(${c(255, 215)},${c(245, 48)},${c(200, 39)})`;     // pale yellow to red
+}
+
 export class GraphView {
   constructor(ctx, options = {}) {
     this.ctx = ctx;
     this.data = ctx.data;
-    this.graph = this.data.graph || { layouts: {}, members: {}, folded: {} };
-    this.layouts = { ...(this.graph.layouts || {}) };
-    this.groupIds = Object.keys(this.graph.members || {}).map(Number).sort((a, b) => a - b);
-    this.expanded = new Set(this.graph.default === "all" ? this.groupIds : []);
+    this.graph = this.data.graph || { members: {}, folded: {} };
     this.options = options;
     this.byId = new Map();
     this.live = null;
-    this.canvas = h("div", { class: "jl-canvas" });
-    this.status = h("span", { class: "jl-muted" });
-    this.el = h("div", { class: "jl-graphview" }, this.toolbar(), this.canvas, this.legend());
+    this.showBookkeeping = false;
+    this.overlay = "group";
+    this.matches = [];
+    this.matchAt = -1;
+    this.build();
+    this.canvas = h("div", { class: "jl-canvas jl-graphcanvas" });
+    this.crumbEl = h("div", { class: "jl-crumbs" });
+    this.focus = null;
+    this.status = h("span", { class: "jl-muted jl-status" });
+    this.legendEl = h("div", { class: "jl-legend" });
+    this.el = h("div", { class: "jl-graphview" }, this.toolbar(), this.crumbEl, this.canvas, this.legendEl);
     this.tip = tooltip(this.el);
     ctx.on("select", (sel) => this.highlight(sel, true));
-    ctx.on("msg", (msg) => {
-      if (msg.type === "layout" && msg.svg) { this.layouts[msg.key] = msg.svg; if (msg.key === this.key()) this.render(); }
+  }
+
+  // Leaves (drawable ops, inputs, outputs) and the containers above them.
+  build() {
+    const view = this.graph.view || { nodes: [], edges: [] };
+    this.leaves = new Map();
+    view.nodes.forEach(([id, label, kind, group, classes], order) => {
+      const op = this.data.ops[String(uidOf(id))];
+      const book = kind === "op" && !!op && (op.bookkeeping ?? (op.name.startsWith("mem.") || !!op.view));
+      this.leaves.set(id, { id, label, kind, group, classes: classes || [], order, op, book, parent: null });
     });
+    this.edges = view.edges.filter(([a, b]) => this.leaves.has(a) && this.leaves.has(b));
+    this.containers = new Map();
+    const root = { id: "root", kind: "root", children: [], parent: null };
+    this.root = root;
+    const container = (id, kind, label, parent) => {
+      if (!this.containers.has(id)) {
+        const c = { id, kind, label, children: [], parent, order: Infinity };
+        this.containers.set(id, c);
+        parent.children.push(c);
+      }
+      return this.containers.get(id);
+    };
+    const scopeNode = (path) => {
+      let node = root;
+      path.forEach((name, k) => { node = container(`sc_${path.slice(0, k + 1).join("/")}`, "scope", name, node); });
+      return node;
+    };
+    const groupScopes = new Map();
+    for (const leaf of this.leaves.values()) {
+      if (leaf.group === null || leaf.group === undefined) continue;
+      const path = scopeOf(leaf.op);
+      const prev = groupScopes.get(leaf.group);
+      if (!prev) { groupScopes.set(leaf.group, path); continue; }
+      let k = 0;
+      while (k < prev.length && k < path.length && prev[k] === path[k]) k += 1;
+      groupScopes.set(leaf.group, prev.slice(0, k));
+    }
+    for (const leaf of this.leaves.values()) {
+      let parent;
+      if (leaf.group !== null && leaf.group !== undefined) {
+        parent = container(`grp_${leaf.group}`, "group", `group ${leaf.group}`, scopeNode(groupScopes.get(leaf.group)));
+      } else {
+        parent = leaf.kind === "op" ? scopeNode(scopeOf(leaf.op)) : root;
+      }
+      leaf.parent = parent;
+      parent.children.push(leaf);
+    }
+    const first = (node) => {
+      if (!node.children) return node.order;
+      node.order = Math.min(Infinity, ...node.children.map(first));
+      return node.order;
+    };
+    first(root);
+    this.groupIds = [...this.containers.values()].filter((c) => c.kind === "group").map((c) => Number(c.id.slice(4))).sort((a, b) => a - b);
+    this.groupLabels();
+    this.parts = 0;
+    this.maxChildren = 7;
+    this.split(root);
+    for (const c of this.containers.values()) c.children.sort((a, b) => a.order - b.order);
+    root.children.sort((a, b) => a.order - b.order);
+    this.expanded = new Set();
+  }
+
+  groupLabels() {
+    for (const c of this.containers.values()) {
+      if (c.kind !== "group") continue;
+      const names = c.children.filter((l) => !l.book).map((l) => l.label.split("\n")[0]);
+      const uniq = [...new Set(names)];
+      c.label = `${c.label}\n${uniq.slice(0, 3).join(", ")}${uniq.length > 3 ? ", …" : ""}`;
+    }
+  }
+
+  leavesOf(node, out = []) {
+    if (!node.children) out.push(node);
+    else for (const c of node.children) this.leavesOf(c, out);
+    return out;
+  }
+
+  // Splits a container with too many children into parts cut where the fewest values flow on.
+  split(node) {
+    if (!node.children || node.kind === "group") return;
+    const keep = node === this.root ? node.children.filter((c) => c.kind === "input" || c.kind === "output") : [];
+    const kids = node.children.filter((c) => !keep.includes(c)).sort((a, b) => a.order - b.order);
+    const weight = (c) => (c.children ? 1 : c.book ? 0 : 1);
+    const n = kids.reduce((a, c) => a + weight(c), 0);
+    if (n > this.maxChildren) {
+      const index = new Map();
+      kids.forEach((c, k) => { for (const l of this.leavesOf(c)) index.set(l.id, k); });
+      const lastUse = kids.map((_, k) => k);
+      for (const [a, b] of this.edges) {
+        const ka = index.get(a);
+        const kb = index.get(b);
+        if (ka !== undefined && kb !== undefined && kb > lastUse[ka]) lastUse[ka] = kb;
+      }
+      const crossing = new Array(kids.length + 1).fill(0);       // sources still used past each cut
+      lastUse.forEach((last, k) => { for (let b = k + 1; b <= last; b += 1) crossing[b] += 1; });
+      const m = Math.min(this.maxChildren, Math.ceil(n / this.maxChildren));
+      const cuts = [0];
+      for (let k = 1; k < m; k += 1) {
+        const ideal = Math.round((k * kids.length) / m);
+        const span = Math.max(1, Math.floor(kids.length / (2 * m)));
+        let best = null;
+        for (let b = Math.max(cuts[cuts.length - 1] + 1, ideal - span); b <= Math.min(kids.length - 1, ideal + span); b += 1) {
+          const score = crossing[b] * 1000 + Math.abs(b - ideal);
+          if (best === null || score < best[0]) best = [score, b];
+        }
+        if (best) cuts.push(best[1]);
+      }
+      cuts.push(kids.length);
+      const parts = [];
+      for (let k = 0; k + 1 < cuts.length; k += 1) {
+        const members = kids.slice(cuts[k], cuts[k + 1]);
+        if (!members.length) continue;
+        this.parts += 1;
+        const part = { id: `part_${this.parts}`, kind: "part", children: members, parent: node, order: members[0].order };
+        for (const c of members) c.parent = part;
+        part.label = this.partLabel(part);
+        this.containers.set(part.id, part);
+        parts.push(part);
+      }
+      node.children = [...keep, ...parts];
+    }
+    for (const c of node.children) if (c.children) this.split(c);
+  }
+
+  partLabel(part) {
+    const ops = this.leavesOf(part).filter((l) => l.op && !l.book);
+    const onnx = ops.filter((l) => l.op.onnx || /node '/.test(l.op.loc || "")).map((l) => where(l.op));
+    // Imported: the span of ONNX node names. Traced: the functions the ops were written in, and their lines.
+    let span = onnx.length ? (onnx[0] === onnx[onnx.length - 1] ? onnx[0] : `${onnx[0]} … ${onnx[onnx.length - 1]}`) : "";
+    if (!span) {
+      const fns = [...new Set(ops.map((l) => (/\sin\s+(\S+)\s*$/.exec(l.op.loc || "") || [])[1]).filter(Boolean))];
+      const lines = ops.map((l) => Number((/:(\d+)\b/.exec(l.op.loc || "") || [])[1])).filter((n) => n > 0);
+      const range = lines.length ? ` · lines ${Math.min(...lines)}–${Math.max(...lines)}` : "";
+      span = fns.length ? `${fns.slice(0, 3).join(", ")}${fns.length > 3 ? ", …" : ""}${range}` : "";
+    }
+    const groups = new Set(ops.map((l) => l.group).filter((g) => g !== null && g !== undefined)).size;
+    const head = `${span || `part ${part.id.slice(5)}`} · ${ops.length} ops${groups ? `, ${groups} groups` : ""}`;
+    // The ops as written (traced or imported) say what a part does; decompositions repeat them.
+    const written = ops.filter((l) => !l.op.origin || l.op.origin.pass === "trace");
+    return `${head}\n${kindsSummary((written.length ? written : ops).map((l) => l.op.name.replace(/^\w+\./, "")))}`;
+  }
+
+  // The deepest level whose drawing still fits the canvas with readable labels, opened from the top.
+  openToFit() {
+    this.expanded = new Set();
+    const rows = Math.max(5, Math.floor((this.canvasHeight || 560) / LINE_PX) - 1);
+    let frontier = this.root.children.filter((c) => c.children && c.kind !== "group");
+    while (frontier.length) {
+      const trial = new Set([...this.expanded, ...frontier.map((c) => c.id)]);
+      if (this.visibleCount(trial) > 60 || this.depth(trial) > rows) break;
+      this.expanded = trial;
+      frontier = frontier.flatMap((c) => c.children.filter((x) => x.children && x.kind !== "group"));
+    }
+  }
+
+  visibleCount(expanded) {
+    let n = 0;
+    const walk = (node) => {
+      for (const c of node.children) {
+        if (!c.children) n += c.book && !this.showBookkeeping ? 0 : 1;
+        else if (expanded.has(c.id)) walk(c);
+        else n += 1;
+      }
+    };
+    walk(this.root);
+    return n;
+  }
+
+  // Ranks a drawing needs at most: the length of its longest chain, counting expanded parts' insides.
+  depth(expanded) {
+    const units = this.units(expanded);
+    const edges = this.visibleEdges(expanded);
+    const succ = new Map();
+    for (const [a, b] of edges) (succ.get(a) || succ.set(a, []).get(a)).push(b);
+    const memo = new Map();
+    const longest = (id) => {
+      if (memo.has(id)) return memo.get(id);
+      memo.set(id, 1);
+      const v = 1 + Math.max(0, ...(succ.get(id) || []).map(longest));
+      memo.set(id, v);
+      return v;
+    };
+    const ids = [];
+    const walk = (list) => list.forEach((u) => (u.children ? walk(u.children) : ids.push(u.id)));
+    walk(units);
+    return Math.max(0, ...ids.map((i) => longest(i)));
+  }
+
+  isHidden(leaf) {
+    return leaf.book && !this.showBookkeeping;
+  }
+
+  // The drawn box standing for a leaf: itself, or its outermost collapsed container.
+  repOf(leaf, expanded = this.expanded) {
+    const chain = [];
+    for (let c = leaf.parent; c && c !== this.root; c = c.parent) chain.push(c);
+    for (let k = chain.length - 1; k >= 0; k -= 1) if (!expanded.has(chain[k].id)) return chain[k].id;
+    return leaf.id;
+  }
+
+  // Leaf edges with hidden bookkeeping ops bypassed, mapped to the drawn boxes.
+  visibleEdges(expanded = this.expanded) {
+    const preds = new Map();
+    for (const [a, b] of this.edges) (preds.get(b) || preds.set(b, []).get(b)).push(a);
+    const memo = new Map();
+    const sources = (id) => {
+      if (memo.has(id)) return memo.get(id);
+      memo.set(id, []);
+      const out = [];
+      for (const p of preds.get(id) || []) {
+        if (this.isHidden(this.leaves.get(p))) out.push(...sources(p)); else out.push(p);
+      }
+      memo.set(id, out);
+      return out;
+    };
+    const seen = new Set();
+    const out = [];
+    for (const leaf of this.leaves.values()) {
+      if (this.isHidden(leaf)) continue;
+      const b = this.repOf(leaf, expanded);
+      for (const p of sources(leaf.id)) {
+        const a = this.repOf(this.leaves.get(p), expanded);
+        const key = `${a}\n${b}`;
+        if (a !== b && !seen.has(key)) { seen.add(key); out.push([a, b]); }
+      }
+    }
+    return out;
+  }
+
+  // The tree of units to draw: boxes and expanded containers.
+  units(expanded = this.expanded) {
+    const make = (node) => {
+      const out = [];
+      for (const c of node.children) {
+        if (!c.children) {
+          if (this.isHidden(c)) continue;
+          const classes = [c.kind, ...c.classes, c.book ? "bookkeeping" : ""];
+          const fill = this.fillOf([c]);
+          if (fill) classes.push("filled");
+          out.push({ id: c.id, label: c.label, shape: c.kind === "op" ? "box" : "ellipse", classes: classes.join(" "), fill });
+          continue;
+        }
+        const visible = this.leavesOf(c).filter((l) => !this.isHidden(l));
+        if (!visible.length) continue;
+        const fill = c.kind === "group" || this.scaled() ? this.fillOf(visible, c) : null;
+        if (expanded.has(c.id)) {
+          out.push({ id: c.id, label: c.label.split("\n")[0], classes: `${c.kind}`, fill, children: make(c) });
+        } else {
+          const cls = c.kind === "group" ? "groupnode" : `${c.kind}node`;
+          out.push({ id: c.id, label: c.label, shape: "box3d", classes: `${cls} filled`, fill: fill || "var(--jl-bg3)" });
+        }
+      }
+      return out;
+    };
+    return make(this.root);
   }
 
   toolbar() {
     const button = (label, fn, title) => h("button", { class: "jl-btn", onclick: fn, title }, label);
+    const book = [...this.leaves.values()].filter((l) => l.book).length;
+    this.search = h("input", { type: "search", class: "jl-search", placeholder: "search: op, %value, node name, group, line",
+      onkeydown: (e) => { if (e.key === "Enter") { e.preventDefault(); this.find(this.search.value, e.shiftKey ? -1 : 1); } },
+      oninput: () => this.find(this.search.value, 0) });
+    const overlays = [["group", "group"], ["backend", "backend"], ["dtype", "dtype"], ["bytes", "bytes written"]];
+    if (this.kernelTimes().size || Object.values(this.data.ops).some((o) => typeof o.seconds === "number")) overlays.push(["time", "measured time"]);
+    const select = h("select", { class: "jl-overlay", title: "colour nodes by", onchange: (e) => { this.overlay = e.target.value; this.render(true); } },
+      overlays.map(([v, label]) => h("option", { value: v }, `colour: ${label}`)));
     return h("div", { class: "jl-toolbar" },
-      this.groupIds.length ? button("Expand all", () => this.setExpanded(this.groupIds)) : null,
-      this.groupIds.length ? button("Collapse all", () => this.setExpanded([])) : null,
-      button("Fit", () => this.pz && this.pz.fit(), "show the whole graph"),
-      h("span", { class: "jl-muted" }, "wheel: zoom · drag: pan · click: select"),
+      this.containers.size ? button("Expand all", () => this.setExpanded([...this.containers.keys()])) : null,
+      this.containers.size ? button("Collapse all", () => this.setExpanded([])) : null,
+      button("Fit", () => this.fit(), "show the whole graph"),
+      book ? h("label", { class: "jl-filter", title: "mem.alloc, mem.free and view ops" },
+        h("input", { type: "checkbox", class: "jl-bookkeeping", onchange: (e) => { this.showBookkeeping = e.target.checked; this.render(true); } }),
+        `bookkeeping (${book})`) : null,
+      select, this.search,
+      h("span", { class: "jl-muted" }, "wheel: zoom · drag: pan · click: expand or select"),
       this.status);
   }
 
-  legend() {
-    const items = this.data.groups.map((g) => h("a", {
-      href: "#", class: "jl-legend-item", "data-group": g.id,
-      onclick: (e) => { e.preventDefault(); this.ctx.select({ kind: "group", id: g.id, uids: g.ops, label: `group ${g.id}` }); },
-    }, chip(g.color, `group ${g.id}${g.backend ? ` · ${g.backend}` : ""} (${g.ops.length})`)));
-    const styles = [["rejected", "not in any group"], ["view", "view (no data moves)"], ["selected", "selected"]];
-    return h("div", { class: "jl-legend" }, items,
-      styles.map(([cls, label]) => h("span", { class: `jl-chip jl-style-${cls}` }, h("span", { class: "jl-swatch" }), label)),
-      this.options.schedule ? h("span", { class: "jl-chip jl-style-live" }, h("span", { class: "jl-swatch" }), "live at this step") : null);
+  kernelTimes() {
+    const out = new Map();
+    for (const k of this.data.kernels || []) {
+      if (k.per_call_seconds !== null && k.per_call_seconds !== undefined && k.group !== null && k.group !== undefined) out.set(k.group, k.per_call_seconds);
+    }
+    return out;
   }
 
-  key() {
-    if (!this.groupIds.length || this.expanded.size === this.groupIds.length) return "all";
-    if (!this.expanded.size) return "none";
-    return [...this.expanded].sort((a, b) => a - b).join(",");
+  scaled() {
+    return this.overlay === "bytes" || this.overlay === "time";
+  }
+
+  // The overlay's value for a set of leaves (a part: the sum of its groups' and ops'), and the colour it maps to.
+  valueOf(leaves, part = null) {
+    if (part && part.kind !== "group" && this.scaled()) {
+      let sum = null;
+      for (const c of part.children) {
+        const v = c.children ? this.valueOf(this.leavesOf(c), c) : c.op && !c.book ? this.valueOf([c]) : null;
+        if (typeof v === "number") sum = (sum || 0) + v;
+      }
+      return sum;
+    }
+    const ops = leaves.map((l) => l.op).filter(Boolean);
+    const group = leaves[0].group;
+    switch (this.overlay) {
+      case "backend": {
+        const g = this.data.groups.find((x) => x.id === group);
+        return g ? g.backend || "fused" : ops.length ? "host (numpy)" : null;
+      }
+      case "dtype": {
+        const t = ops.length && ops[ops.length - 1].types[0];
+        return t ? String(t).split("[")[0] : null;
+      }
+      case "bytes": {
+        const bind = (this.data.memory || {}).bindings || {};
+        const inner = new Set(ops.flatMap((o) => o.operands));
+        const outs = group !== null && group !== undefined && leaves.length > 1
+          ? ops.filter((o) => o.results.some((r) => !inner.has(r)) || o === ops[ops.length - 1]) : ops;
+        const sizes = outs.flatMap((o) => o.types.map((t) => typeBytes(t, bind))).filter((x) => x !== null);
+        return sizes.length ? sizes.reduce((a, b) => a + b, 0) : null;
+      }
+      case "time": {
+        const measured = ops.map((o) => o.seconds).filter((x) => typeof x === "number");
+        if (measured.length) return group !== null && group !== undefined ? Math.max(...measured) : measured.reduce((a, b) => a + b, 0);
+        return group !== null && group !== undefined ? this.kernelTimes().get(group) ?? null : null;
+      }
+      default:
+        return group;
+    }
+  }
+
+  fillOf(leaves, part = null) {
+    if (!leaves.length) return null;
+    const v = this.valueOf(leaves, part);
+    if (v === null || v === undefined) return null;
+    if (this.seen) { this.seen.push(v); return null; }
+    if (this.overlay === "group") return this.data.colors[String(v)] || null;
+    if (this.overlay === "bytes" || this.overlay === "time") {
+      const [lo, hi] = this.range;
+      const t = hi > lo ? (Math.log(v + 1) - Math.log(lo + 1)) / (Math.log(hi + 1) - Math.log(lo + 1)) : 1;
+      return scaleColor(Math.max(0, Math.min(1, t)));
+    }
+    if (!this.cats.has(v)) this.cats.set(v, CATS[this.cats.size % CATS.length]);
+    return this.cats.get(v);
+  }
+
+  // The legend: a short list or a scale, never one entry per group.
+  legend() {
+    const styles = [["rejected", "not in any group"], ["view", "view (no data moves)"], ["selected", "selected"], ["match", "search match"]];
+    let head;
+    if (this.overlay === "group") {
+      const swatches = this.groupIds.slice(0, 12).map((g) => h("span", { class: "jl-swatch", style: `background:${this.data.colors[String(g)]}` }));
+      head = h("span", { class: "jl-chip jl-legend-groups" }, swatches, ` colour = fusion group · ${this.groupIds.length} groups`);
+    } else if (this.overlay === "bytes" || this.overlay === "time") {
+      const fmt = this.overlay === "bytes" ? fmtBytes : fmtSec;
+      const [lo, hi] = this.range;
+      head = h("span", { class: "jl-chip jl-scale" }, `${this.overlay === "bytes" ? "bytes written" : "time per call"}: ${fmt(lo)}`,
+        h("span", { class: "jl-ramp", style: `background:linear-gradient(90deg, ${scaleColor(0)}, ${scaleColor(0.5)}, ${scaleColor(1)})` }), fmt(hi), " (log scale)");
+    } else {
+      head = [...this.cats].map(([v, c]) => chip(c, v));
+    }
+    this.legendEl.replaceChildren(h("span", { class: "jl-legend-head" }, head),
+      ...styles.map(([cls, label]) => h("span", { class: `jl-chip jl-style-${cls}` }, h("span", { class: "jl-swatch" }), label)),
+      ...(this.options.schedule ? [h("span", { class: "jl-chip jl-style-live" }, h("span", { class: "jl-swatch" }), "live at this step")] : []));
+  }
+
+  // The scale's range: over what is drawn now, so that collapsed parts and open groups each use all of it.
+  prepareOverlay() {
+    this.cats = new Map();
+    this.range = [0, 0];
+    if (!this.scaled()) return;
+    this.seen = [];
+    this.units();
+    const ok = this.seen.filter((v) => typeof v === "number");
+    this.seen = null;
+    this.range = ok.length ? [Math.min(...ok), Math.max(...ok)] : [0, 0];
   }
 
   setExpanded(ids) {
     this.expanded = new Set(ids);
-    this.render();
+    this.render(false);
+    this.fit();
   }
 
-  toggleGroup(gid, open) {
-    if (open) this.expanded.add(gid); else this.expanded.delete(gid);
-    this.render();
+  // Opens or closes one container, keeping it where it was on screen.
+  toggle(id, open) {
+    const before = this.boxOf(id);
+    if (open) this.expanded.add(id); else this.expanded.delete(id);
+    this.focus = open ? id : (this.containers.get(id).parent || this.root).id;
+    this.render(true, id, before);
   }
 
-  render() {
-    let key = this.key();
-    if (!this.layouts[key]) {
-      if (this.ctx.isStatic) {
-        key = "all";
-      } else {
-        this.status.textContent = " laying out…";
-        this.ctx.request({ type: "layout", key });
-        return;
+  boxOf(id) {
+    return this.at ? this.at.boxes.get(id) : null;
+  }
+
+  // Draws the current state; `keep` keeps the view, and `anchor` puts that box's top centre where `was` had it.
+  render(keep = true, anchor = null, was = null) {
+    const t0 = performance.now();
+    const view = keep && this.pz ? this.pz.get() : null;
+    this.prepareOverlay();
+    const units = this.units();
+    const edges = this.visibleEdges();
+    this.at = arrange(units, edges);
+    this.install(toSvg(units, edges, this.at));
+    this.legend();
+    this.crumbs();
+    if (view) {
+      if (anchor && was && this.at.boxes.get(anchor)) {
+        const now = this.at.boxes.get(anchor);
+        view.x += now[0] + now[2] / 2 - (was[0] + was[2] / 2);
+        view.y += now[1] - was[1];
       }
+      this.pz.set(view);
     }
-    this.status.textContent = "";
-    if (key === this.installed) return;
-    this.install(this.layouts[key]);
-    this.installed = key;
+    this.el.dataset.layout = [...this.expanded].sort().join(",") || "none";
+    this.el.dataset.nodes = String(this.svg.querySelectorAll("g.node").length);
+    this.el.dataset.renderMs = String(Math.round(performance.now() - t0));
   }
 
   install(svgText) {
-    if (!svgText) { this.canvas.replaceChildren(empty("No graph recorded.")); return; }
-    const t0 = performance.now();
     this.canvas.innerHTML = svgText;
     const svg = this.canvas.querySelector("svg");
-    svg.removeAttribute("width");
-    svg.removeAttribute("height");
-    svg.querySelectorAll("title").forEach((t) => t.remove());
     this.svg = svg;
     this.byId = new Map([...svg.querySelectorAll("g.node, g.cluster")].map((g) => [g.id, g]));
     svg.addEventListener("click", (e) => this.onClick(e));
     svg.addEventListener("mousemove", (e) => this.onHover(e));
     svg.addEventListener("mouseleave", () => this.tip.hide());
-    this.pz = panZoom(svg, this.initialView(svg));
+    this.mini = this.minimap();
+    this.pz = panZoom(svg, null, (vb) => this.moveMini(vb));
     this.highlight(this.ctx.selection, false);
+    this.markMatches();
     if (this.options.stepOf) this.showOrder(this.options.stepOf);
     if (this.live) this.setLive(this.live.uids, this.live.current);
-    this.el.dataset.layout = this.key();
-    this.el.dataset.renderMs = String(Math.round(performance.now() - t0));
   }
 
-  initialView(svg) {
-    const vb = svg.viewBox.baseVal;
-    const width = this.canvas.clientWidth || 900;
-    const height = this.canvas.clientHeight || 560;
-    if (Math.min(width / vb.width, height / vb.height) >= 0.45) return null;
-    const scale = Math.min(1, width / vb.width);
-    return { x: vb.x, y: vb.y, w: width / scale, h: height / scale };
+  // The path down to what was opened or found last; each step leads back to that level.
+  crumbs() {
+    const chain = [];
+    const start = this.focus && (this.containers.get(this.focus) || this.leaves.get(this.focus));
+    for (let c = start; c && c !== this.root; c = c.parent) chain.unshift(c);
+    const link = (label, fn, id) => h("a", { href: "#", class: "jl-crumb", "data-id": id, onclick: (e) => { e.preventDefault(); fn(); } }, label);
+    const short = (c) => { const l = c.label.split("\n")[0]; return l.length > 32 ? `${l.slice(0, 31)}…` : l; };
+    this.crumbEl.replaceChildren(link("top", () => { this.focus = null; this.openToFit(); this.render(false); this.fit(); }, "root"),
+      ...chain.flatMap((c) => [" › ", link(short(c), () => this.back(c), c.id)]));
+  }
+
+  // Back to one container: everything inside it collapses, and the view centres on it.
+  back(c) {
+    if (!c.children) { this.centerOn(c.id); return; }
+    const inside = (id) => { for (let x = this.containers.get(id); x; x = x.parent) if (x.parent === c) return true; return false; };
+    for (const id of [...this.expanded]) if (inside(id)) this.expanded.delete(id);
+    this.focus = c.id;
+    this.render(true);
+    this.centerOn(c.id);
+  }
+
+  // An overview of the whole drawing with the viewport marked, when the drawing is larger than the view.
+  minimap() {
+    this.canvas.querySelector(".jl-minimap")?.remove();
+    const r = this.canvas.getBoundingClientRect();
+    const w = this.at.width + 8;
+    const hh = this.at.height + 8;
+    if (!r.width || (w <= r.width * 1.5 && hh <= r.height * 1.5)) return null;
+    const boxes = [...this.at.boxes.values()].map(([x, y, bw, bh]) => s("rect", { x, y, width: bw, height: bh }));
+    const view = s("rect", { class: "jl-mini-view" });
+    const mini = s("svg", { viewBox: `-4 -4 ${w} ${hh}`, preserveAspectRatio: "xMidYMid meet" }, s("g", { class: "jl-mini-boxes" }, boxes), view);
+    const box = h("div", { class: "jl-minimap", title: "overview: click to go there" });
+    box.append(mini);
+    mini.addEventListener("click", (evt) => {
+      const pt = mini.createSVGPoint();
+      pt.x = evt.clientX;
+      pt.y = evt.clientY;
+      const p = pt.matrixTransform(mini.getScreenCTM().inverse());
+      const cur = this.pz.get();
+      this.pz.set({ ...cur, x: p.x - cur.w / 2, y: p.y - cur.h / 2 });
+    });
+    this.canvas.append(box);
+    return view;
+  }
+
+  moveMini(vb) {
+    if (!this.mini) return;
+    const r = this.svg.getBoundingClientRect();
+    const scale = Math.max(vb.w / (r.width || 1), vb.h / (r.height || 1));
+    const w = (r.width || vb.w) * scale;
+    const hh = (r.height || vb.h) * scale;
+    this.mini.setAttribute("x", vb.x - (w - vb.w) / 2);
+    this.mini.setAttribute("y", vb.y - (hh - vb.h) / 2);
+    this.mini.setAttribute("width", w);
+    this.mini.setAttribute("height", hh);
+  }
+
+  fit() {
+    if (this.pz) this.pz.fit();
   }
 
   elementFor(uid) {
-    const el = this.byId.get(`op_${uid}`);
-    if (el) return el;
+    const leaf = this.leaves.get(`op_${uid}`);
+    if (leaf && !this.isHidden(leaf)) return this.byId.get(this.repOf(leaf));
     const op = this.data.ops[String(uid)];
-    return op && op.group !== null && op.group !== undefined ? this.byId.get(`grp_${op.group}`) : null;
+    if (op && op.group !== null && op.group !== undefined) {
+      const group = this.containers.get(`grp_${op.group}`);
+      if (group) return this.byId.get(this.repOf(group.children[0]));
+    }
+    return null;
   }
 
   onClick(evt) {
     const node = evt.target.closest("g.node");
     const cluster = evt.target.closest("g.cluster");
     this.tip.hide();
-    if (node && uidOf(node) !== null) {
-      const uid = uidOf(node);
+    if (node && uidOf(node.id) !== null) {
+      const uid = uidOf(node.id);
+      this.focus = node.id;
+      this.crumbs();
       this.ctx.select({ kind: "op", uids: [uid], label: `${this.data.ops[String(uid)]?.name || "op"} #${uid}`, source: "graph" });
-    } else if (node && groupIdOf(node) !== null) {
-      const gid = groupIdOf(node);
-      const g = this.data.groups.find((x) => x.id === gid);
-      this.ctx.select({ kind: "group", id: gid, uids: g ? g.ops : [], label: `group ${gid}`, source: "graph" });
-      this.toggleGroup(gid, true);
-    } else if (cluster && groupIdOf(cluster) !== null) {
-      this.toggleGroup(groupIdOf(cluster), false);
+    } else if (node && this.containers.has(node.id)) {
+      const c = this.containers.get(node.id);
+      if (c.kind === "group") {
+        const gid = Number(c.id.slice(4));
+        const g = this.data.groups.find((x) => x.id === gid);
+        this.ctx.select({ kind: "group", id: gid, uids: g ? g.ops : [], label: `group ${gid}`, source: "graph" });
+      }
+      this.toggle(node.id, true);
+    } else if (cluster && this.containers.has(cluster.id) && evt.target.closest("text, rect") && evt.target.parentNode === cluster) {
+      this.toggle(cluster.id, false);
     }
   }
 
   onHover(evt) {
     const node = evt.target.closest("g.node");
     if (!node) { this.tip.hide(); return; }
-    if (uidOf(node) !== null) this.tip.show(evt, opDetails(this.data, uidOf(node), this.graph.folded[node.id]));
-    else if (groupIdOf(node) !== null) this.tip.show(evt, groupDetails(this.data, groupIdOf(node)));
+    const c = this.containers.get(node.id);
+    if (uidOf(node.id) !== null) this.tip.show(evt, opDetails(this.data, uidOf(node.id), (this.graph.folded || {})[node.id]));
+    else if (c && c.kind === "group") this.tip.show(evt, groupDetails(this.data, Number(c.id.slice(4))));
+    else if (c) this.tip.show(evt, h("div", { class: "jl-details" }, ...c.label.split("\n").map((l) => h("div", {}, l)), h("div", { class: "jl-muted" }, "click to expand")));
     else this.tip.show(evt, h("div", {}, node.querySelector("text")?.textContent || node.id));
   }
 
@@ -182,13 +646,85 @@ export class GraphView {
     this.svg.querySelectorAll(".selected").forEach((el) => el.classList.remove("selected"));
     const targets = (sel && sel.uids ? sel.uids : []).map((u) => this.elementFor(u)).filter(Boolean);
     targets.forEach((el) => el.classList.add("selected"));
-    if (reveal && targets.length && sel.source !== "graph" && this.svg.isConnected && this.svg.getBBox) {
-      const box = targets[0].getBBox();
-      if (box.width) this.pz.focus(box);
-    }
+    if (reveal && targets.length && sel.source !== "graph" && this.svg.isConnected) this.centerOn(targets[0].id);
   }
 
-  // Numbers each op (or a collapsed group: its first and last step) by its place in the order.
+  centerOn(id) {
+    const box = this.boxOf(id);
+    if (!box || !this.pz) return;
+    const r = this.svg.getBoundingClientRect();
+    const cur = this.pz.get();
+    const scale = Math.max(1, Math.min(r.width / cur.w, r.height / cur.h));
+    const w = (r.width || 900) / scale;
+    const hh = (r.height || 560) / scale;
+    this.pz.set({ x: box[0] + box[2] / 2 - w / 2, y: box[1] + box[3] / 2 - hh / 2, w, h: hh });
+  }
+
+  // Search terms of one leaf: its op's kind, values, uid, ONNX node name or source line, group and scope.
+  terms(leaf) {
+    const op = leaf.op;
+    if (!op) return [leaf.id.replace(/^(in|out)_/, ""), leaf.label.split("\n")[0]];
+    const out = [op.name, op.name.replace(/^\w+\./, ""), `#${op.uid}`, ...op.results.map((r) => `%${r}`)];
+    const w = where(op);
+    if (w) out.push(w);
+    if (op.group !== null && op.group !== undefined) out.push(`group ${op.group}`, `g${op.group}`);
+    if (op.loc) out.push(op.loc);
+    if (op.onnx) out.push(op.onnx);
+    if (op.path) out.push(op.path);
+    out.push(...scopeOf(op));
+    for (const v of Object.values(op.attrs || {})) if (typeof v === "string" && v.startsWith("\"")) out.push(v.slice(1, -1));
+    return out.map((t) => String(t).toLowerCase());
+  }
+
+  // Finds leaves by exact term (else by part of one) and marks them all; typing jumps to the first
+  // (from three characters on), Enter to the next, Shift+Enter to the previous.
+  find(query, step) {
+    const q = query.trim().toLowerCase();
+    if (step === 0 || q !== this.lastQuery) {
+      const all = q ? [...this.leaves.values()] : [];
+      let hits = all.filter((l) => this.terms(l).includes(q));
+      if (!hits.length && q.length >= 2) hits = all.filter((l) => this.terms(l).some((t) => t.includes(q)));
+      this.matches = hits.sort((a, b) => a.order - b.order);
+      this.matchAt = -1;
+      this.lastQuery = q;
+      this.markMatches();
+      if (step === 0 && q.length < 3) {
+        this.status.textContent = q ? ` ${this.matches.length} matches` : "";
+        return;
+      }
+    }
+    if (!this.matches.length) { this.status.textContent = q ? " no match" : ""; return; }
+    this.matchAt = (this.matchAt + (step || 1) + this.matches.length) % this.matches.length;
+    this.reveal(this.matches[this.matchAt]);
+    this.status.textContent = ` match ${this.matchAt + 1} of ${this.matches.length}`;
+  }
+
+  // Expands whatever hides a leaf (and shows it if it is bookkeeping), then centres on it.
+  reveal(leaf) {
+    this.focus = leaf.id;
+    if (leaf.book && !this.showBookkeeping) {
+      this.showBookkeeping = true;
+      const box = this.el.querySelector(".jl-bookkeeping");
+      if (box) box.checked = true;
+    }
+    for (let c = leaf.parent; c && c !== this.root; c = c.parent) this.expanded.add(c.id);
+    this.render(true);
+    this.svg.querySelectorAll(".current-match").forEach((el) => el.classList.remove("current-match"));
+    this.byId.get(leaf.id)?.classList.add("current-match");
+    this.centerOn(leaf.id);
+  }
+
+  markMatches() {
+    if (!this.svg) return;
+    this.svg.querySelectorAll(".match").forEach((el) => el.classList.remove("match"));
+    for (const leaf of this.matches) {
+      if (this.isHidden(leaf)) continue;
+      this.byId.get(this.repOf(leaf))?.classList.add("match");
+    }
+    this.el.dataset.matches = String(this.matches.length);
+  }
+
+  // Numbers each op (or a collapsed part: its first and last step) by its place in the order.
   showOrder(stepOf) {
     this.options.stepOf = stepOf;
     if (!this.svg) return;
@@ -196,17 +732,18 @@ export class GraphView {
     const ranges = new Map();
     for (const [uid, step] of Object.entries(stepOf)) {
       const el = this.elementFor(Number(uid));
-      if (!el) continue;
+      if (!el || !el.classList.contains("node")) continue;
       const r = ranges.get(el) || [step, step];
       ranges.set(el, [Math.min(r[0], step), Math.max(r[1], step)]);
     }
     for (const [el, [lo, hi]] of ranges) {
-      const box = el.getBBox();
+      const box = this.boxOf(el.id);
+      if (!box) continue;
       const text = lo === hi ? `${lo}` : `${lo}–${hi}`;
       const w = 7 + 6.2 * text.length;
       el.append(s("g", { class: "jl-badge" },
-        s("rect", { x: box.x - 6, y: box.y - 7, width: w, height: 13, rx: 6 }),
-        s("text", { x: box.x - 6 + w / 2, y: box.y + 2.5, "text-anchor": "middle" }, text)));
+        s("rect", { x: box[0] - 6, y: box[1] - 7, width: w, height: 13, rx: 6 }),
+        s("text", { x: box[0] - 6 + w / 2, y: box[1] + 2.5, "text-anchor": "middle" }, text)));
     }
   }
 
@@ -220,11 +757,12 @@ export class GraphView {
 
   mount(parent) {
     parent.append(this.el);
+    this.canvasHeight = this.canvas.clientHeight || 560;
+    if (!this.leaves.size) { this.canvas.replaceChildren(h("div", { class: "jl-empty" }, "No graph recorded.")); return; }
     const t0 = performance.now();
-    this.render();
-    const seconds = this.graph.seconds;
-    if (seconds !== undefined) {
-      this.status.textContent = ` layout ${fmtSec(seconds)} · drawn in ${fmtSec((performance.now() - t0) / 1000)}`;
-    }
+    this.openToFit();
+    this.render(false);
+    this.fit();
+    this.status.textContent = ` drawn in ${fmtSec((performance.now() - t0) / 1000)}`;
   }
 }

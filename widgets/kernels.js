@@ -36,8 +36,34 @@ export class KernelsView {
     if (k && this.el.isConnected) this.show(k);
   }
 
+  // The profile's spread, launches and the groups a shared kernel ran for, when profiled.
+  measured(k) {
+    const p = ((this.ctx.data.profile || {}).kernels || {})[k.key];
+    if (!p || typeof p !== "object") return "";
+    const parts = [];
+    if (typeof p.min === "number" && typeof p.max === "number") parts.push(`${fmtSec(p.min)}–${fmtSec(p.max)}`);
+    if (p.launches) parts.push(`${p.launches} launches`);
+    if ((p.groups || []).length > 1) parts.push(`shared by groups ${p.groups.join(", ")}`);
+    return parts.join(" · ");
+  }
+
+  // Every signature a jitted function compiled, with the reason for each recompile.
+  recompiles() {
+    const list = this.ctx.data.recompiles || [];
+    if (!list.length) return null;
+    const rows = list.map((r) => h("tr", { class: r.current ? "jl-current" : "" },
+      h("td", { class: "jl-num" }, `#${r.index}`),
+      h("td", {}, Object.entries(r.signature || {}).map(([k, v]) => `${k}: ${v}`).join(", ")),
+      h("td", {}, r.reason || ""), h("td", { class: "jl-num" }, fmtSec(r.seconds)), h("td", {}, r.current ? "shown" : "")));
+    return h("div", { class: "jl-recompiles" }, h("h4", {}, `compilations: ${list.length}`),
+      h("table", { class: "jl-table" }, h("thead", {}, h("tr", {}, ["", "signature", "why", "compile", ""].map((t) => h("th", {}, t)))),
+        h("tbody", {}, rows)));
+  }
+
   mount(parent) {
     parent.append(this.el);
+    const recompiles = this.recompiles();
+    if (recompiles) this.el.append(recompiles);
     if (!this.kernels.length) {
       this.el.append(empty("No kernels recorded: O0 runs each op with its numpy reference implementation (compile at O1 or O2)."));
       return;
@@ -47,9 +73,10 @@ export class KernelsView {
       h("td", { class: "jl-key", title: k.key }, k.key.length > 28 ? `${k.key.slice(0, 26)}…` : k.key),
       h("td", {}, k.backend), h("td", { class: "jl-num" }, fmtSec(k.compile_seconds)),
       h("td", { class: k.cache_hit ? "jl-good" : "jl-warn" }, k.cache_hit ? "hit" : `miss${k.miss_reason ? `: ${k.miss_reason}` : ""}`),
-      h("td", { class: "jl-num" }, k.per_call_seconds === null || k.per_call_seconds === undefined ? "–" : fmtSec(k.per_call_seconds))));
+      h("td", { class: "jl-num" }, k.per_call_seconds === null || k.per_call_seconds === undefined ? "–" : fmtSec(k.per_call_seconds)),
+      h("td", { class: "jl-muted" }, this.measured(k))));
     this.el.append(h("table", { class: "jl-table" },
-      h("thead", {}, h("tr", {}, ["group", "key", "backend", "compile", "cache", "per call"].map((t) => h("th", {}, t)))),
+      h("thead", {}, h("tr", {}, ["group", "key", "backend", "compile", "cache", "per call", "measured"].map((t) => h("th", {}, t)))),
       h("tbody", {}, rows)), this.source);
     this.show(this.kernels[0]);
   }

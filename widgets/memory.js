@@ -1,9 +1,10 @@
 // The Memory view: live bytes over the schedule (peak, lower bound, pool reserve), the
 // buffer layout as a Gantt chart, and a dry run for other values of symbolic dims.
 
-import { chip, empty, fmtBytes, h, opLink, s } from "./core.js";
+import { bufferLabel, chip, empty, fmtBytes, h, opLink, s } from "./core.js";
 
 const W = 760;
+const FIXED = new Set(["weight", "input", "constant"]);     // held from the first step to the last
 const PAD = { l: 64, r: 12, t: 14, b: 24 };
 
 function steps(mem) {
@@ -49,8 +50,9 @@ export function timeline(mem, onStep, height = 170) {
   if (mem.peak_step !== null && mem.peak_step !== undefined) {
     const px = x(mem.peak_step);
     const py = y(mem.live_bytes[mem.peak_step]);
+    // The peak figure is stated once (the summary's); the curve only marks when it happens.
     svg.append(s("circle", { class: "jl-peak", cx: px, cy: py, r: 4 }),
-      axisLabel(px + 6, Math.max(12, py - 4), `peak ${fmtBytes(mem.live_bytes[mem.peak_step])} at step ${mem.peak_step}`, px > W * 0.6 ? "end" : "start"));
+      axisLabel(px + 6, Math.max(12, py - 4), `peak at step ${mem.peak_step}`, px > W * 0.6 ? "end" : "start"));
   }
   const cursor = s("line", { class: "jl-cursor", x1: x(0), x2: x(0), y1: PAD.t, y2: y(0) });
   svg.append(cursor);
@@ -83,7 +85,9 @@ function lanes(buffers) {
 
 export function gantt(ctx, mem, height = 260) {
   const n = steps(mem);
-  const owners = mem.buffers.filter((b) => b.kind !== "view" && !b.alias_of);
+  const all = mem.buffers.filter((b) => b.kind !== "view" && !b.alias_of);
+  // Weights and inputs live throughout: in a pool drawing each takes a lane for the whole run and hides the rest.
+  const owners = mem.mode !== "static" ? all.filter((b) => !FIXED.has(b.kind)) : all;
   // A static plan draws its arena at the offsets it chose; inputs, outputs and the temporaries
   // lodged in an output's bytes are outside the arena.
   const inArena = (b) => b.offset !== null && b.offset !== undefined && (!b.region || b.region === "arena");
@@ -95,7 +99,7 @@ export function gantt(ctx, mem, height = 260) {
   const y = (v) => height - PAD.b - (v / top) * (height - PAD.t - PAD.b);
   const svg = s("svg", { class: "jl-chart jl-gantt", viewBox: `0 0 ${W} ${height}`, width: "100%" });
   svg.append(axisLabel(PAD.l - 4, y(top) + 4, dynamic ? `${top} lanes` : fmtBytes(top)), axisLabel(PAD.l - 4, y(0), "0"),
-    axisLabel(W - PAD.r, height - 6, dynamic ? "step · one lane per live buffer (pool, no fixed offsets)"
+    axisLabel(W - PAD.r, height - 6, dynamic ? `step · one lane per live buffer (pool, no fixed offsets; ${all.length - owners.length} weights and inputs not drawn)`
       : `step · y = arena offset (${owners.length - placed.length} buffers outside the arena not drawn)`));
   placed.forEach((b, i) => {
     const lo = dynamic ? lane[i] : b.offset;
@@ -103,7 +107,7 @@ export function gantt(ctx, mem, height = 260) {
     const color = ctx.data.colors[String(b.group)] || "var(--jl-neutral)";
     const rect = s("rect", { class: b.role === "activation" ? "jl-buffer jl-activation" : "jl-buffer", "data-buffer": b.name, "data-uid": b.producer ?? "",
       x: x(b.first), width: Math.max(1.5, x(b.last + 1) - x(b.first)), y: y(hi), height: Math.max(1.5, y(lo) - y(hi)), fill: color },
-      s("title", {}, `${b.name}: ${fmtBytes(b.bytes)} at ${b.offset ?? "pool"}, steps ${b.first}–${b.last}, ${b.kind}${b.role === "activation" ? " · activation kept for the backward pass" : ""}${b.producer_name ? `, from ${b.producer_name}` : ""}`));
+      s("title", {}, `${bufferLabel(ctx.data, b)}: ${fmtBytes(b.bytes)} at ${b.offset ?? "pool"}, steps ${b.first}–${b.last}, ${b.kind}${b.role === "activation" ? " · activation kept for the backward pass" : ""}${b.producer_name ? `, from ${b.producer_name}` : ""}`));
     rect.addEventListener("click", () => ctx.select({ kind: "buffer", id: b.name, uids: b.producer === null ? [] : [b.producer], label: `buffer ${b.name}`, source: "memory" }));
     svg.append(rect);
   });
@@ -132,7 +136,9 @@ export class MemoryView {
   summary(mem) {
     const item = (label, value) => h("div", { class: "jl-stat" }, h("div", { class: "jl-muted" }, label), h("b", {}, value));
     return h("div", { class: "jl-stats" },
-      item("peak", fmtBytes(mem.peak_bytes)), item("lower bound (largest live set)", fmtBytes(mem.lower_bound_bytes)),
+      item("peak", fmtBytes(this.peak(mem))),
+      typeof mem.overhead_bytes === "number" ? item("of it, pool or arena overhead", fmtBytes(mem.overhead_bytes)) : null,
+      item("lower bound (largest live set)", fmtBytes(mem.lower_bound_bytes)),
       item("naive (every buffer apart)", fmtBytes(mem.naive_bytes)),
       mem.activation_bytes ? item("activations (forward → backward, outlined)", fmtBytes(mem.activation_bytes)) : null,
       (mem.donated || []).length ? item("written into donated inputs (not allocated)",
@@ -140,15 +146,61 @@ export class MemoryView {
       Object.keys(mem.heuristics || {}).length ? item("heuristics", Object.entries(mem.heuristics).map(([k, v]) => `${k} ${fmtBytes(v)}`).join(" · ")) : null);
   }
 
+  // The one peak figure: the page's own when the data carries it, else the plan's.
+  peak(mem) {
+    const top = this.ctx.data.peak_bytes;
+    return mem === this.mem && typeof top === "number" ? top : mem.peak_bytes;
+  }
+
+  // What is live at the peak: activations and temporaries by name, largest first; weights and inputs summed apart.
   atPeak(mem) {
-    const byName = new Map(mem.buffers.map((b) => [b.name, b]));
-    const rows = mem.live_at_peak.map((name) => byName.get(name)).filter(Boolean).map((b) => h("li", {},
-      chip(this.ctx.data.colors[String(b.group)] || "var(--jl-neutral)", `${b.name} ${fmtBytes(b.bytes)}`), " from ",
-      b.producer !== null ? opLink(this.ctx, b.producer) : b.kind));
-    return rows.length ? h("div", {}, h("h4", {}, `live at the peak (step ${mem.peak_step})`), h("ul", { class: "jl-peaklist" }, rows)) : null;
+    const step = mem.peak_step;
+    if (step === null || step === undefined) return null;
+    const live = mem.buffers.filter((b) => b.first <= step && step <= b.last && b.kind !== "view" && !b.alias_of);
+    const fixed = live.filter((b) => FIXED.has(b.kind));
+    const moving = live.filter((b) => !FIXED.has(b.kind)).sort((a, b) => b.bytes - a.bytes);
+    const rows = moving.slice(0, 10).map((b) => h("li", {},
+      chip(this.ctx.data.colors[String(b.group)] || "var(--jl-neutral)", `${bufferLabel(this.ctx.data, b)} · ${fmtBytes(b.bytes)}`), " ",
+      b.producer !== null ? opLink(this.ctx, b.producer) : null));
+    const total = (bs) => fmtBytes(bs.reduce((a, b) => a + b.bytes, 0));
+    const rest = moving.length > 10 ? h("li", { class: "jl-muted" }, `and ${moving.length - 10} smaller: ${total(moving.slice(10))}`) : null;
+    const kinds = [...new Set(fixed.map((b) => b.kind))].join(", ");
+    return h("div", {}, h("h4", {}, `live at the peak (step ${step})`),
+      fixed.length ? h("div", { class: "jl-muted jl-fixed" }, `${kinds}: ${fixed.length} buffers, ${total(fixed)} (held for the whole run)`) : null,
+      h("div", {}, `activations and temporaries: ${moving.length} buffers, ${total(moving)}`),
+      h("ul", { class: "jl-peaklist" }, rows, rest));
+  }
+
+  // Plans for other sizes made at compile time: the slider works in a saved page too.
+  planSlider(dr) {
+    const plans = dr.plans;
+    const start = Math.max(0, plans.findIndex((p) => p.scale === 1));
+    const label = h("b", {});
+    const status = h("span", { class: "jl-muted" });
+    const show = (k, redraw) => {
+      const plan = plans[k];
+      label.textContent = Object.entries(plan.values || {}).map(([n, v]) => `${n} = ${v}`).join(", ");
+      status.textContent = ` peak ${fmtBytes(plan.peak_bytes)} (planned; nothing ran)`;
+      this.el.dataset.plan = String(k);
+      if (redraw) this.drawCharts(this.planMemory(plan));
+    };
+    const input = h("input", { type: "range", min: 0, max: plans.length - 1, value: start, class: "jl-planslider",
+      oninput: (e) => show(Number(e.target.value), true) });
+    show(start, false);
+    return h("div", { class: "jl-dryrun" }, h("b", {}, "dry run "), h("label", { class: "jl-dim" }, label, input), status);
+  }
+
+  planMemory(plan) {
+    const bytes = plan.buffer_bytes || {};
+    return { ...this.mem, peak_bytes: plan.peak_bytes, peak_step: plan.peak_step, lower_bound_bytes: plan.lower_bound_bytes,
+      naive_bytes: plan.naive_bytes, overhead_bytes: plan.overhead_bytes, live_bytes: plan.live_bytes || [], pool: {},
+      live_at_peak: plan.live_at_peak || [], buffers: this.mem.buffers.map((b) => ({ ...b, bytes: bytes[b.name] ?? b.bytes })) };
   }
 
   dryRun() {
+    const dr = this.ctx.data.dry_run;
+    if (dr && (dr.plans || []).length) return this.planSlider(dr);
+    if (dr && dr.error && this.ctx.isStatic) return h("div", { class: "jl-muted" }, `dry run: ${dr.error}`);
     const dims = this.ctx.data.dry_run_dims || {};
     const names = Object.keys(dims);
     if (!names.length) return h("div", { class: "jl-muted" }, "dry run: no symbolic dims (trace with jl.spec or dynamic= to explore other shapes)");

@@ -1,7 +1,7 @@
 // The Schedule view: the execution order numbered on the graph, a scrubber that lights
 // up the buffers live at each step and moves the memory cursor, and the orders compared.
 
-import { empty, fmtBytes, h, opLink, opName } from "./core.js";
+import { empty, fmtBytes, fmtSec, h, opLink, opName, s } from "./core.js";
 import { GraphView } from "./graph.js";
 import { timeline } from "./memory.js";
 
@@ -62,6 +62,31 @@ export class ScheduleView {
       columns.length ? h("div", { class: "jl-ordercols" }, columns) : null);
   }
 
+  // Measured kernels on a time axis, one lane per stream, when the compilation was profiled.
+  timeline() {
+    const steps = ((this.ctx.data.profile || {}).steps || []).filter((st) => typeof st.median === "number");
+    if (!steps.length) return null;
+    const W = 760;
+    const lanes = Math.max(1, ...steps.map((st) => (st.stream || 0) + 1));
+    const lane = 18;
+    const starts = steps.map((st, k) => (typeof st.start === "number" ? st.start : steps.slice(0, k).reduce((a, x) => a + x.median, 0)));
+    const end = Math.max(...steps.map((st, k) => starts[k] + st.median)) || 1;
+    const x = (t) => 40 + (t / end) * (W - 50);
+    const svg = s("svg", { class: "jl-chart jl-kerneltime", viewBox: `0 0 ${W} ${lanes * lane + 22}`, width: "100%" });
+    for (let k = 0; k < lanes; k += 1) svg.append(s("text", { x: 2, y: k * lane + 13, class: "jl-axis" }, `s${k}`));
+    steps.forEach((st, k) => {
+      const color = this.ctx.data.colors[String(st.group)] || "var(--jl-neutral)";
+      const rect = s("rect", { class: "jl-kstep", x: x(starts[k]), width: Math.max(1, x(starts[k] + st.median) - x(starts[k])),
+        y: (st.stream || 0) * lane + 2, height: lane - 4, fill: color, "data-uid": st.uid },
+      s("title", {}, `${st.kernel || st.name}${st.group !== null && st.group !== undefined ? ` · group ${st.group}` : ""}: ${fmtSec(st.median)}` +
+        `${typeof st.spread === "number" ? ` ± ${fmtSec(st.spread)}` : ""}`));
+      rect.addEventListener("click", () => this.ctx.select({ kind: "op", uids: [st.uid], label: opName(this.ctx.data, st.uid), source: "schedule" }));
+      svg.append(rect);
+    });
+    svg.append(s("text", { x: W - 4, y: lanes * lane + 16, class: "jl-axis", "text-anchor": "end" }, `${fmtSec(end)} per call (measured)`));
+    return h("div", {}, h("h4", {}, `measured kernels: ${steps.length} steps`), svg);
+  }
+
   streams() {
     const st = this.ctx.data.streams;
     if (!st || !st.lanes.length) return null;
@@ -90,6 +115,8 @@ export class ScheduleView {
     this.el.append(h("div", { class: "jl-toolbar" }, this.playButton, this.slider, this.label),
       h("div", { class: "jl-muted" }, `order: ${this.sched.strategy} · ${n} steps · first op ${opName(this.ctx.data, this.sched.order[0])}`),
       this.chart ? this.chart.el : h("div", { class: "jl-muted" }, "no memory plan recorded: the scrubber shows the order only"));
+    const measured = this.timeline();
+    if (measured) this.el.append(measured);
     this.graph.mount(this.el);
     const extra = this.orders();
     if (extra) this.el.append(extra);

@@ -271,14 +271,8 @@ def graph_data(graph: GraphSnapshot, colors: dict[int, str], rejected: dict[int,
         wanted += [{g} for g in groups]
     layouts = {layout_key(e): draw(vg, colors, e) for e in wanted}
     members = {str(g): ids for g, ids in vg.groups().items()}
+    # The drawable graph itself: the browser lays out any mix of expanded and collapsed parts from it.
+    nodes = [[n.id, n.label, n.kind, n.group, n.classes] for n in vg.nodes.values()]
     return {"layouts": layouts, "default": "none" if groups else "all", "members": members,
             "folded": vg.folded, "seconds": time.perf_counter() - start, "nodes": len(vg.nodes),
-            **structure(vg)}
-
-
-def structure(vg: ViewGraph) -> dict[str, Any]:
-    """The drawable nodes and edges as data, for views that lay the graph out themselves
-    (by `ops[uid].path`, collapsed to any level of the scope tree)."""
-    nodes = [{"id": n.id, "label": n.label, "kind": n.kind, "group": n.group, "classes": list(n.classes),
-              "uid": int(n.id[3:]) if n.kind == "op" else None} for n in vg.nodes.values()]
-    return {"node_list": nodes, "edges": sorted([a, b] for a, b in vg.edges)}
+            "view": {"nodes": nodes, "edges": sorted(vg.edges)}}

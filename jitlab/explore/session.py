@@ -58,14 +58,13 @@ class Session:
         shapes = sizes.shapes_for(self.exe, sizes.batch_dims(self.exe), values)
         return memory_data(self.exe.dry_run(shapes), self.data.get("ops", {}))
 
-    def static_data(self, max_single: int = 40) -> dict[str, Any]:
-        """The data with everything the browser would ask for laid out now (no kernel to ask)."""
-        data = copy.deepcopy(self.data)
-        graph = data.get("graph", {})
-        members = graph.get("members", {})
-        if len(members) <= max_single:
-            for gid in members:
-                graph["layouts"].setdefault(gid, self.layout(gid))
+    def static_data(self, data: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`data` (the widget's, by default this session's) with everything the browser would ask for laid out now."""
+        data = copy.deepcopy(self.data if data is None else data)
+        # The page lays the graph out itself from `graph.view`; Graphviz's drawings would only add weight.
+        data.get("graph", {}).pop("layouts", None)
+        if data.get("compare", {}).get("views"):
+            data["compare"].pop("graphs", None)
         for entry in data.get("passes", []):
             if entry["changed"] and entry["svg"] is None:
                 entry["svg"] = self.pass_graph(entry["index"])

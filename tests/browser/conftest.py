@@ -104,5 +104,38 @@ def page(browser):
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.errors = errors
+    page.console_errors = []
+    page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
     yield page
     context.close()
+
+
+@pytest.fixture(scope="session")
+def resnet_pages(tmp_path_factory):
+    """(explorer page, compare page) saved once per session for onnx's light ResNet-50 at O1 (O0 beside it)."""
+    import numpy as np
+
+    import jitlab as jl
+    from jitlab.bench.onnx_models import light_model_path
+    from jitlab.explore import explore
+
+    folder = tmp_path_factory.mktemp("resnet")
+    program = jl.onnx.load(light_model_path("resnet50"))
+    exe = jl.compile(program, level="O1")
+    exe(np.zeros((1, 3, 224, 224), np.float32))
+    page = explore(exe).save(folder / "resnet50.html")
+    compare = explore.compare(exe, jl.compile(program, level="O0"), labels=["O1", "O0"]).save(folder / "compare.html")
+    return page, compare
+
+
+@pytest.fixture(scope="session")
+def transformer_page(tmp_path_factory):
+    """The explorer page of a traced 12-layer transformer encoder at O1, saved once per session."""
+    import jitlab as jl
+    from jitlab.explore import explore
+    from tests.browser.transformer import example
+
+    fn, x = example()
+    f = jl.jit(fn, level="O1")
+    f(x)
+    return explore(f).save(tmp_path_factory.mktemp("transformer") / "transformer.html")

@@ -15,12 +15,21 @@ def open_tab(page, root, name):
 
 def check_graph(page, root):
     """One cluster per group once expanded; clicking an op selects it everywhere."""
-    groups = root.locator(".jl-pane-graph .jl-legend-item").count()
-    if groups:
-        assert root.locator(".jl-pane-graph g.node.groupnode").count() == groups
+    groups = root.locator(".jl-pane-graph g.node.groupnode").count()
+    if groups:      # one group expands in place: under the pointer, at the same zoom
+        svg = root.locator(".jl-pane-graph svg")
+        before = [float(v) for v in svg.get_attribute("viewBox").split()]
+        node = root.locator(".jl-pane-graph g.node.groupnode").first
+        gid, box = node.get_attribute("id"), node.bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.click(x, y)
+        cluster = root.locator(f".jl-pane-graph g.cluster[id='{gid}']").bounding_box()
+        assert cluster["x"] <= x <= cluster["x"] + cluster["width"] and cluster["y"] <= y <= cluster["y"] + cluster["height"]
+        assert [float(v) for v in svg.get_attribute("viewBox").split()][2:] == before[2:]
+        assert root.locator(".jl-pane-graph g.cluster.group").count() == 1
         root.locator(".jl-pane-graph button", has_text="Expand all").click()
-        page.wait_for_function("(n) => document.querySelectorAll('.jl-pane-graph g.cluster').length === n", arg=groups)
-    assert root.locator(".jl-pane-graph g.cluster").count() == groups
+        page.wait_for_function("(n) => document.querySelectorAll('.jl-pane-graph g.cluster.group').length === n", arg=groups)
+    assert root.locator(".jl-pane-graph g.cluster.group").count() == groups
     op = root.locator(".jl-pane-graph g.node.op").first
     op.dispatch_event("click")
     assert "selected:" in root.locator(".jl-selection").inner_text()

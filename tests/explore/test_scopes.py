@@ -142,10 +142,12 @@ def test_the_explorer_model_has_paths_groups_and_bookkeeping():
 def test_the_drawable_graph_is_data_the_hierarchy_can_collapse():
     exe = jl.compile(jl.trace(model, X), level="O1", target="cpu")
     data = from_object(exe).build()
-    nodes = {n["id"]: n for n in data["graph"]["node_list"]}
-    assert all(n["uid"] is not None and str(n["uid"]) in data["ops"] for n in nodes.values() if n["kind"] == "op")
-    assert all(a in nodes and b in nodes for a, b in data["graph"]["edges"])
+    view = data["graph"]["view"]
+    nodes = {i: {"kind": kind, "uid": int(i[3:]) if kind == "op" else None}
+             for i, _label, kind, _group, _classes in view["nodes"]}
+    assert all(str(n["uid"]) in data["ops"] for n in nodes.values() if n["kind"] == "op")
+    assert all(a in nodes and b in nodes for a, b in view["edges"])
     # collapsed to the top level, block feeds block_1 and block_1 feeds the tanh at the top
     top = {i: (data["ops"][str(n["uid"])]["path"].split("/")[0] if n["kind"] == "op" else i) for i, n in nodes.items()}
-    edges = {(top[a], top[b]) for a, b in data["graph"]["edges"] if top[a] != top[b]}
+    edges = {(top[a], top[b]) for a, b in view["edges"] if top[a] != top[b]}
     assert ("block", "block_1") in edges and ("in_x", "block") in edges

@@ -1,0 +1,164 @@
+"""Saved explorer pages of real models in Chromium: onnx's light ResNet-50 at O1 and a traced 12-layer transformer."""
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+
+def open_page(page, path):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(path.as_uri())
+    root = page.locator(".jl-explorer")
+    root.wait_for()
+    return root
+
+
+def test_compare_page_renders(page, resnet_pages, artifacts):
+    root = open_page(page, resnet_pages[1])
+    table = root.locator(".jl-pane-compare table.jl-cmp")
+    table.wait_for()
+    assert table.locator("th").all_inner_texts()[1:] == ["O1", "O0"]
+    sides = root.locator(".jl-pane-compare .jl-cmpcol svg[data-layout=browser]")
+    assert sides.count() == 2
+    for k in range(2):      # each side opens collapsed to a readable level
+        assert 3 <= sides.nth(k).locator("g.node").count() <= 60
+    root.screenshot(path=str(artifacts / "resnet_compare.png"))
+    assert page.errors == [] and page.console_errors == []
+
+
+def graph_state(page):
+    """(viewBox, drawn nodes, smallest label height in px on screen) of the graph pane."""
+    return page.evaluate("""() => {
+        const svg = document.querySelector('.jl-pane-graph svg');
+        const labels = [...svg.querySelectorAll('g.node text')].map((t) => t.getBoundingClientRect().height);
+        return [svg.getAttribute('viewBox'), svg.querySelectorAll('g.node').length, Math.min(...labels)];
+    }""")
+
+
+def click_centre(page, locator):
+    box = locator.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.click(x, y)
+    return x, y
+
+
+def inside(box, x, y):
+    return box["x"] <= x <= box["x"] + box["width"] and box["y"] <= y <= box["y"] + box["height"]
+
+
+def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, artifacts):
+    root = open_page(page, resnet_pages[0])
+    pane = root.locator(".jl-pane-graph")
+    pane.locator("svg[data-layout=browser]").wait_for()
+    _, nodes, label_px = graph_state(page)
+    assert 3 <= nodes <= 60 and label_px >= 10
+    assert pane.locator("g.node.bookkeeping").count() == 0
+    assert pane.locator(".jl-legend-item").count() == 0 and pane.locator(".jl-legend").bounding_box()["height"] < 60
+    root.screenshot(path=str(artifacts / "resnet_graph_open.png"))
+    canvas = pane.locator(".jl-canvas").bounding_box()
+    # Expand containers down to one fusion group, each in place: the clicked node's cluster stays under the pointer.
+    for _ in range(4):
+        target = pane.locator("g.node.groupnode").nth(1) if pane.locator("g.node.groupnode").count() else \
+            pane.locator("g.node.partnode").nth(1)
+        node_id = target.get_attribute("id")
+        before = graph_state(page)[1]
+        x, y = click_centre(page, target)
+        cluster = pane.locator(f"g.cluster[id='{node_id}']")
+        cluster.wait_for()
+        assert inside(cluster.bounding_box(), x, y) and inside(canvas, x, y)
+        assert graph_state(page)[1] > before
+        if node_id.startswith("grp_"):
+            break
+    assert node_id.startswith("grp_") and pane.locator("g.cluster.group").count() == 1
+    crumbs = pane.locator(".jl-crumbs a")
+    assert crumbs.count() >= 3 and crumbs.last.inner_text().startswith("group ")
+    root.screenshot(path=str(artifacts / "resnet_graph_expanded.png"))
+    # Fit after a zoom shows the whole drawing again.
+    page.mouse.move(canvas["x"] + canvas["width"] / 2, canvas["y"] + canvas["height"] / 2)
+    whole = page.evaluate("() => { const b = document.querySelector('.jl-pane-graph svg g.graph').getBBox(); return [b.width, b.height]; }")
+    for _ in range(4):
+        page.mouse.wheel(0, -300)
+    zoomed = graph_state(page)[0]
+    pane.get_by_role("button", name="Fit").click()
+    fitted = [float(v) for v in graph_state(page)[0].split()]
+    assert graph_state(page)[0] != zoomed and fitted[2] >= whole[0] and fitted[3] >= whole[1]
+    # The breadcrumbs lead back: the top level again, as it opened.
+    crumbs.first.click()
+    assert pane.locator("g.cluster").count() == 0 and graph_state(page)[1] <= 60
+    assert page.errors == []
+
+
+def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
+    root = open_page(page, resnet_pages[0])
+    pane = root.locator(".jl-pane-graph")
+    pane.locator("svg[data-layout=browser]").wait_for()
+    pane.locator(".jl-search").fill("n44")
+    pane.locator(".jl-search").press("Enter")
+    current = pane.locator("g.node.current-match")
+    current.wait_for()
+    node = current.get_attribute("id")
+    loc = page.evaluate("(uid) => JSON.parse(document.getElementById('jl-data').textContent).data.ops[uid].loc", node[3:])
+    assert node.startswith("op_") and "node 'n44'" in loc
+    canvas = pane.locator(".jl-canvas").bounding_box()
+    box = current.bounding_box()
+    assert inside(canvas, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    assert pane.locator("g.match").count() >= 1 and "of" in pane.locator(".jl-status").inner_text()
+    root.screenshot(path=str(artifacts / "resnet_graph_search.png"))
+    for query, expect in (("%r44", "conv2d"), ("group 56", "group 56"), ("max_pool2d", "max_pool2d")):
+        pane.locator(".jl-search").fill(query)
+        pane.locator(".jl-search").press("Enter")
+        assert "of" in pane.locator(".jl-status").inner_text()
+        node = pane.locator("g.node.current-match").get_attribute("id")
+        op = page.evaluate("(uid) => JSON.parse(document.getElementById('jl-data').textContent).data.ops[uid]", node[3:])
+        assert expect in (op["name"] if not expect.startswith("group") else f"group {op['group']}")
+    assert page.errors == []
+
+
+def test_colour_overlays_have_a_short_legend(page, resnet_pages, artifacts):
+    root = open_page(page, resnet_pages[0])
+    pane = root.locator(".jl-pane-graph")
+    pane.locator("svg[data-layout=browser]").wait_for()
+    assert "215 groups" in pane.locator(".jl-legend").inner_text()
+    colors = page.evaluate("() => Object.values(JSON.parse(document.getElementById('jl-data').textContent).data.colors)")
+    shown = page.evaluate("() => [...document.querySelectorAll('.jl-legend-groups .jl-swatch')].map((s) => s.style.background)")
+    assert len(set(shown)) == len(shown) and len(colors) == 215
+    for overlay in ("bytes", "dtype", "backend"):
+        pane.locator("select.jl-overlay").select_option(overlay)
+        assert pane.locator(".jl-legend").bounding_box()["height"] < 60
+    pane.locator("select.jl-overlay").select_option("bytes")
+    assert pane.locator(".jl-legend .jl-ramp").count() == 1
+    fills = page.evaluate("() => [...document.querySelectorAll('.jl-pane-graph g.node.partnode > path:first-child')].map((p) => p.style.fill)")
+    assert len(set(fills)) > 1 and "" not in fills
+    root.screenshot(path=str(artifacts / "resnet_graph_bytes.png"))
+    pane.locator("input.jl-bookkeeping").check()
+    assert pane.locator("g.node.bookkeeping").count() > 0 or pane.locator("g.node").count() > 0
+    assert page.errors == []
+
+
+def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts):
+    root = open_page(page, resnet_pages[0])
+    root.locator("[data-tab=memory]").click()
+    pane = root.locator(".jl-pane-memory")
+    pane.locator(".jl-peaklist").wait_for()
+    rows = pane.locator(".jl-peaklist li").all_inner_texts()
+    assert rows and all(r.startswith("%") and " · " in r for r in rows)
+    assert any("conv2d (n" in r for r in rows)         # the op and the ONNX node that made it
+    assert "weight: " in pane.locator(".jl-fixed").inner_text()
+    text = pane.inner_text()
+    assert text.count("peak") - text.count("peak at step") - text.count("live at the peak") == 1
+    root.screenshot(path=str(artifacts / "resnet_memory.png"))
+    assert page.errors == []
+
+
+def test_traced_transformer_opens_readable(page, transformer_page, artifacts):
+    root = open_page(page, transformer_page)
+    pane = root.locator(".jl-pane-graph")
+    pane.locator("svg[data-layout=browser]").wait_for()
+    _, nodes, label_px = graph_state(page)
+    assert 3 <= nodes <= 60 and label_px >= 10
+    assert "layer_norm" in pane.locator("svg[data-layout=browser]").text_content()     # parts named by their functions
+    pane.locator(".jl-search").fill("softmax")
+    pane.locator(".jl-search").press("Enter")
+    pane.locator("g.node.current-match").wait_for()
+    root.screenshot(path=str(artifacts / "transformer_graph.png"))
+    assert page.errors == []
