@@ -10,7 +10,6 @@ patched; they are restored when tracing ends, however it ends.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import threading
 import types
 from collections.abc import Callable, Iterator

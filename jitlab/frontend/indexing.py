@@ -76,8 +76,13 @@ def _array_index(x: Tracer, k) -> Tracer:
 def getitem(x: Tracer, key) -> Tracer:
     """x[key] for basic indexing plus at most one integer-array index; basic indexing gives a view."""
     key = _expand_key(x, key)
+    arrays = sum(1 for k in key if _is_array_index(k))
+    if arrays > 1 or arrays and any(isinstance(k, (int, np.integer)) for k in key):
+        from .inplace import gathered
+
+        return gathered(x, key)
     out = _getitem(x, key)
-    if any(_is_array_index(k) for k in key) or all(isinstance(k, (int, np.integer)) for k in key):
+    if arrays or all(isinstance(k, (int, np.integer)) for k in key):
         return out          # numpy copies: advanced indexing, or a scalar picked by integers
     from .inplace import make_view, write_basic
 

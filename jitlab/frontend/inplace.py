@@ -40,7 +40,7 @@ class View:
     def refresh(self, view: Tracer) -> None:
         """Re-derives `view` if its base was written since."""
         base = self.base
-        base.value                                          # a view of a view brings its own base up first
+        _ = base.value                                      # a view of a view brings its own base up first
         if base._version != self.seen:
             view._value = self.derive(base).value
             self.seen = base._version
@@ -140,31 +140,58 @@ def _transpose(x: Tracer, perm) -> Tracer:
     return x if perm == tuple(range(x.ndim)) else x.ctx.op("np.transpose", x.value, perm=perm)
 
 
-def scattered(x: Tracer, key: tuple, v, reduction: str = "none") -> Tracer:
-    """x's value after x[key] = v (or ufunc.at) for an expanded key with integer-array indices."""
+@dataclass
+class _Advanced:
+    """An index with integer arrays (or arrays and ints) split as numpy does."""
+
+    region_key: tuple          # the key with the advanced entries made full slices
+    region: Tracer             # x[region_key]: same rank as x
+    order: list[int]           # the region's dims, advanced ones first
+    coords: Tracer             # the broadcast indices stacked on a last dim
+    shape: tuple               # the indices' broadcast shape
+    position: int              # where numpy puts the indexed dims in x[key]
+
+
+def _advanced(x: Tracer, key: tuple, what: str) -> _Advanced:
     ctx = x.ctx
     if any(k is None for k in key):
-        raise UnsupportedOp(f"writing through an index that mixes integer arrays with None is not supported "
+        raise UnsupportedOp(f"{what} through an index that mixes integer arrays with None is not supported "
                             f"({ctx.where()})")
     advanced = [d for d, k in enumerate(key) if _is_array_index(k) or isinstance(k, (int, np.integer))]
     region_key = tuple(slice(None) if d in advanced else k for d, k in enumerate(key))
     region = _getitem(x, region_key)
     indices = [_index(region, d, k) for d, k in enumerate(key) if d in advanced]
     if any(not isinstance(d, int) for i in indices for d in i.shape):
-        raise UnsupportedOp(f"writing at traced indices of a symbolic shape is not supported ({ctx.where()})")
-    shape = np.broadcast_shapes(*(i.shape for i in indices))
-    others = [d for d in range(x.ndim) if d not in advanced]
-    rest = tuple(region.shape[d] for d in others)
+        raise UnsupportedOp(f"{what} at traced indices of a symbolic shape is not supported ({ctx.where()})")
+    shape = tuple(np.broadcast_shapes(*(i.shape for i in indices)))
+    coords = ctx.op("np.stack", *(_broadcast(i, shape).value for i in indices), axis=len(shape))
     adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
-    p = advanced[0] if adjacent else 0          # numpy puts the indexed dims here in x[key]
-    u = value_for(x, v, rest[:p] + shape + rest[p:])
-    n = len(shape)
-    u = _transpose(u, list(range(p, p + n)) + list(range(p)) + list(range(p + n, u.ndim)))
-    coords = ctx.op("np.stack", *(_broadcast(i, shape).value for i in indices), axis=n)
-    order = advanced + others
-    new = ctx.op("np.scatter_nd", _transpose(region, order).value, coords.value, u.value, reduction=reduction)
-    new = _transpose(new, np.argsort(order))
-    return new if region is x else write_basic(x, region_key, new)
+    others = [d for d in range(x.ndim) if d not in advanced]
+    return _Advanced(region_key, region, advanced + others, coords, shape, advanced[0] if adjacent else 0)
+
+
+def _front(n: int, p: int, rank: int) -> list[int]:
+    """The permutation that moves dims p..p+n to the front."""
+    return list(range(p, p + n)) + list(range(p)) + list(range(p + n, rank))
+
+
+def gathered(x: Tracer, key: tuple) -> Tracer:
+    """x[key] for an expanded key with several integer arrays, or arrays and ints."""
+    a = _advanced(x, key, "indexing")
+    out = x.ctx.op("np.gather_nd", _transpose(a.region, a.order).value, a.coords.value)
+    return _transpose(out, np.argsort(_front(len(a.shape), a.position, out.ndim)))
+
+
+def scattered(x: Tracer, key: tuple, v, reduction: str = "none") -> Tracer:
+    """x's value after x[key] = v (or ufunc.at) for an expanded key with integer-array indices."""
+    a = _advanced(x, key, "writing")
+    rest = tuple(a.region.shape[d] for d in a.order[a.coords.shape[-1]:])
+    u = value_for(x, v, rest[:a.position] + a.shape + rest[a.position:])
+    u = _transpose(u, _front(len(a.shape), a.position, u.ndim))
+    new = x.ctx.op("np.scatter_nd", _transpose(a.region, a.order).value, a.coords.value, u.value,
+                   reduction=reduction)
+    new = _transpose(new, np.argsort(a.order))
+    return new if a.region is x else write_basic(x, a.region_key, new)
 
 
 def _index(region: Tracer, dim: int, k) -> Tracer:

@@ -18,8 +18,8 @@ from ..ir.program import Program
 from ..ir.shapes import sym
 from ..ir.types import TensorType
 from ..runtime.signature import device_array_meta, native_dtype
-from .pytree import TreeDef, flatten, unflatten
 from .creation import routed_creation
+from .pytree import TreeDef, flatten, unflatten
 from .trace_errors import defined_at, located
 from .tracer import TraceContext, Tracer
 

@@ -16,7 +16,7 @@ from ..errors import DTypeError, TraceError, UnsupportedOp
 from ..ir.dtypes import as_dtype
 from ..ir.shapes import Dim, Sym, exact_div, num_elements
 from .creation import fill
-from .tracer import TraceContext, Tracer, weak_dtype
+from .tracer import TraceContext, Tracer
 from .ufunc_dtypes import RULES
 
 UFUNCS: dict[np.ufunc, str] = {
@@ -90,10 +90,8 @@ def apply_function(ctx: TraceContext, func, args, kwargs):
     out = kwargs.pop("out", None)
     if out is None:
         return impl(*args, **kwargs)
-    from .inplace import write_out
-
     # numpy's functions write their result into out= casting as an assignment does
-    return write_out(ctx, _qualname(func), out, [ctx.lift(impl(*args, **kwargs))], casting="unsafe")
+    return inplace.write_out(ctx, _qualname(func), out, [ctx.lift(impl(*args, **kwargs))], casting="unsafe")
 
 
 def _input_dtype(x):
@@ -107,8 +105,6 @@ def _input_dtype(x):
 
 
 def apply_ufunc(ctx: TraceContext, ufunc: np.ufunc, method: str, inputs, kwargs):
-    from . import inplace
-
     name = ufunc.__name__
     if method == "at":
         return inplace.ufunc_at(ctx, ufunc, inputs)
@@ -662,9 +658,7 @@ def einsum(subscripts, *operands, **kwargs):
 
 
 def view_of(x: Tracer, derive, write, what: str) -> Tracer:
-    from .inplace import view_of as make
-
-    return make(x, derive, write, what)
+    return inplace.view_of(x, derive, write, what)
 
 
 from . import inplace  # noqa: E402,F401  (registers np.copyto, np.put, ... into FUNCTIONS)
