@@ -286,7 +286,8 @@ def _run(traced: Traced, exe, inputs) -> Any:
     results = exe(*inputs)
     n = traced.num_results
     for i, new in zip(traced.mutated, results[n:]):
-        np.copyto(inputs[i], new)
+        if isinstance(inputs[i], np.ndarray):      # a numpy scalar is immutable: `s += 1` rebinds the name
+            np.copyto(inputs[i], new)
     results = results[:n]
     if traced.out_tree.kind == "leaf":
         return results[0]
@@ -298,6 +299,8 @@ def _check_writable(traced: Traced, inputs) -> None:
     names = traced.program.input_names
     for i in traced.mutated:
         x = inputs[i]
+        if isinstance(x, np.generic):
+            continue
         if not isinstance(x, np.ndarray) or not x.flags.writeable:
             raise InputError(f"{traced.program.name} writes into its input '{names[i]}', but the argument is "
                              f"{'a read-only array' if isinstance(x, np.ndarray) else 'a ' + type(x).__name__}; "
