@@ -41,7 +41,9 @@ def _is_array_index(k) -> bool:
 def _static_slice(x: Tracer, k: slice, n: int) -> tuple[int, int, int]:
     for v in (k.start, k.stop, k.step):
         if v is not None and not isinstance(v, (int, np.integer)):
-            raise TraceError(f"slice bounds must be Python ints, got {v!r} ({x.ctx.where()})")
+            raise TraceError(f"slice bounds must be Python ints, got {v!r} ({x.ctx.where()}): a traced bound gives "
+                             "a data-dependent shape; pass the value that decides it with static_argnums, or "
+                             "gather with an index array (np.take(x, i + np.arange(k)))")
     start, stop, step = k.indices(n)
     return start, stop, step
 

@@ -386,3 +386,13 @@ def test_imperative_kernels():
     check(cholesky, spd, calls=1)
     check(conv_loops, rand(4, 4), rand(2, 2), levels=("O0", "O1"))
     check(histogram, RNG.random(8), levels=("O0", "O2"))
+
+
+def test_traced_slice_bounds_say_what_to_write_instead():
+    def f(x, i):
+        return x[i:i + 2]
+
+    with pytest.raises(TraceError, match="static_argnums") as info:
+        jl.trace(f, rand(4), np.int64(1))
+    assert "test_functionalize.py" in str(info.value)
+    np.testing.assert_allclose(jl.jit(f, level="O0", static_argnums=1)(np.arange(4.0), 1), [1.0, 2.0])
