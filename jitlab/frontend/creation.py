@@ -4,7 +4,8 @@ array it made, the names its globals see (`np`, an alias such as `xp`, or `zeros
 imported from numpy) are pointed at traced versions for the duration of the trace.
 
 Globals are shared by every thread, so tracing holds `TRACING_LOCK` while they are
-patched; they are restored when tracing ends, however it ends.
+patched, and the patched functions act as numpy's own in other threads; they are
+restored when tracing ends, however it ends.
 """
 
 from __future__ import annotations
@@ -101,14 +102,23 @@ def creation_functions(ctx: TraceContext) -> dict[str, Callable]:
     def identity(n, dtype=None, **kwargs):
         return _captured(ctx, np.identity(n, dtype, **kwargs), "identity")
 
-    functions = dict(zeros=zeros, ones=ones, full=full, empty=zeros, zeros_like=zeros_like,
-                     ones_like=ones_like, full_like=full_like, empty_like=zeros_like, arange=arange,
-                     linspace=linspace, eye=eye, identity=identity)
-    for name, f in functions.items():
-        f.__name__ = name
-        f.__doc__ = f"np.{name} while tracing: a traced array."
-        f._jitlab_creation = name
-    return functions
+    traced = dict(zeros=zeros, ones=ones, full=full, empty=zeros, zeros_like=zeros_like,
+                  ones_like=ones_like, full_like=full_like, empty_like=zeros_like, arange=arange,
+                  linspace=linspace, eye=eye, identity=identity)
+    return {name: _in_tracing_thread(name, f) for name, f in traced.items()}
+
+
+def _in_tracing_thread(name: str, traced: Callable) -> Callable:
+    """`traced` in the thread that traces; numpy's own function in any other thread (which may
+    be running the same module's code untraced meanwhile)."""
+    owner, original = threading.get_ident(), getattr(np, name)
+
+    def creation(*args, **kwargs):
+        return (traced if threading.get_ident() == owner else original)(*args, **kwargs)
+
+    creation.__name__, creation.__doc__ = name, f"np.{name} while tracing: a traced array."
+    creation._jitlab_creation = name
+    return creation
 
 
 def _static_args(ctx: TraceContext, name: str, args) -> None:

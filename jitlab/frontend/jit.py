@@ -241,7 +241,11 @@ class JitFunction:
         from ..compiler import compile
 
         traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic, static_argnums=self.static_argnums)
-        options = dict(self.options, donate=_donated_inputs(bound, self.donate_argnums)) \
+        # An input the function writes into receives its own new value after the call: donating its
+        # buffer to another output would have that output overwritten by the write-back.
+        written = {traced.program.inputs[i].name for i in traced.mutated}
+        options = dict(self.options, donate=tuple(n for n in _donated_inputs(bound, self.donate_argnums)
+                                                  if n not in written)) \
             if self.donate_argnums else self.options
         return traced, compile(traced.program, self.level, self.target, **options)
 

@@ -396,3 +396,36 @@ def test_traced_slice_bounds_say_what_to_write_instead():
         jl.trace(f, rand(4), np.int64(1))
     assert "test_functionalize.py" in str(info.value)
     np.testing.assert_allclose(jl.jit(f, level="O0", static_argnums=1)(np.arange(4.0), 1), [1.0, 2.0])
+
+
+def test_an_argument_written_into_and_donated_keeps_the_other_results_right():
+    def f(a, b):
+        out = a * 2.0 + b
+        a += 1.0
+        return out
+
+    for level in ALL_LEVELS:
+        a, b = rand(4), rand(4)
+        want_a = a.copy()
+        want = f(want_a, b)
+        got = jl.jit(f, level=level, donate_argnums=(0,))(a, b)
+        np.testing.assert_allclose(got, want)
+        np.testing.assert_allclose(a, want_a)
+
+
+def test_other_threads_see_numpy_while_a_function_is_traced():
+    import threading
+
+    seen = []
+
+    def other():
+        seen.append(type(np.zeros(2)))
+
+    def f(x):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        return x + np.zeros(3)
+
+    jl.trace(f, rand(3))
+    assert seen == [np.ndarray]
