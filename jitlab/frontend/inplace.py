@@ -109,7 +109,7 @@ def _is_mask(k) -> bool:
 def value_for(x: Tracer, v, shape: tuple) -> Tracer:
     """`v` as numpy writes it into x[...] of `shape`: cast to x's dtype, broadcast."""
     ctx = x.ctx
-    u = ctx.lift(v, x)
+    u = ctx.lift(_stacked(v), x)
     if u.dtype != x.dtype:
         u = ctx.op("np.cast", u.value, dtype=x.dtype)
     while u.ndim > len(shape) and u.shape[0] == 1:       # numpy drops the value's leading unit dims
@@ -117,6 +117,15 @@ def value_for(x: Tracer, v, shape: tuple) -> Tracer:
     if u.shape != tuple(shape):
         u = ctx.op("np.broadcast_to", u.value, shape=tuple(shape))
     return u
+
+
+def _stacked(v):
+    """A list or tuple holding traced arrays (`out[0] = [a, b]`) as one traced array."""
+    if isinstance(v, (list, tuple)) and any(isinstance(e, (Tracer, list, tuple)) for e in v):
+        parts = [_stacked(e) for e in v]
+        if any(isinstance(p, Tracer) for p in parts):
+            return np.stack([p if isinstance(p, Tracer) else np.asarray(p) for p in parts])
+    return v
 
 
 def write_basic(x: Tracer, key: tuple, v) -> Tracer:

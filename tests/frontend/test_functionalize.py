@@ -429,3 +429,23 @@ def test_other_threads_see_numpy_while_a_function_is_traced():
 
     jl.trace(f, rand(3))
     assert seen == [np.ndarray]
+
+
+def test_lists_of_traced_values_and_symbolic_dims():
+    def rows(x):
+        out = np.zeros((2, 3))
+        out[0] = [x[0], x[1] * 2, 3.0]
+        out[1] = (x[2], x[0], x[1])
+        return out
+
+    check(rows, rand(3))
+
+    def shift(x):
+        y = x * 1
+        y[1:] = x[:-1]
+        y[:-1] += 1
+        return y
+
+    for n in (3, 5):
+        x = rand(n)
+        np.testing.assert_allclose(jl.jit(shift, level="O0", dynamic={"x": {0: "B"}})(x), shift(x))
