@@ -38,7 +38,7 @@ def fill(ctx: TraceContext, shape, value, dtype=None) -> Tracer:
 
 
 def _shape(ctx: TraceContext, shape) -> tuple:
-    dims = (shape,) if isinstance(shape, (int, np.integer, Sym)) else tuple(shape)
+    dims = (shape,) if isinstance(shape, (int, np.integer, Sym, Tracer)) else tuple(shape)
     for d in dims:
         if isinstance(d, Tracer) or not isinstance(d, (int, np.integer, Sym)):
             raise TraceError(f"an array's shape must be Python ints (or x.shape), got {d!r} ({ctx.where()}); "

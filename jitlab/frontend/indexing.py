@@ -125,7 +125,9 @@ def bounds(x: Tracer, key: tuple) -> tuple[list, list, list, list]:
             raise UnsupportedOp(f"indexing with a bool scalar is not supported ({ctx.where()})")
         if isinstance(k, (int, np.integer)):
             if isinstance(n, Sym):
-                raise UnsupportedOp(f"an integer index into symbolic dim {n} is not supported ({ctx.where()})")
+                raise UnsupportedOp(f"an integer index into symbolic dim {n} is not supported ({ctx.where()}): "
+                                    f"its bound cannot be checked while tracing; slice it (x[{k}:{k + 1}] for "
+                                    f"k >= 0) or leave the dim static")
             i = int(k) + n if k < 0 else int(k)
             if not 0 <= i < n:
                 raise TraceError(f"index {k} is out of bounds for dim {dim} of size {n} ({ctx.where()})")

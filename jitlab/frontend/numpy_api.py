@@ -292,7 +292,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
 
 # -- shape functions ----------------------------------------------------------------
 def _shape_arg(shape) -> tuple:
-    if isinstance(shape, (int, np.integer, Sym)):
+    if isinstance(shape, (int, np.integer, Sym, Tracer)):
         return (shape,)
     return tuple(shape)
 
@@ -304,6 +304,9 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         raise UnsupportedOp(f"reshape with order={order!r} is not supported ({ctx.where()})")
     x = ctx.lift(a)
     dims = list(_shape_arg(shape if shape is not None else newshape))
+    if any(isinstance(d, Tracer) for d in dims):
+        raise TraceError(f"reshape to a traced size gives a data-dependent shape ({ctx.where()}); sizes must be "
+                         "Python ints or x.shape entries: pass the value that decides them with static_argnums")
     if builtins.sum(1 for d in dims if isinstance(d, (int, np.integer)) and d == -1) > 1:
         raise TraceError(f"reshape: only one dim may be -1, got {dims} ({ctx.where()})")
     if -1 in dims:

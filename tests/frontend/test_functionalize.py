@@ -449,3 +449,15 @@ def test_lists_of_traced_values_and_symbolic_dims():
     for n in (3, 5):
         x = rand(n)
         np.testing.assert_allclose(jl.jit(shift, level="O0", dynamic={"x": {0: "B"}})(x), shift(x))
+
+
+@pytest.mark.parametrize("fn,words", [
+    (lambda x: np.zeros(x.argmax()), "static_argnums"),
+    (lambda x: x.reshape(x.argmax(), -1), "static_argnums"),
+    (lambda x: x if x[0] > 0 else -x, "np.where"),
+    (lambda x: x[x.argmax():], "static_argnums"),
+])
+def test_data_dependent_shapes_and_control_flow_say_what_to_write(fn, words):
+    with pytest.raises(TraceError, match=words) as info:
+        jl.trace(fn, rand(4))
+    assert "test_functionalize.py" in str(info.value)
