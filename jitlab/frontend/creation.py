@@ -1,7 +1,9 @@
 """numpy's creation functions while a function is traced: `np.zeros((n, m))` takes no
 traced argument, so numpy's dispatch never reaches the tracer; to let a function fill an
 array it made, the names its globals see (`np`, an alias such as `xp`, or `zeros`
-imported from numpy) are pointed at traced versions for the duration of the trace.
+imported from numpy) are pointed at traced versions for the duration of the trace, and
+so are those of the functions of the user's code it calls by name (helpers in other
+modules, jitted helpers); library code (site-packages) is left alone.
 
 Globals are shared by every thread, so tracing holds `TRACING_LOCK` while they are
 patched, and the patched functions act as numpy's own in other threads; they are
@@ -11,6 +13,7 @@ restored when tracing ends, however it ends.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import threading
 import types
 from collections.abc import Callable, Iterator
@@ -19,6 +22,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir.shapes import Sym
+from .trace_errors import is_user_file
 from .tracer import TraceContext, Tracer
 
 TRACING_LOCK = threading.RLock()   # held while a function's globals point at a trace's creation functions
@@ -142,16 +146,64 @@ class TracingNumpy(types.ModuleType):
 
 
 def _namespaces(fn: Callable) -> list[tuple[object, str | None]]:
-    """Where fn (and the functions it wraps) look names up: their globals and closure cells."""
-    out, seen = [], set()
-    f = fn
-    while f is not None and id(f) not in seen:
+    """Where fn looks names up (its globals and closure cells), and with it the functions of the
+    user's code it calls by name (`helper(x)`, `utils.helper(x)`) and those they wrap."""
+    out, seen_globals, seen = [], set(), set()
+    todo = [fn]
+    while todo:
+        f = todo.pop()
+        if f is None or id(f) in seen:
+            continue
         seen.add(id(f))
-        if isinstance(getattr(f, "__globals__", None), dict):
-            out.append((f.__globals__, None))
-        out += [(cell, "cell_contents") for cell in getattr(f, "__closure__", None) or ()]
-        f = getattr(f, "__wrapped__", None)
+        todo += [getattr(f, "__wrapped__", None), getattr(f, "fn", None)]    # functools.wraps, jl.jit
+        g = getattr(f, "__globals__", None)
+        code = getattr(f, "__code__", None)
+        if not isinstance(g, dict) or code is None:
+            continue
+        if id(g) not in seen_globals:
+            seen_globals.add(id(g))
+            out.append((g, None))
+        cells = f.__closure__ or ()
+        out += [(cell, "cell_contents") for cell in cells]
+        todo += [h for h in _called(code, {**g, **_cell_values(code, cells)}) if _is_users(h)]
     return out
+
+
+def _cell_values(code, cells) -> dict:
+    values = {}
+    for name, cell in zip(code.co_freevars, cells):
+        try:
+            values[name] = cell.cell_contents
+        except ValueError:           # an empty cell
+            pass
+    return values
+
+
+def _called(code, namespace: dict) -> list:
+    """The functions code names through its globals: `name` or `module.name`."""
+    names = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names + c.co_freevars)
+        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    found = []
+    for name in names:
+        value = namespace.get(name)
+        if isinstance(value, types.ModuleType) and value is not np and not isinstance(value, TracingNumpy):
+            found += [getattr(value, n, None) for n in names if callable(getattr(value, n, None))]
+        elif callable(value):
+            found.append(value)
+    return found
+
+
+def _is_users(f) -> bool:
+    """A function of the user's own code (not a library's): its namespace may be routed."""
+    code = getattr(inspect.unwrap(f), "__code__", None) if isinstance(f, types.FunctionType) else None
+    if code is None:
+        return hasattr(f, "fn") and hasattr(f, "_cache")        # a jl.jit function: its fn is looked at
+    path = code.co_filename
+    return is_user_file(path) and "site-packages" not in path and "dist-packages" not in path
 
 
 def _entries(namespace, field):

@@ -461,3 +461,16 @@ def test_data_dependent_shapes_and_control_flow_say_what_to_write(fn, words):
     with pytest.raises(TraceError, match=words) as info:
         jl.trace(fn, rand(4))
     assert "test_functionalize.py" in str(info.value)
+
+
+def test_helpers_in_other_modules_and_jitted_helpers_create_traced_arrays():
+    from tests.frontend import _imperative_helpers as helpers
+    from tests.frontend._imperative_helpers import rows_times
+
+    inner = jl.jit(lambda x: helpers.rows_times(x, 3.0))
+
+    def f(x):
+        return helpers.rows_times(x, 2.0) + rows_times(x, 1.0) + inner(x)
+
+    check(f, rand(3, 3))
+    assert helpers.np is np
