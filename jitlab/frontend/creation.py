@@ -155,7 +155,8 @@ def _namespaces(fn: Callable) -> list[tuple[object, str | None]]:
         if f is None or id(f) in seen:
             continue
         seen.add(id(f))
-        todo += [getattr(f, "__wrapped__", None), getattr(f, "fn", None)]    # functools.wraps, jl.jit
+        attrs = getattr(f, "__dict__", {})        # not getattr: an object's __getattr__ may answer anything
+        todo += [attrs.get("__wrapped__"), attrs.get("fn")]          # functools.wraps, jl.jit and jl.grad
         g = getattr(f, "__globals__", None)
         code = getattr(f, "__code__", None)
         if not isinstance(g, dict) or code is None:
@@ -191,7 +192,7 @@ def _called(code, namespace: dict) -> list:
     for name in names:
         value = namespace.get(name)
         if isinstance(value, types.ModuleType) and value is not np and not isinstance(value, TracingNumpy):
-            found += [getattr(value, n, None) for n in names if callable(getattr(value, n, None))]
+            found += [v for v in map(vars(value).get, names) if callable(v)]
         elif callable(value):
             found.append(value)
     return found
@@ -201,7 +202,9 @@ def _is_users(f) -> bool:
     """A function of the user's own code (not a library's): its namespace may be routed."""
     code = getattr(inspect.unwrap(f), "__code__", None) if isinstance(f, types.FunctionType) else None
     if code is None:
-        return hasattr(f, "fn") and hasattr(f, "_cache")        # a jl.jit function: its fn is looked at
+        from .jit import JitFunction
+
+        return isinstance(f, JitFunction)            # its fn is looked at
     path = code.co_filename
     return is_user_file(path) and "site-packages" not in path and "dist-packages" not in path
 
@@ -251,6 +254,6 @@ def _replacement(value, module: TracingNumpy, functions: dict):
     """What replaces the global `value` while tracing: numpy itself, a creation function, or None."""
     if value is np or isinstance(value, TracingNumpy):
         return module
-    name = _ORIGINALS.get(id(value)) or getattr(value, "_jitlab_creation", None) \
-        if callable(value) and not isinstance(value, type) else None
+    name = _ORIGINALS.get(id(value)) or (value.__dict__.get("_jitlab_creation")
+                                         if isinstance(value, types.FunctionType) else None)
     return functions[name] if isinstance(name, str) else None

@@ -474,3 +474,24 @@ def test_helpers_in_other_modules_and_jitted_helpers_create_traced_arrays():
 
     check(f, rand(3, 3))
     assert helpers.np is np
+
+
+class _AnswersAnything:
+    """A global whose __getattr__ answers every name (as pattern builders do): routing must not ask it."""
+
+    def __call__(self, *args):
+        return args
+
+    def __getattr__(self, name):
+        raise AssertionError(f"asked for {name}")
+
+
+ANSWERS_ANYTHING = _AnswersAnything()
+
+
+def test_routing_does_not_probe_other_globals():
+    def f(x):
+        assert ANSWERS_ANYTHING is not None
+        return x + np.zeros(3)
+
+    check(f, rand(3))
