@@ -2,7 +2,8 @@
 
 Names the cell reads before assigning them become the function's parameters (arrays
 are traced, Python scalars are static); names it assigns are returned and written back
-to the notebook. The same body with the same shapes hits the compile cache.
+to the notebook, and arrays it writes into (`out[i] = ...`, `x += 1`) are updated in
+place, as plain numpy would. The same body with the same shapes hits the compile cache.
 """
 
 from __future__ import annotations
@@ -119,17 +120,6 @@ class _Names(ast.NodeVisitor):
     visit_ImportFrom = visit_Import
 
 
-class _Functional(ast.NodeTransformer):
-    """`y += v` becomes `y = y + v`: traced arrays are values, never updated in place."""
-
-    def visit_AugAssign(self, node: ast.AugAssign):
-        if not isinstance(node.target, ast.Name):
-            return node
-        load = ast.Name(node.target.id, ast.Load())
-        value = ast.BinOp(load, node.op, node.value)
-        return ast.copy_location(ast.Assign([node.target], value), node)
-
-
 def analyze(cell: str) -> CellPlan:
     """The names a cell reads first and assigns (raises SyntaxError on bad Python)."""
     tree = ast.parse(cell)
@@ -146,7 +136,7 @@ def function_source(name: str, cell: str, params: list[str], writes: list[str], 
     header = f"def {name}({''.join(p + ', ' for p in params)}*, _jl_split_=None):\n"
     body = textwrap.indent(cell.rstrip() or "pass", "    ", lambda line: True) + "\n"
     ret = f"    return _jl_split_({{k: v for k, v in locals().items() if k in {keep!r}}})\n"
-    module = _Functional().visit(ast.parse(header + body + ret))
+    module = ast.parse(header + body + ret)
     fn = module.body[0]
     if last_expr:
         expr = fn.body[-2]

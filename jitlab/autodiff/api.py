@@ -87,19 +87,20 @@ class GradFunction:
         taken: set = set()
         wrt = [self._wrt_argument(ctx, args, i, taken) for i in self._positions]
         mark = ctx.program.body.last_op
+        inputs = [t.value for _, leaves in wrt for t in leaves]     # before fn can write into them
         value, aux = self._split_output(self.fn(*args, **kwargs))
         loss = ctx.lift(value)
-        g = self._gradients(ctx, _ops_after(ctx, mark), wrt, loss)
+        g = self._gradients(ctx, _ops_after(ctx, mark), wrt, inputs, loss)
         if self.with_value:
             return ((loss, aux) if self.has_aux else loss), g
         return (g, aux) if self.has_aux else g
 
-    def _gradients(self, ctx: TraceContext, forward: list[Operation], wrt: list, loss: Tracer):
+    def _gradients(self, ctx: TraceContext, forward: list[Operation], wrt: list, inputs: list, loss: Tracer):
         """Appends the backward graph of `forward`; gives the gradients in the arguments' structure."""
         check_loss(loss.value, f"the value {getattr(self.fn, '__name__', 'fn')} returns")
         bctx = BackwardContext(ctx.program, Builder(ctx.program.body, constraints=ctx.program.constraints),
                                self.__name__)
-        flat = backward(bctx, forward, [t.value for _, leaves in wrt for t in leaves], loss.value)
+        flat = backward(bctx, forward, inputs, loss.value)
         grads = iter(Tracer(g.value, ctx) for g in flat)
         trees = [unflatten(tree, [next(grads) for _ in leaves]) for tree, leaves in wrt]
         return trees[0] if isinstance(self.argnums, int) else tuple(trees)

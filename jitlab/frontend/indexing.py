@@ -41,7 +41,9 @@ def _is_array_index(k) -> bool:
 def _static_slice(x: Tracer, k: slice, n: int) -> tuple[int, int, int]:
     for v in (k.start, k.stop, k.step):
         if v is not None and not isinstance(v, (int, np.integer)):
-            raise TraceError(f"slice bounds must be Python ints, got {v!r} ({x.ctx.where()})")
+            raise TraceError(f"slice bounds must be Python ints, got {v!r} ({x.ctx.where()}): a traced bound gives "
+                             "a data-dependent shape; pass the value that decides it with static_argnums, or "
+                             "gather with an index array (np.take(x, i + np.arange(k)))")
     start, stop, step = k.indices(n)
     return start, stop, step
 
@@ -74,9 +76,36 @@ def _array_index(x: Tracer, k) -> Tracer:
 
 
 def getitem(x: Tracer, key) -> Tracer:
-    """x[key] for basic indexing plus at most one integer-array index."""
-    ctx = x.ctx
+    """x[key] for basic indexing plus at most one integer-array index; basic indexing gives a view."""
     key = _expand_key(x, key)
+    arrays = sum(1 for k in key if _is_array_index(k))
+    if arrays > 1 or arrays and any(isinstance(k, (int, np.integer)) for k in key):
+        from .inplace import gathered
+
+        return gathered(x, key)
+    out = _getitem(x, key)
+    if arrays or all(isinstance(k, (int, np.integer)) for k in key):
+        return out          # numpy copies: advanced indexing, or a scalar picked by integers
+    from .inplace import make_view, write_basic
+
+    return make_view(out, x, lambda base: _getitem(base, key), lambda base, new: write_basic(base, key, new),
+                     f"x[{key_text(key)}]", key)
+
+
+def key_text(key: tuple) -> str:
+    """An expanded index as numpy code, for messages."""
+    def one(k):
+        if isinstance(k, slice):
+            return ":".join("" if v is None else str(v) for v in (k.start, k.stop)) + \
+                ("" if k.step is None else f":{k.step}")
+        return "None" if k is None else "array" if _is_array_index(k) else str(k)
+
+    return ", ".join(one(k) for k in key)
+
+
+def bounds(x: Tracer, key: tuple) -> tuple[list, list, list, list]:
+    """Per dim of x its slice (start, stop, step); and per result dim group its layout entry."""
+    ctx = x.ctx
     consuming = [k for k in key if k is not None]
     n_arrays = sum(1 for k in consuming if _is_array_index(k))
     if n_arrays > 1:
@@ -96,24 +125,31 @@ def getitem(x: Tracer, key) -> Tracer:
             raise UnsupportedOp(f"indexing with a bool scalar is not supported ({ctx.where()})")
         if isinstance(k, (int, np.integer)):
             if isinstance(n, Sym):
-                raise UnsupportedOp(f"an integer index into symbolic dim {n} is not supported ({ctx.where()})")
+                raise UnsupportedOp(f"an integer index into symbolic dim {n} is not supported ({ctx.where()}): "
+                                    f"its bound cannot be checked while tracing; slice it (x[{k}:{k + 1}] for "
+                                    f"k >= 0) or leave the dim static")
             i = int(k) + n if k < 0 else int(k)
             if not 0 <= i < n:
                 raise TraceError(f"index {k} is out of bounds for dim {dim} of size {n} ({ctx.where()})")
-            bounds = (i, i + 1, 1)
+            b = (i, i + 1, 1)
         elif isinstance(k, slice):
-            bounds = _symbolic_slice(x, k, n) if isinstance(n, Sym) else _static_slice(x, k, n)
+            b = _symbolic_slice(x, k, n) if isinstance(n, Sym) else _static_slice(x, k, n)
             layout.append(("keep", dim))
         elif _is_array_index(k):
-            bounds = (0, n, 1)
+            b = (0, n, 1)
             layout.append(("take", dim, _array_index(x, k)))
         else:
             raise TraceError(f"cannot index with a {type(k).__name__} ({ctx.where()})")
-        starts.append(bounds[0]), stops.append(bounds[1]), steps.append(bounds[2])
+        starts.append(b[0]), stops.append(b[1]), steps.append(b[2])
         dim += 1
+    return starts, stops, steps, layout
+
+
+def _getitem(x: Tracer, key: tuple) -> Tracer:
+    starts, stops, steps, layout = bounds(x, key)
     out = x
     if (starts, stops, steps) != ([0] * x.ndim, list(x.shape), [1] * x.ndim):
-        out = ctx.op("np.slice", x.value, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
+        out = x.ctx.op("np.slice", x.value, starts=tuple(starts), stops=tuple(stops), steps=tuple(steps))
     return _reshape_to_layout(out, layout)
 
 
@@ -132,6 +168,4 @@ def _reshape_to_layout(sliced: Tracer, layout: list) -> Tracer:
             shape.extend(idx.shape)
     if tuple(shape) == out.shape:
         return out
-    from .numpy_api import reshape
-
-    return reshape(out, tuple(shape))
+    return out.ctx.op("np.reshape", out.value, shape=tuple(shape))

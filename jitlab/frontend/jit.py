@@ -20,6 +20,7 @@ from ..ir.shapes import sym
 from ..ir.types import TensorType
 from ..runtime.signature import device_array_meta, native_dtype
 from . import recompiles
+from .creation import routed_creation
 from .pytree import TreeDef, flatten, unflatten
 from .trace_errors import defined_at, located
 from .tracer import TraceContext, Tracer
@@ -81,6 +82,13 @@ class Traced:
     in_tree: TreeDef
     input_mask: list[bool]        # which flattened argument leaves are program inputs
     out_tree: TreeDef
+    # program inputs the function wrote into, by position: the last len(mutated) program
+    # outputs are their new values, which the caller's arrays receive after each call
+    mutated: tuple[int, ...] = ()
+
+    @property
+    def num_results(self) -> int:
+        return self.out_tree.num_leaves
 
 
 def _bind_arguments(fn: Callable, args: tuple, kwargs: dict) -> inspect.BoundArguments:
@@ -137,16 +145,31 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
     program = Program(fn_name if fn_name.isidentifier() else "main", types,
                       [n for n, m in zip(names, mask) if m])
     ctx = TraceContext(program, fn_name)
-    inputs = iter(program.inputs)
-    arguments = unflatten(in_tree, [Tracer(next(inputs), ctx) if m else x for x, m in zip(leaves, mask)])
+    tracers = [Tracer(v, ctx) for v in program.inputs]
+    inputs = iter(tracers)
+    arguments = unflatten(in_tree, [next(inputs) if m else x for x, m in zip(leaves, mask)])
     bound.arguments.update({k: v.value if isinstance(v, _Static) else v for k, v in arguments.items()})
     try:
-        result = fn(*bound.args, **bound.kwargs)
+        with routed_creation(fn, ctx):
+            result = fn(*bound.args, **bound.kwargs)
     except Exception as e:
         error = located(e, fn)
         if error is e:
             raise
         raise error from e
+    outputs, out_tree = _results(fn, fn_name, ctx, result)
+    mutated = tuple(i for i, (t, v) in enumerate(zip(tracers, program.inputs)) if t.value is not v)
+    for i in mutated:
+        new = tracers[i].value
+        if new.name is None:
+            new.name = f"{program.inputs[i].name}_new"
+        outputs.append(new)
+    program.set_outputs(outputs)
+    return Traced(program, in_tree, mask, out_tree, mutated)
+
+
+def _results(fn: Callable, fn_name: str, ctx: TraceContext, result) -> tuple[list, TreeDef]:
+    """The program outputs for what the function returned, and its structure."""
     out_leaves, _, out_tree = flatten(result, is_leaf=lambda x: isinstance(x, Tracer))
     outputs = []
     for i, leaf in enumerate(out_leaves):
@@ -157,8 +180,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
         else:
             raise TraceError(f"{fn_name}{defined_at(fn)} returned a {type(leaf).__name__} (output {i}); "
                              "return arrays, or tuples, lists and dicts of arrays")
-    program.set_outputs(outputs)
-    return Traced(program, in_tree, mask, out_tree)
+    return outputs, out_tree
 
 
 def trace(fn: Callable, *args, name: str | None = None, dynamic=None, static_argnums: int | tuple[int, ...] = (),
@@ -223,7 +245,11 @@ class JitFunction:
 
         start = time.perf_counter()
         traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic, static_argnums=self.static_argnums)
-        options = dict(self.options, donate=_donated_inputs(bound, self.donate_argnums)) \
+        # An input the function writes into receives its own new value after the call: donating its
+        # buffer to another output would have that output overwritten by the write-back.
+        written = {traced.program.inputs[i].name for i in traced.mutated}
+        options = dict(self.options, donate=tuple(n for n in _donated_inputs(bound, self.donate_argnums)
+                                                  if n not in written)) \
             if self.donate_argnums else self.options
         exe = compile(traced.program, self.level, self.target, **options)
         recompiles.record(self.compiles, recompiles.signature(traced.program, bound, self.static_argnums),
@@ -237,14 +263,14 @@ class JitFunction:
             entry = self._fast.get(fast_key)
             if entry is not None:
                 self.last = entry[1]
-                return _outputs(entry[0], entry[1](*args))
+                return _run(entry[0], entry[1], args)
         elif any(isinstance(x, Tracer) for x in flatten((args, kwargs), is_leaf=lambda x: isinstance(x, Tracer))[0]):
             return self.fn(*args, **kwargs)          # called inside another trace: inline
         inputs, entry = self._entry(args, kwargs)
         if fast_key is not None and all(entry[0].input_mask):
             self._fast[fast_key] = entry
         self.last = entry[1]
-        return _outputs(entry[0], entry[1](*inputs))
+        return _run(entry[0], entry[1], inputs)
 
     @property
     def cache_size(self) -> int:
@@ -264,10 +290,37 @@ def _donated_inputs(bound: inspect.BoundArguments, argnums: tuple[int, ...]) -> 
     return tuple(names)
 
 
-def _outputs(traced: Traced, results: tuple) -> Any:
+def _run(traced: Traced, exe, inputs) -> Any:
+    """Runs the executable; writes the mutated arguments back; gives the function's results."""
+    if traced.mutated:
+        _check_writable(traced, inputs)
+    results = exe(*inputs)
+    n = traced.num_results
+    for i, new in zip(traced.mutated, results[n:]):
+        if isinstance(inputs[i], np.ndarray):      # a numpy scalar is immutable: `s += 1` rebinds the name
+            np.copyto(inputs[i], new)
+    results = results[:n]
     if traced.out_tree.kind == "leaf":
         return results[0]
     return unflatten(traced.out_tree, list(results))
+
+
+def _check_writable(traced: Traced, inputs) -> None:
+    """Each array the function writes into must be a writable ndarray sharing memory with no other input."""
+    names = traced.program.input_names
+    for i in traced.mutated:
+        x = inputs[i]
+        if isinstance(x, np.generic):
+            continue
+        if not isinstance(x, np.ndarray) or not x.flags.writeable:
+            raise InputError(f"{traced.program.name} writes into its input '{names[i]}', but the argument is "
+                             f"{'a read-only array' if isinstance(x, np.ndarray) else 'a ' + type(x).__name__}; "
+                             "pass a writable numpy array (numpy would fail to write too)")
+        for j, y in enumerate(inputs):
+            if j != i and isinstance(y, np.ndarray) and np.may_share_memory(x, y):
+                raise InputError(f"{traced.program.name} writes into its input '{names[i]}', which shares memory "
+                                 f"with input '{names[j]}': numpy would let the write change what the function "
+                                 "reads from the other, which a compiled program cannot do; pass a copy")
 
 
 def jit(fn: Callable | None = None, *, level: str = "O1", target: str = "auto", dynamic=None,

@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import DTypeError, TraceError, UnsupportedOp
 from ..ir.dtypes import as_dtype
 from ..ir.shapes import Dim, Sym, exact_div, num_elements
+from .creation import fill
 from .tracer import TraceContext, Tracer
 from .ufunc_dtypes import RULES
 
@@ -86,7 +87,11 @@ def apply_function(ctx: TraceContext, func, args, kwargs):
     impl = FUNCTIONS.get(func)
     if impl is None:
         raise UnsupportedOp(f"{_qualname(func)} is not supported by jitlab ({ctx.where()})")
-    return impl(*args, **kwargs)
+    out = kwargs.pop("out", None)
+    if out is None:
+        return impl(*args, **kwargs)
+    # numpy's functions write their result into out= casting as an assignment does
+    return inplace.write_out(ctx, _qualname(func), out, [ctx.lift(impl(*args, **kwargs))], casting="unsafe")
 
 
 def _input_dtype(x):
@@ -101,9 +106,27 @@ def _input_dtype(x):
 
 def apply_ufunc(ctx: TraceContext, ufunc: np.ufunc, method: str, inputs, kwargs):
     name = ufunc.__name__
-    for key in ("out", "where", "axes", "axis", "signature"):
+    if method == "at":
+        return inplace.ufunc_at(ctx, ufunc, inputs)
+    out, where = kwargs.pop("out", None), kwargs.pop("where", True)
+    if out is not None and all(o is None for o in out):
+        out = None
+    if where is not True and out is None:
+        raise UnsupportedOp(f"np.{name}(..., where=...) without out= leaves elements unset ({ctx.where()}); "
+                            "use np.where(cond, np.{name}(...), other)")
+    result = _apply_ufunc(ctx, ufunc, method, inputs, kwargs)
+    if out is None:
+        return result
+    results = list(result) if isinstance(result, tuple) else [result]
+    return inplace.write_out(ctx, f"np.{name}", out, results, kwargs.get("casting", "same_kind"), where)
+
+
+def _apply_ufunc(ctx: TraceContext, ufunc: np.ufunc, method: str, inputs, kwargs):
+    name = ufunc.__name__
+    for key in ("axes", "axis", "signature"):
         if method == "__call__" and kwargs.get(key) is not None:
             raise UnsupportedOp(f"np.{name}(..., {key}=...) is not supported ({ctx.where()})")
+    kwargs.pop("casting", None)
     if method == "reduce":
         if ufunc not in _REDUCE_UFUNCS:
             raise UnsupportedOp(f"np.{name}.reduce is not supported ({ctx.where()})")
@@ -124,7 +147,8 @@ def apply_ufunc(ctx: TraceContext, ufunc: np.ufunc, method: str, inputs, kwargs)
         op_name = _BOOL_UFUNCS.get(ufunc, UFUNCS[ufunc]) if loop[0].kind == "b" else UFUNCS[ufunc]
         result = ctx.op(op_name, *(t.value for t in operands))
     out = kwargs.get("dtype")
-    return astype(result, out) if out is not None else _as_dtype(result, loop[-1])
+    result = astype(result, out) if out is not None else _as_dtype(result, loop[-1])
+    return Tracer(result.value, ctx) if any(result is x for x in inputs) else result   # a new array, as numpy's
 
 
 class _Typed:
@@ -143,7 +167,8 @@ def _as_dtype(x: Tracer, dtype) -> Tracer:
 @implements(np.astype)
 def astype(x, dtype, copy=True):
     ctx = context_of(x)
-    return _as_dtype(ctx.lift(x), as_dtype(dtype, "astype"))
+    out = _as_dtype(ctx.lift(x), as_dtype(dtype, "astype"))
+    return Tracer(out.value, ctx) if out is x else out      # numpy copies: a write to it leaves x alone
 
 
 def _float_of(x: Tracer) -> Tracer:
@@ -268,7 +293,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
 
 # -- shape functions ----------------------------------------------------------------
 def _shape_arg(shape) -> tuple:
-    if isinstance(shape, (int, np.integer, Sym)):
+    if isinstance(shape, (int, np.integer, Sym, Tracer)):
         return (shape,)
     return tuple(shape)
 
@@ -280,6 +305,9 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         raise UnsupportedOp(f"reshape with order={order!r} is not supported ({ctx.where()})")
     x = ctx.lift(a)
     dims = list(_shape_arg(shape if shape is not None else newshape))
+    if any(isinstance(d, Tracer) for d in dims):
+        raise TraceError(f"reshape to a traced size gives a data-dependent shape ({ctx.where()}); sizes must be "
+                         "Python ints or x.shape entries: pass the value that decides them with static_argnums")
     if builtins.sum(1 for d in dims if isinstance(d, (int, np.integer)) and d == -1) > 1:
         raise TraceError(f"reshape: only one dim may be -1, got {dims} ({ctx.where()})")
     if -1 in dims:
@@ -291,10 +319,11 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         if missing is None:
             raise TraceError(f"cannot reshape {x.value.type} to {dims} ({ctx.where()})")
         dims[dims.index(-1)] = missing
-    dims = [d if isinstance(d, Sym) else int(d) for d in dims]
-    if tuple(dims) == x.shape:
+    dims = tuple(d if isinstance(d, Sym) else int(d) for d in dims)
+    if dims == x.shape:
         return x
-    return ctx.op("np.reshape", x.value, shape=tuple(dims))
+    return view_of(x, lambda b: b.ctx.op("np.reshape", b.value, shape=dims),
+                   lambda b, new: new.ctx.op("np.reshape", new.value, shape=b.shape), "x.reshape(...)")
 
 
 @implements(np.transpose)
@@ -306,7 +335,9 @@ def transpose(a, axes=None):
         raise TraceError(f"transpose: axes {axes} do not match rank {x.ndim} ({ctx.where()})")
     if perm == tuple(range(x.ndim)):
         return x
-    return ctx.op("np.transpose", x.value, perm=perm)
+    inverse = tuple(int(i) for i in np.argsort(perm))
+    return view_of(x, lambda b: b.ctx.op("np.transpose", b.value, perm=perm),
+                   lambda b, new: new.ctx.op("np.transpose", new.value, perm=inverse), "x.transpose(...)")
 
 
 @implements(np.swapaxes)
@@ -335,7 +366,8 @@ def broadcast_to(array, shape, subok=False):
     shape = _shape_arg(shape)
     if tuple(shape) == x.shape:
         return x
-    return x.ctx.op("np.broadcast_to", x.value, shape=tuple(shape))
+    return view_of(x, lambda b: b.ctx.op("np.broadcast_to", b.value, shape=tuple(shape)), None,
+                   "np.broadcast_to(...)")
 
 
 @implements(np.expand_dims)
@@ -343,7 +375,12 @@ def expand_dims(a, axis):
     x = context_of(a).lift(a)
     rank = x.ndim + len(_shape_arg(axis))
     axes = tuple(sorted(normalize_axis(x, ax, rank) for ax in _shape_arg(axis)))
-    return x.ctx.op("np.expand_dims", x.value, axes=axes)
+    return view_of(x, lambda b: b.ctx.op("np.expand_dims", b.value, axes=axes), _reshape_back,
+                   "np.expand_dims(...)")
+
+
+def _reshape_back(base: Tracer, new: Tracer) -> Tracer:
+    return new.ctx.op("np.reshape", new.value, shape=base.shape)
 
 
 @implements(np.squeeze)
@@ -353,7 +390,9 @@ def squeeze(a, axis=None):
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
         axes = normalize_axes(x, axis)
-    return x.ctx.op("np.squeeze", x.value, axes=axes) if axes else x
+    if not axes:
+        return x
+    return view_of(x, lambda b: b.ctx.op("np.squeeze", b.value, axes=axes), _reshape_back, "np.squeeze(...)")
 
 
 @implements(np.ravel)
@@ -473,7 +512,8 @@ def tile(A, reps):
     if len(reps) > x.ndim:
         x = reshape(x, (1,) * (len(reps) - x.ndim) + x.shape)
     reps = (1,) * (x.ndim - len(reps)) + tuple(int(r) for r in reps)
-    return x.ctx.op("np.tile", x.value, reps=reps) if builtins.max(reps, default=1) != 1 or 0 in reps else x
+    return x.ctx.op("np.tile", x.value, reps=reps) if builtins.max(reps, default=1) != 1 or 0 in reps \
+        else Tracer(x.value, x.ctx)
 
 
 @implements(np.repeat)
@@ -548,7 +588,7 @@ def round_(a, decimals=0, out=None):
         return _as_dtype(x, np.float16)          # numpy rounds bools in its float16 loop
     if x.dtype.kind != "f":
         # integers round to tens, hundreds... in float64, half to even, as numpy does
-        return x if decimals >= 0 else _as_dtype(round_(_as_dtype(x, np.float64), decimals), x.dtype)
+        return Tracer(x.value, ctx) if decimals >= 0 else _as_dtype(round_(_as_dtype(x, np.float64), decimals), x.dtype)
     if decimals == 0:
         return ctx.op("np.round", x.value)
     scale = 10.0 ** decimals
@@ -572,10 +612,10 @@ def outer(a, b, out=None):
     return reshape(x, (-1, 1)) * reshape(y, (1, -1))
 
 
-def _filled_like(a, fill, dtype, shape) -> Tracer:
+def _filled_like(a, value, dtype, shape) -> Tracer:
     x = context_of(a).lift(a)
     dtype = np.dtype(dtype) if dtype is not None else x.dtype
-    return broadcast_to(x.ctx.constant(fill, dtype), x.shape if shape is None else _shape_arg(shape))
+    return fill(x.ctx, x.shape if shape is None else _shape_arg(shape), value, dtype)
 
 
 @implements(np.zeros_like, np.empty_like)
@@ -619,3 +659,10 @@ def einsum(subscripts, *operands, **kwargs):
 
     return trace_einsum(subscripts, operands, kwargs)
 
+
+
+def view_of(x: Tracer, derive, write, what: str) -> Tracer:
+    return inplace.view_of(x, derive, write, what)
+
+
+from . import inplace  # noqa: E402,F401  (registers np.copyto, np.put, ... into FUNCTIONS)

@@ -9,7 +9,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TreeDef:
-    """The shape of a nested structure: kind ('leaf', 'tuple', 'list', 'dict'), keys, children."""
+    """The shape of a nested structure: kind ('leaf', 'none', 'tuple', 'list', 'dict'), keys, children."""
 
     kind: str
     keys: tuple = ()
@@ -21,6 +21,7 @@ class TreeDef:
 
 
 LEAF = TreeDef("leaf")
+NONE = TreeDef("none")
 
 
 def flatten(tree: Any, prefix: str = "", is_leaf: Callable[[Any], bool] | None = None
@@ -28,6 +29,8 @@ def flatten(tree: Any, prefix: str = "", is_leaf: Callable[[Any], bool] | None =
     """Leaves in order, a path name for each (`params.w1`, `xs_0`), and the structure."""
     if is_leaf is not None and is_leaf(tree):
         return [tree], [prefix], LEAF
+    if tree is None:                   # no leaves: a function that only writes into its arguments returns it
+        return [], [], NONE
     if isinstance(tree, (tuple, list)):
         items = [(f"{prefix}_{i}" if prefix else f"out{i}", v) for i, v in enumerate(tree)]
         keys: tuple = ()
@@ -54,6 +57,8 @@ def unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
 def _build(treedef: TreeDef, it) -> Any:
     if treedef.kind == "leaf":
         return next(it)
+    if treedef.kind == "none":
+        return None
     values = [_build(c, it) for c in treedef.children]
     if treedef.kind == "tuple":
         return tuple(values)

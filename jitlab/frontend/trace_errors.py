@@ -1,7 +1,7 @@
 """Errors escaping a function while it is traced, pointed at the user's line.
 
 Whatever fails inside the traced function (numpy's own ValueError when a tracer is
-written into an np.zeros array, a tracer's `__bool__`, an AttributeError, a jitlab
+written into a numpy array made outside the trace, a tracer's `__bool__`, an AttributeError, a jitlab
 error from an op) reaches the caller as a JitlabError that names the innermost frame
 of the user's code, its source line, and what to write instead."""
 
@@ -25,9 +25,11 @@ _STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 _MAX_STATEMENT_LINES = 20
 _NUMPY_SETITEM = "setting an array element with a sequence"   # numpy's words for a tracer written into an array
 
-SETITEM_ADVICE = ("jitlab traces pure array code: build the array from its parts instead, e.g. "
-                  "np.stack or np.concatenate of the computed pieces, np.where(mask, new, old) to replace "
-                  "elements, np.pad to add borders")
+SETITEM_ADVICE = ("writes into traced arrays are recorded, but this array is a numpy array made outside the "
+                  "traced function (a global, or made by a helper in another module): create it inside the "
+                  "function (np.zeros, np.empty...) or pass it as an argument; or build the result from its "
+                  "parts with np.stack, np.concatenate or np.where")
+_NO_VALUE = ("has no value while tracing", "is not known while tracing")   # a tracer turned into a number
 GENERIC_ADVICE = ("traced arrays have a shape and a dtype but no values: keep values in numpy functions "
                   "(np.where for choices, np.stack to build arrays), or pass values that decide shapes or "
                   "control flow with static_argnums")
@@ -107,8 +109,9 @@ def located(e: Exception, fn) -> Exception:
     frame = user_frame(e.__traceback__)
     if frame is None:
         fn_name += defined_at(fn)
-    if frame is not None and assigns_into_an_element(frame) or _NUMPY_SETITEM in str(e):
-        out = TraceError(f"in-place assignment into an array element is not supported while tracing "
+    if _NUMPY_SETITEM in str(e) or frame is not None and assigns_into_an_element(frame) and \
+            isinstance(e, TraceError) and any(words in str(e) for words in _NO_VALUE):
+        out = TraceError(f"a traced value cannot be written into a numpy array "
                          f"({_where(frame, fn_name)}):{_source(frame)}\n{SETITEM_ADVICE}")
     elif isinstance(e, JitlabError):
         known = frame is not None and f"{frame.filename}:{frame.lineno}" in str(e)

@@ -157,10 +157,19 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
     """An array under tracing: a shape, a dtype and the IR value that will hold it."""
 
     __array_priority__ = 1000
-    __slots__ = ("value", "ctx")
+    # An in-place write rebinds `_value` and bumps `_version`; `_view` (an inplace.View) says which
+    # array this one views, so that it re-reads its base after writes to it and writes through.
+    __slots__ = ("_value", "ctx", "_version", "_view")
 
     def __init__(self, value: Value, ctx: TraceContext):
-        self.value, self.ctx = value, ctx
+        self._value, self.ctx, self._version, self._view = value, ctx, 0, None
+
+    @property
+    def value(self) -> Value:
+        """The IR value this array holds now."""
+        if self._view is not None:
+            self._view.refresh(self)
+        return self._value
 
     # -- array attributes ---------------------------------------------------------
     @property
@@ -242,8 +251,9 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
                        "static_argnums")
 
     def __setitem__(self, key, value):
-        raise TraceError(f"in-place assignment x[...] = v is not supported while tracing ({self.ctx.where()}); "
-                         "build the result with np.stack, np.concatenate, np.where or np.pad")
+        from . import inplace
+
+        inplace.setitem(self, key, value)
 
     def __hash__(self):
         return id(self)
@@ -286,12 +296,16 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         return numpy_api.astype(self, dtype)
 
     def flatten(self, order="C"):
+        return self.reshape(-1, order=order).copy()
+
+    def ravel(self, order="C"):
         return self.reshape(-1, order=order)
 
-    ravel = flatten
-
     def copy(self, order="C"):
-        return self
+        return Tracer(self.value, self.ctx)
+
+    def fill(self, value):
+        self[...] = value
 
 
 def _forward(name: str, impl_name: str):

@@ -111,3 +111,19 @@ def test_progress_stays_quiet_for_a_single_kernel():
     with progress(1, file=out) as p:
         p.step("only")
     assert out.getvalue() == "" and p.done == 1
+
+
+def test_cells_fill_preallocated_arrays_and_update_in_place(ip, ns):
+    out = np.zeros((4, 2), np.float32)
+    x = ns["x"]
+    alias = x
+    before = x.copy()
+    ns.update(out=out)
+    cell = "for i in range(4):\n    out[i] = x[i, :2] * alpha\nx += 1.0\nx[0, 0] = -1.0\n"
+    result = ip.run_cell("%%jit --level O0\n" + cell)
+    assert result.success, result.error_in_exec
+    np.testing.assert_allclose(out, before[:, :2] * 0.5, rtol=1e-6)
+    expected = before + 1.0
+    expected[0, 0] = -1.0
+    np.testing.assert_allclose(alias, expected, rtol=1e-6)     # the notebook's array, updated in place
+    np.testing.assert_allclose(ns["x"], expected, rtol=1e-6)

@@ -74,3 +74,13 @@ def _scatter_elements(p: Primal, g):
 @vjp("np.scatter_nd")
 def _scatter_nd(p: Primal, g):
     return _scatter_rule("np.gather_nd", p, g)
+
+
+@vjp("np.update_slice")
+def _update_slice(p: Primal, g):
+    """The operand's elements under the slice were overwritten: their cotangent is zero; the update's
+    is the cotangent read at the slice."""
+    x, update = p.args
+    where = dict(starts=p.attrs["starts"], stops=p.attrs["stops"], steps=p.attrs["steps"])
+    return [p.emit("np.update_slice", g, zeros(p.ctx, update.shape, update.dtype), **where),
+            p.emit("np.slice", g, **where)]

@@ -1,5 +1,6 @@
 """Gathers and scatters with integer index tensors (numpy's take_along_axis, and the
-ONNX GatherND / ScatterElements / ScatterND forms). Negative indices count from the
+ONNX GatherND / ScatterElements / ScatterND forms), and the slice update that an
+in-place `x[a:b, i] = v` becomes. Negative indices count from the
 end; an index out of range is an InputError at run time, never a read out of bounds.
 Scatters write in index order, so with repeated indices the last update wins (or all
 are combined, with a reduction)."""
@@ -9,10 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InputError
-from ...ir.attributes import INT, one_of
+from ...ir.attributes import INT, INTS, SHAPE, one_of
 from ...ir.opdef import Trait, defop, static_int
 from .common import INT as INT_KINDS
 from .common import attr, check_dtype, normalize_axis, same_dtype
+from .shape import _slice_infer
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 _UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -165,3 +167,27 @@ def _scatter_nd(x, indices, updates, reduction):
 defop("np.scatter_nd", operands=3, attrs=dict(_SCATTER_ATTRS), traits=(Trait.PURE,),
       infer=_scatter_nd_infer, reference=_scatter_nd, operand_names=("x", "indices", "updates"),
       doc="A copy of x with slices of updates written (or combined) at the coordinates in indices.")
+
+
+# -- update_slice ---------------------------------------------------------------------------
+def _update_slice_infer(ctx, types, attrs):
+    x, upd = types
+    same_dtype(ctx, [x, upd])
+    (region,) = _slice_infer(ctx, [x], attrs)
+    if upd.rank != x.rank:
+        raise ctx.error(f"the update {upd} must have the rank of {x}")
+    for i, (a, b) in enumerate(zip(region.shape, upd.shape)):
+        ctx.equal(a, b, f"dim {i} of the update (the slice has shape {list(region.shape)})")
+    return [x]
+
+
+def _update_slice(x, update, starts, stops, steps):
+    out = np.array(x, copy=True)
+    out[tuple(slice(a, None if b == -1 else b, s) for a, b, s in zip(starts, stops, steps))] = update
+    return out
+
+
+defop("np.update_slice", operands=2,
+      attrs={"starts": attr(SHAPE), "stops": attr(SHAPE), "steps": attr(INTS)}, traits=(Trait.PURE,),
+      infer=_update_slice_infer, reference=_update_slice, operand_names=("x", "update"),
+      doc="A copy of x with x[start:stop:step] (per dim, indices absolute as in np.slice) set to update.")
