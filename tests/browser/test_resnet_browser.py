@@ -146,6 +146,10 @@ def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts)
     assert "weight: " in pane.locator(".jl-fixed").inner_text()
     text = pane.inner_text()
     assert text.count("peak") - text.count("peak at step") - text.count("live at the peak") == 1
+    # Weights and inputs (98 MiB held throughout) drawn apart: the curve shows the activations at full height.
+    assert pane.locator(".jl-apart input").is_checked()
+    top = pane.locator(".jl-timeline text.jl-axis").first.text_content()
+    assert "MiB" in top and float(top.split()[0]) < 50
     root.screenshot(path=str(artifacts / "resnet_memory.png"))
     assert page.errors == []
 
