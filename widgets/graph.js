@@ -633,12 +633,30 @@ export class GraphView {
 
   onHover(evt) {
     const node = evt.target.closest("g.node");
+    const cluster = node ? null : evt.target.closest("g.cluster");
+    if (cluster && this.containers.has(cluster.id)) {
+      const c = this.containers.get(cluster.id);
+      this.tip.show(evt, h("div", { class: "jl-details" }, ...c.label.split("\n").map((l) => h("div", {}, l)), this.scopeFigures(c),
+        h("div", { class: "jl-muted" }, "click the frame to collapse")));
+      return;
+    }
     if (!node) { this.tip.hide(); return; }
     const c = this.containers.get(node.id);
     if (uidOf(node.id) !== null) this.tip.show(evt, opDetails(this.data, uidOf(node.id), (this.graph.folded || {})[node.id]));
     else if (c && c.kind === "group") this.tip.show(evt, groupDetails(this.data, Number(c.id.slice(4))));
-    else if (c) this.tip.show(evt, h("div", { class: "jl-details" }, ...c.label.split("\n").map((l) => h("div", {}, l)), h("div", { class: "jl-muted" }, "click to expand")));
+    else if (c) this.tip.show(evt, h("div", { class: "jl-details" }, ...c.label.split("\n").map((l) => h("div", {}, l)), this.scopeFigures(c), h("div", { class: "jl-muted" }, "click to expand")));
     else this.tip.show(evt, h("div", {}, node.querySelector("text")?.textContent || node.id));
+  }
+
+  // What the data says about a scope (bytes, bytes live at the peak, measured time), when it says it.
+  scopeFigures(c) {
+    const sc = c.kind === "scope" ? (this.data.scopes || {})[c.id.slice(3)] : null;
+    if (!sc) return null;
+    const parts = [`${sc.op_count ?? "?"} ops`];
+    if (typeof sc.bytes === "number") parts.push(`writes ${fmtBytes(sc.bytes)}`);
+    if (typeof sc.peak_bytes === "number") parts.push(`${fmtBytes(sc.peak_bytes)} live at the peak`);
+    if (typeof sc.seconds === "number") parts.push(`${fmtSec(sc.seconds)} per call`);
+    return h("div", {}, parts.join(" · "));
   }
 
   highlight(sel, reveal) {
