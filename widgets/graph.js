@@ -157,6 +157,7 @@ export class GraphView {
     this.groupIds = [...this.containers.values()].filter((c) => c.kind === "group").map((c) => Number(c.id.slice(4))).sort((a, b) => a - b);
     this.groupLabels();
     this.parts = 0;
+    // Seven parts stacked, with the inputs above and the results below, fit a 620 px canvas at scale 1 (10 px labels).
     this.maxChildren = 7;
     this.split(root);
     for (const c of this.containers.values()) c.children.sort((a, b) => a.order - b.order);
@@ -181,9 +182,10 @@ export class GraphView {
 
   // Splits a container with too many children into parts cut where the fewest values flow on.
   split(node) {
-    if (!node.children || node.kind === "group") return;
-    const keep = node === this.root ? node.children.filter((c) => c.kind === "input" || c.kind === "output") : [];
-    const kids = node.children.filter((c) => !keep.includes(c)).sort((a, b) => a.order - b.order);
+    if (!node.children || node.kind === "group" || node.bundle) return;
+    const ends = node === this.root ? node.children.filter((c) => c.kind === "input" || c.kind === "output") : [];
+    const keep = ["input", "output"].flatMap((kind) => this.bundle(node, ends.filter((c) => c.kind === kind), kind));
+    const kids = node.children.filter((c) => !ends.includes(c)).sort((a, b) => a.order - b.order);
     const weight = (c) => (c.children ? 1 : c.book ? 0 : 1);
     const n = kids.reduce((a, c) => a + weight(c), 0);
     if (n > this.maxChildren) {
@@ -226,6 +228,17 @@ export class GraphView {
     for (const c of node.children) if (c.children) this.split(c);
   }
 
+  // Many inputs (weights passed as arguments) or results: one part holding them, not a row of hundreds.
+  bundle(parent, members, kind) {
+    if (members.length <= this.maxChildren) return members;
+    const part = { id: `${kind}s`, kind: "part", bundle: true, children: members, parent, order: Math.min(...members.map((c) => c.order)) };
+    for (const c of members) c.parent = part;
+    const names = members.slice(0, 3).map((c) => c.label.split("\n")[0]).join(", ");
+    part.label = `${members.length} ${kind === "input" ? "inputs" : "results"}\n${names}, …`;
+    this.containers.set(part.id, part);
+    return [part];
+  }
+
   partLabel(part) {
     const ops = this.leavesOf(part).filter((l) => l.op && !l.book);
     const onnx = ops.filter((l) => l.op.onnx || /node '/.test(l.op.loc || "")).map((l) => where(l.op));
@@ -234,7 +247,8 @@ export class GraphView {
     if (!span) {
       const fns = [...new Set(ops.map((l) => (/\sin\s+(\S+)\s*$/.exec(l.op.loc || "") || [])[1]).filter(Boolean))];
       const lines = ops.map((l) => Number((/:(\d+)\b/.exec(l.op.loc || "") || [])[1])).filter((n) => n > 0);
-      const range = lines.length ? ` · lines ${Math.min(...lines)}–${Math.max(...lines)}` : "";
+      const [lo, hi] = [Math.min(...lines), Math.max(...lines)];
+      const range = lines.length ? (lo === hi ? ` · line ${lo}` : ` · lines ${lo}–${hi}`) : "";
       span = fns.length ? `${fns.slice(0, 3).join(", ")}${fns.length > 3 ? ", …" : ""}${range}` : "";
     }
     const groups = new Set(ops.map((l) => l.group).filter((g) => g !== null && g !== undefined)).size;
