@@ -166,3 +166,34 @@ def test_traced_transformer_opens_readable(page, transformer_page, artifacts):
     pane.locator("g.node.current-match").wait_for()
     root.screenshot(path=str(artifacts / "transformer_graph.png"))
     assert page.errors == []
+
+
+def test_expanded_layout_keeps_boxes_apart_and_inside_their_parts(page, resnet_pages):
+    root = open_page(page, resnet_pages[0])
+    pane = root.locator(".jl-pane-graph")
+    pane.locator("svg[data-layout=browser]").wait_for()
+    pane.get_by_role("button", name="Expand all").click()
+    pane.locator("input.jl-bookkeeping").check()
+    problems = page.evaluate("""() => {
+        const svg = document.querySelector('.jl-pane-graph svg[data-layout=browser]');
+        const box = (g) => g.firstElementChild.getBBox();
+        const nodes = [...svg.querySelectorAll('g.node')].map((g) => [g.id, box(g)]);
+        const out = [];
+        for (let i = 0; i < nodes.length; i++) for (let j = i + 1; j < nodes.length; j++) {
+            const [a, p] = nodes[i], [b, q] = nodes[j];
+            if (p.x < q.x + q.width - 0.5 && q.x < p.x + p.width - 0.5 && p.y < q.y + q.height - 0.5 && q.y < p.y + p.height - 0.5) out.push(`${a} overlaps ${b}`);
+        }
+        const data = JSON.parse(document.getElementById('jl-data').textContent).data;
+        for (const g of data.groups) {
+            const c = svg.querySelector(`g.cluster[id='grp_${g.id}'] > rect`).getBBox();
+            for (const uid of g.ops) {
+                const el = svg.querySelector(`g.node[id='op_${uid}']`);
+                if (!el) continue;
+                const p = box(el);
+                if (p.x < c.x || p.y < c.y || p.x + p.width > c.x + c.width || p.y + p.height > c.y + c.height) out.push(`op_${uid} outside grp_${g.id}`);
+            }
+        }
+        return [nodes.length, out.slice(0, 5)];
+    }""")
+    assert problems[0] > 1300 and problems[1] == []
+    assert page.errors == []
