@@ -27,10 +27,10 @@ def test_compare_page_renders(page, resnet_pages, artifacts):
 
 
 def graph_state(page):
-    """(viewBox, drawn nodes, smallest label height in px on screen) of the graph pane."""
+    """(viewBox, drawn nodes, smallest label font size in px on screen) of the graph pane."""
     return page.evaluate("""() => {
         const svg = document.querySelector('.jl-pane-graph svg');
-        const labels = [...svg.querySelectorAll('g.node text')].map((t) => t.getBoundingClientRect().height);
+        const labels = [...svg.querySelectorAll('g.node text')].map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);
         return [svg.getAttribute('viewBox'), svg.querySelectorAll('g.node').length, Math.min(...labels)];
     }""")
 
