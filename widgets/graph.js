@@ -365,7 +365,7 @@ export class GraphView {
           out.push({ id: c.id, label: c.label.split("\n")[0], classes: `${c.kind}`, fill, children: make(c) });
         } else {
           const cls = c.kind === "group" ? "groupnode" : `${c.kind}node`;
-          out.push({ id: c.id, label: c.label, shape: "box3d", classes: `${cls} filled`, fill: fill || "var(--jl-bg3)" });
+          out.push({ id: c.id, label: c.label, shape: "box3d", classes: fill ? `${cls} filled` : cls, fill });
         }
       }
       return out;
