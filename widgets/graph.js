@@ -157,6 +157,7 @@ export class GraphView {
     this.groupIds = [...this.containers.values()].filter((c) => c.kind === "group").map((c) => Number(c.id.slice(4))).sort((a, b) => a - b);
     this.groupLabels();
     this.parts = 0;
+    // Seven parts stacked, with the inputs above and the results below, fit a 620 px canvas at scale 1 (10 px labels).
     this.maxChildren = 7;
     this.split(root);
     for (const c of this.containers.values()) c.children.sort((a, b) => a.order - b.order);
@@ -181,9 +182,10 @@ export class GraphView {
 
   // Splits a container with too many children into parts cut where the fewest values flow on.
   split(node) {
-    if (!node.children || node.kind === "group") return;
-    const keep = node === this.root ? node.children.filter((c) => c.kind === "input" || c.kind === "output") : [];
-    const kids = node.children.filter((c) => !keep.includes(c)).sort((a, b) => a.order - b.order);
+    if (!node.children || node.kind === "group" || node.bundle) return;
+    const ends = node === this.root ? node.children.filter((c) => c.kind === "input" || c.kind === "output") : [];
+    const keep = ["input", "output"].flatMap((kind) => this.bundle(node, ends.filter((c) => c.kind === kind), kind));
+    const kids = node.children.filter((c) => !ends.includes(c)).sort((a, b) => a.order - b.order);
     const weight = (c) => (c.children ? 1 : c.book ? 0 : 1);
     const n = kids.reduce((a, c) => a + weight(c), 0);
     if (n > this.maxChildren) {
@@ -226,6 +228,17 @@ export class GraphView {
     for (const c of node.children) if (c.children) this.split(c);
   }
 
+  // Many inputs (weights passed as arguments) or results: one part holding them, not a row of hundreds.
+  bundle(parent, members, kind) {
+    if (members.length <= this.maxChildren) return members;
+    const part = { id: `${kind}s`, kind: "part", bundle: true, children: members, parent, order: Math.min(...members.map((c) => c.order)) };
+    for (const c of members) c.parent = part;
+    const names = members.slice(0, 3).map((c) => c.label.split("\n")[0]).join(", ");
+    part.label = `${members.length} ${kind === "input" ? "inputs" : "results"}\n${names}, …`;
+    this.containers.set(part.id, part);
+    return [part];
+  }
+
   partLabel(part) {
     const ops = this.leavesOf(part).filter((l) => l.op && !l.book);
     const onnx = ops.filter((l) => l.op.onnx || /node '/.test(l.op.loc || "")).map((l) => where(l.op));
@@ -234,7 +247,8 @@ export class GraphView {
     if (!span) {
       const fns = [...new Set(ops.map((l) => (/\sin\s+(\S+)\s*$/.exec(l.op.loc || "") || [])[1]).filter(Boolean))];
       const lines = ops.map((l) => Number((/:(\d+)\b/.exec(l.op.loc || "") || [])[1])).filter((n) => n > 0);
-      const range = lines.length ? ` · lines ${Math.min(...lines)}–${Math.max(...lines)}` : "";
+      const [lo, hi] = [Math.min(...lines), Math.max(...lines)];
+      const range = lines.length ? (lo === hi ? ` · line ${lo}` : ` · lines ${lo}–${hi}`) : "";
       span = fns.length ? `${fns.slice(0, 3).join(", ")}${fns.length > 3 ? ", …" : ""}${range}` : "";
     }
     const groups = new Set(ops.map((l) => l.group).filter((g) => g !== null && g !== undefined)).size;
@@ -351,7 +365,7 @@ export class GraphView {
           out.push({ id: c.id, label: c.label.split("\n")[0], classes: `${c.kind}`, fill, children: make(c) });
         } else {
           const cls = c.kind === "group" ? "groupnode" : `${c.kind}node`;
-          out.push({ id: c.id, label: c.label, shape: "box3d", classes: `${cls} filled`, fill: fill || "var(--jl-bg3)" });
+          out.push({ id: c.id, label: c.label, shape: "box3d", classes: fill ? `${cls} filled` : cls, fill });
         }
       }
       return out;
@@ -633,12 +647,30 @@ export class GraphView {
 
   onHover(evt) {
     const node = evt.target.closest("g.node");
+    const cluster = node ? null : evt.target.closest("g.cluster");
+    if (cluster && this.containers.has(cluster.id)) {
+      const c = this.containers.get(cluster.id);
+      this.tip.show(evt, h("div", { class: "jl-details" }, ...c.label.split("\n").map((l) => h("div", {}, l)), this.scopeFigures(c),
+        h("div", { class: "jl-muted" }, "click the frame to collapse")));
+      return;
+    }
     if (!node) { this.tip.hide(); return; }
     const c = this.containers.get(node.id);
     if (uidOf(node.id) !== null) this.tip.show(evt, opDetails(this.data, uidOf(node.id), (this.graph.folded || {})[node.id]));
     else if (c && c.kind === "group") this.tip.show(evt, groupDetails(this.data, Number(c.id.slice(4))));
-    else if (c) this.tip.show(evt, h("div", { class: "jl-details" }, ...c.label.split("\n").map((l) => h("div", {}, l)), h("div", { class: "jl-muted" }, "click to expand")));
+    else if (c) this.tip.show(evt, h("div", { class: "jl-details" }, ...c.label.split("\n").map((l) => h("div", {}, l)), this.scopeFigures(c), h("div", { class: "jl-muted" }, "click to expand")));
     else this.tip.show(evt, h("div", {}, node.querySelector("text")?.textContent || node.id));
+  }
+
+  // What the data says about a scope (bytes, bytes live at the peak, measured time), when it says it.
+  scopeFigures(c) {
+    const sc = c.kind === "scope" ? (this.data.scopes || {})[c.id.slice(3)] : null;
+    if (!sc) return null;
+    const parts = [`${sc.op_count ?? "?"} ops`];
+    if (typeof sc.bytes === "number") parts.push(`writes ${fmtBytes(sc.bytes)}`);
+    if (typeof sc.peak_bytes === "number") parts.push(`${fmtBytes(sc.peak_bytes)} live at the peak`);
+    if (typeof sc.seconds === "number") parts.push(`${fmtSec(sc.seconds)} per call`);
+    return h("div", {}, parts.join(" · "));
   }
 
   highlight(sel, reveal) {

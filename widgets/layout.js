@@ -14,7 +14,7 @@ const ORDER_SWEEPS = 4;
 const BEND_WIDTH = 8;
 const ARROW_LEN = 6;
 
-export function boxSize(label, shape) {
+function boxSize(label, shape) {
   const lines = label.split("\n");
   let w = Math.max(...lines.map((l) => l.length)) * GLYPH_W + 2 * BOX_PAD;
   let hh = lines.length * TEXT_LINE_H + BOX_PAD;
@@ -68,7 +68,7 @@ function fitLayer(layer, want, width, cx) {
 
 // Boxes (id -> [w, h]) laid out in ranks; an edge down several ranks bends through a point on each rank between.
 // `pin` puts some items on the first rank (-1) or the last (1): a part's ports for edges from and to outside it.
-export function place(sizes, edges, pin = new Map()) {
+function place(sizes, edges, pin = new Map()) {
   const ids = [...sizes.keys()];
   if (!ids.length) return { corners: new Map(), bends: new Map(), width: 0, height: 0 };
   const [, succ0] = adjacency(ids, edges);
@@ -161,7 +161,7 @@ export function arrange(units, edges) {
         sizes.set(u.id, [Math.max(sub.width + 2 * CPAD, u.label.length * GLYPH_W + 2 * CPAD), sub.height + 2 * CPAD + CLABEL]);
         for (const id of sub.members) top.set(id, u.id);
       } else {
-        sizes.set(u.id, u.size || boxSize(u.label, u.shape));
+        sizes.set(u.id, boxSize(u.label, u.shape));
         top.set(u.id, u.id);
       }
     }

@@ -38,8 +38,10 @@ export function timeline(mem, onStep, height = 170) {
     svg.append(s("polyline", { class: `jl-pool jl-pool-${key}`, points: series.map((v, i) => `${x(i)},${y(v)}`).join(" ") }));
     right.push([y(last) - 3, `pool ${key.replace("_", " ")} ${fmtBytes(last)}`]);
   }
-  svg.append(s("line", { class: "jl-bound", x1: PAD.l, x2: W - PAD.r, y1: y(mem.lower_bound_bytes), y2: y(mem.lower_bound_bytes) }));
-  right.push([y(mem.lower_bound_bytes) + 12, `lower bound ${fmtBytes(mem.lower_bound_bytes)}`]);
+  if (mem.lower_bound_bytes) {
+    svg.append(s("line", { class: "jl-bound", x1: PAD.l, x2: W - PAD.r, y1: y(mem.lower_bound_bytes), y2: y(mem.lower_bound_bytes) }));
+    right.push([y(mem.lower_bound_bytes) + 12, `lower bound ${fmtBytes(mem.lower_bound_bytes)}`]);
+  }
   right.sort((a, b) => a[0] - b[0]);
   let floor = PAD.t;
   for (const [ly, text] of right) {
@@ -229,10 +231,31 @@ export class MemoryView {
     this.drawCharts(msg.memory);
   }
 
+  // The live curve without what is held for the whole run (weights, inputs): on a real model that is most
+  // of the bytes, and the activations would be a flat strip on top of it.
+  movingOnly(mem) {
+    const n = mem.live_bytes.length;
+    const fixed = new Array(n).fill(0);
+    for (const b of mem.buffers) {
+      if (!FIXED.has(b.kind) || b.alias_of || b.kind === "view") continue;
+      for (let k = Math.max(0, b.first); k <= Math.min(n - 1, b.last); k += 1) fixed[k] += b.bytes;
+    }
+    const live = mem.live_bytes.map((v, k) => Math.max(0, v - fixed[k]));
+    const top = Math.max(0, ...live, ...Object.values(mem.pool || {}).flat());
+    return { mem: { ...mem, live_bytes: live, peak_bytes: top, lower_bound_bytes: null }, held: Math.max(0, ...fixed) };
+  }
+
   drawCharts(mem) {
-    this.timeline = timeline(mem, (step) => this.ctx.setStep(step, "memory"));
+    const apart = this.movingOnly(mem);
+    const split = apart.held > 0;
+    if (this.apart === undefined) this.apart = apart.held > 0.5 * Math.max(1, ...mem.live_bytes);
+    const shown = split && this.apart ? apart.mem : mem;
+    this.timeline = timeline(shown, (step) => this.ctx.setStep(step, "memory"));
     this.gantt = gantt(this.ctx, mem);
-    this.charts.replaceChildren(this.summary(mem), h("h4", {}, "live memory per step"), this.timeline.el,
+    const toggle = split ? h("label", { class: "jl-filter jl-apart" },
+      h("input", { type: "checkbox", checked: this.apart, onchange: (e) => { this.apart = e.target.checked; this.drawCharts(mem); } }),
+      `activations and temporaries only (weights and inputs: ${fmtBytes(apart.held)}, held throughout)`) : null;
+    this.charts.replaceChildren(this.summary(mem), h("h4", {}, "live memory per step"), toggle, this.timeline.el,
       this.atPeak(mem), h("h4", {}, "buffer layout"), this.gantt.el);
     this.gantt.highlight(this.ctx.selection);
     this.moveCursor(this.ctx.step);

@@ -31,7 +31,7 @@ export class PassesView {
     this.origin = h("div", { class: "jl-origin" });
     this.el = h("div", { class: "jl-passes" }, h("div", { class: "jl-passcol" }, this.filter(), this.list),
       h("div", { class: "jl-passmain" }, this.origin, this.detail));
-    ctx.on("select", () => this.showOrigin());
+    ctx.on("select", () => { this.showOrigin(); this.markSelected(); });
     ctx.on("msg", (msg) => {
       if (msg.type === "pass_graph" && msg.svg && this.passes[msg.index]) {
         this.passes[msg.index].svg = msg.svg;
@@ -130,6 +130,26 @@ export class PassesView {
     this.detail.dataset.index = p.index;
     this.detail.replaceChildren(nav, this.rules(p), h("h4", {}, "IR diff"), diffTable(p.diff), h("h4", {}, "graph diff (ops matched by id)"),
       this.graphDiff(p));
+    this.markSelected();
+  }
+
+  // The selected ops' lines in the IR diff (the lines defining their results) and their nodes in the graph diff.
+  markSelected() {
+    const sel = this.ctx.selection;
+    const uids = sel && sel.uids ? sel.uids : [];
+    const names = new Set(uids.flatMap((u) => (this.ctx.data.ops[String(u)] || { results: [] }).results.map((r) => `%${r}`)));
+    let first = null;
+    this.detail.querySelectorAll(".jl-diff tbody tr").forEach((tr) => {
+      const hit = [...tr.querySelectorAll("td.jl-code")].some((td) => {
+        const m = /^\s*(%[^\s=]+(?:\s*,\s*%[^\s=,]+)*)\s*=/.exec(td.textContent);
+        return m && m[1].split(",").some((n) => names.has(n.trim()));
+      });
+      tr.classList.toggle("jl-ir-selected", hit);
+      if (hit && !first) first = tr;
+    });
+    this.detail.querySelectorAll("svg .selected").forEach((el) => el.classList.remove("selected"));
+    for (const u of uids) this.detail.querySelector(`svg [id="op_${u}"]`)?.classList.add("selected");
+    if (first && sel.source !== "passes" && this.el.offsetParent) first.scrollIntoView({ block: "nearest" });
   }
 
   // Which pass and rule made the selected op, and the rules that tried it and did not apply.

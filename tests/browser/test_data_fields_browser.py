@@ -15,6 +15,7 @@ def page_with_fields(tmp_path):
     data = widget.session.static_data()
     for op in data["ops"].values():
         op["scope"] = ["head"] if op["name"] in ("np.cumsum", "np.reshape") else ["body", "layer"]
+    data["scopes"] = {"body": {"path": "body", "kind": "scope", "op_count": 7, "bytes": 4096, "peak_bytes": 512, "seconds": 2e-5}}
     mem = data["memory"]
     data["peak_bytes"] = mem["peak_bytes"]
     mem["overhead_bytes"] = 64
@@ -47,6 +48,8 @@ def test_newer_fields_show_when_present(page, tmp_path, artifacts):
     scopes = pane.locator("g.cluster.scope, g.node.scopenode")
     assert scopes.count() >= 2 and "body" in pane.locator("svg[data-layout=browser]").text_content()
     root.screenshot(path=str(artifacts / "fields_graph.png"))
+    pane.locator("g.cluster.scope[id='sc_body'] > text").hover()
+    assert "writes 4.00 KiB" in root.locator(".jl-tip").inner_text()
     root.locator("[data-tab=memory]").click()
     memory = root.locator(".jl-pane-memory")
     assert "overhead" in memory.inner_text()

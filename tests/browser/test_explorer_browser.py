@@ -88,6 +88,8 @@ def test_saved_page_works_offline(page, tmp_path, artifacts):
     root.locator("tr.jl-pass", has_text="dce").click()
     assert "np.tanh" in root.locator(".jl-passdetail .jl-diff td.jl-del").first.inner_text()
     assert detail.locator("svg g.node.removed").count() == 1
+    root.locator(".jl-passdetail .jl-gd-removed a.jl-oplink").first.click()     # selecting an op marks its IR line
+    assert "np.tanh" in root.locator(".jl-passdetail .jl-diff tr.jl-ir-selected").inner_text()
     check_schedule(page, root)
     open_tab(page, root, "memory")
     assert root.locator(".jl-pane-memory rect.jl-buffer").count() == len(exe.report.memory.buffers) - 1

@@ -27,10 +27,10 @@ def test_compare_page_renders(page, resnet_pages, artifacts):
 
 
 def graph_state(page):
-    """(viewBox, drawn nodes, smallest label height in px on screen) of the graph pane."""
+    """(viewBox, drawn nodes, smallest label font size in px on screen) of the graph pane."""
     return page.evaluate("""() => {
         const svg = document.querySelector('.jl-pane-graph svg');
-        const labels = [...svg.querySelectorAll('g.node text')].map((t) => t.getBoundingClientRect().height);
+        const labels = [...svg.querySelectorAll('g.node text')].map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);
         return [svg.getAttribute('viewBox'), svg.querySelectorAll('g.node').length, Math.min(...labels)];
     }""")
 
@@ -146,6 +146,10 @@ def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts)
     assert "weight: " in pane.locator(".jl-fixed").inner_text()
     text = pane.inner_text()
     assert text.count("peak") - text.count("peak at step") - text.count("live at the peak") == 1
+    # Weights and inputs (98 MiB held throughout) drawn apart: the curve shows the activations at full height.
+    assert pane.locator(".jl-apart input").is_checked()
+    top = pane.locator(".jl-timeline text.jl-axis").first.text_content()
+    assert "MiB" in top and float(top.split()[0]) < 50
     root.screenshot(path=str(artifacts / "resnet_memory.png"))
     assert page.errors == []
 
@@ -161,4 +165,35 @@ def test_traced_transformer_opens_readable(page, transformer_page, artifacts):
     pane.locator(".jl-search").press("Enter")
     pane.locator("g.node.current-match").wait_for()
     root.screenshot(path=str(artifacts / "transformer_graph.png"))
+    assert page.errors == []
+
+
+def test_expanded_layout_keeps_boxes_apart_and_inside_their_parts(page, resnet_pages):
+    root = open_page(page, resnet_pages[0])
+    pane = root.locator(".jl-pane-graph")
+    pane.locator("svg[data-layout=browser]").wait_for()
+    pane.get_by_role("button", name="Expand all").click()
+    pane.locator("input.jl-bookkeeping").check()
+    problems = page.evaluate("""() => {
+        const svg = document.querySelector('.jl-pane-graph svg[data-layout=browser]');
+        const box = (g) => g.firstElementChild.getBBox();
+        const nodes = [...svg.querySelectorAll('g.node')].map((g) => [g.id, box(g)]);
+        const out = [];
+        for (let i = 0; i < nodes.length; i++) for (let j = i + 1; j < nodes.length; j++) {
+            const [a, p] = nodes[i], [b, q] = nodes[j];
+            if (p.x < q.x + q.width - 0.5 && q.x < p.x + p.width - 0.5 && p.y < q.y + q.height - 0.5 && q.y < p.y + p.height - 0.5) out.push(`${a} overlaps ${b}`);
+        }
+        const data = JSON.parse(document.getElementById('jl-data').textContent).data;
+        for (const g of data.groups) {
+            const c = svg.querySelector(`g.cluster[id='grp_${g.id}'] > rect`).getBBox();
+            for (const uid of g.ops) {
+                const el = svg.querySelector(`g.node[id='op_${uid}']`);
+                if (!el) continue;
+                const p = box(el);
+                if (p.x < c.x || p.y < c.y || p.x + p.width > c.x + c.width || p.y + p.height > c.y + c.height) out.push(`op_${uid} outside grp_${g.id}`);
+            }
+        }
+        return [nodes.length, out.slice(0, 5)];
+    }""")
+    assert problems[0] > 1300 and problems[1] == []
     assert page.errors == []
