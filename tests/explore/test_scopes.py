@@ -149,3 +149,39 @@ def test_the_drawable_graph_is_data_the_hierarchy_can_collapse():
     top = {i: (data["ops"][str(n["uid"])]["path"].split("/")[0] if n["kind"] == "op" else i) for i, n in nodes.items()}
     edges = {(top[a], top[b]) for a, b in data["graph"]["edges"] if top[a] != top[b]}
     assert ("block", "block_1") in edges and ("in_x", "block") in edges
+
+
+def layer_norm(x):
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+
+
+def attention(x, w):
+    q, k, v = x @ w[0], x @ w[1], x @ w[2]
+    return softmax(q @ k.T) @ v
+
+
+def mlp(x, w):
+    return np.maximum(x @ w[3], 0) @ w[4]
+
+
+def layer(x, w):
+    x = x + attention(layer_norm(x), w)
+    return x + mlp(layer_norm(x), w)
+
+
+def test_a_twelve_layer_transformer_opens_at_its_layers():
+    rng = np.random.default_rng(0)
+    weights = [rng.standard_normal((5, 8, 8)).astype(np.float32) for _ in range(12)]
+
+    def encoder(x):
+        for w in weights:
+            x = layer(x, w)
+        return layer_norm(x)
+
+    tree, _ = scope_tree(snapshot(jl.trace(encoder, np.ones((4, 8), np.float32))))
+    top = tree[""]["children"]
+    assert top == ["layer"] + [f"layer_{i}" for i in range(1, 12)] + ["layer_norm"]
+    assert tree["layer_3"]["children"] == ["layer_3/layer_norm", "layer_3/attention", "layer_3/layer_norm_1",
+                                           "layer_3/mlp"]
+    assert tree["layer_3/attention"]["children"] == ["layer_3/attention/softmax"]
