@@ -185,3 +185,16 @@ def test_a_twelve_layer_transformer_opens_at_its_layers():
     assert tree["layer_3"]["children"] == ["layer_3/layer_norm", "layer_3/attention", "layer_3/layer_norm_1",
                                            "layer_3/mlp"]
     assert tree["layer_3/attention"]["children"] == ["layer_3/attention/softmax"]
+
+
+def test_compare_columns_carry_per_scope_figures_and_profiled_time():
+    program = jl.trace(model, X)
+    o1 = jl.compile(program, level="O1", target="cpu")
+    o0 = jl.compile(program, level="O0")
+    record = jl.profile(o1, X, repeats=2)
+    columns = jl.explore.compare(o0, o1).data["compare"]["columns"]
+    assert columns[1]["run_seconds"] == record["total"]["median"] and columns[0]["run_seconds"] is None
+    blocks = columns[1]["scopes"]
+    assert blocks["block"]["groups"] >= 1 and blocks["block"]["seconds"] > 0
+    assert columns[0]["scopes"]["block"]["groups"] == 0
+    assert blocks["block"]["op_count"] > 0 and "block/attn" in blocks
