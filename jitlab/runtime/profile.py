@@ -191,11 +191,13 @@ def _run_o2(exe, args, bindings, repeats: int, warmup: int) -> Recorder:
             fn, params = item
             ops = [op for op in instrumented.items[k].ops if op.name == "jit.group" or op.has(Trait.VIEW)]
             instrumented.steps[k] = (recorder.timed(k, ops, fn), params)
-    fallback, index = instrumented._fallback, {id(item.op): k for k, item in enumerate(instrumented.items)
-                                               if not isinstance(instrumented.steps[k], tuple)}
+    fallback = instrumented._fallback
+    step_of = {id(item.op): k for k, item in enumerate(instrumented.items) if hasattr(item, "op")}
 
-    def timed_fallback(op, *rest):
-        return recorder.timed(index[id(op)], [op], fallback)(op, *rest)
+    def timed_fallback(op, *rest):          # numpy ops between segments are steps too
+        start = recorder.clock()
+        fallback(op, *rest)
+        recorder.add(step_of[id(op)], [op], start, recorder.clock() - start)
 
     instrumented._fallback = timed_fallback
     arrays, _ = check_inputs(exe.program, args, exe.input_names)

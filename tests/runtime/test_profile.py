@@ -125,3 +125,14 @@ def test_cuda_steps_are_timed_with_events_under_the_simulator(tmp_path):
     done = subprocess.run([sys.executable, "-c", CUDA_SCRIPT], cwd=root, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_o2_numpy_fallbacks_between_segments_are_steps_too():
+    def f(x):
+        return np.cumsum(np.tanh(x), axis=-1) * 2.0
+
+    x = ARGS[0]
+    exe = jl.compile(jl.trace(f, x), level="O2", target="cpu")
+    record = exe.profile(x, repeats=2)
+    assert [s["name"] for s in record["steps"]] == ["jit.group", "np.cumsum", "jit.group"]
+    assert all(s["bytes"] == 2 * x.nbytes and s["median"] > 0 for s in record["steps"])
