@@ -57,13 +57,14 @@ def reinfer(program: Program, symbols: Mapping[Position, str], names: Sequence[s
                 olds[symbols[(name, axis)]] = d
                 dims[axis] = sym(symbols[(name, axis)])
         v.type = v.type.with_shape(tuple(dims))
-    _Reinfer(olds).block(new.body)
+    _Reinfer(olds, new.constraints).block(new.body)
     return new
 
 
 class _Reinfer:
-    def __init__(self, olds: dict[str, int]):
+    def __init__(self, olds: dict[str, int], constraints):
         self.olds = olds            # symbol -> the size it replaces
+        self.constraints = constraints      # the copy's: symbolic programs' dims may meet the new symbols
         self.names = set(olds)
         self.by_old = {old: s for s, old in olds.items()}
 
@@ -90,7 +91,7 @@ class _Reinfer:
         carries = any(isinstance(d, Sym) and d.symbols & self.names for t in types for d in t.shape)
         for attrs in [*(self.candidates(op, types) if carries else []), op.attrs]:
             try:
-                results = infer_types(op.opdef, types, attrs)
+                results = infer_types(op.opdef, types, attrs, self.constraints)
             except JitlabError:
                 continue
             op.attrs = attrs
