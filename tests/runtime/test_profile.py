@@ -86,6 +86,12 @@ def test_a_jitted_function_is_profiled_and_explored_with_times():
     assert group_op["seconds"] is not None
 
 
+def test_inputs_may_be_given_by_name():
+    exe = jl.compile(jl.trace(mlp, *ARGS), level="O1", target="cpu")
+    record = exe.profile(ARGS[0], w2=ARGS[2], w1=ARGS[1], repeats=1)
+    assert record["repeats"] == 1 and len(record["steps"]) == len(groups_of(exe))
+
+
 def test_bad_arguments_are_jitlab_errors():
     exe = jl.compile(jl.trace(mlp, *ARGS), level="O1", target="cpu")
     with pytest.raises(jl.JitlabError, match="repeats"):
