@@ -142,3 +142,12 @@ def test_o2_numpy_fallbacks_between_segments_are_steps_too():
     record = exe.profile(x, repeats=2)
     assert [s["name"] for s in record["steps"]] == ["jit.group", "np.cumsum", "jit.group"]
     assert all(s["bytes"] == 2 * x.nbytes and s["median"] > 0 for s in record["steps"])
+
+
+def test_the_timeline_starts_at_the_first_step():
+    exe = jl.compile(jl.trace(mlp, *ARGS), level="O1", target="cpu")
+    steps = exe.profile(*ARGS, repeats=3)["steps"]
+    assert steps[0]["start"] == 0.0
+    # in every call each step starts after the one before it ends, so the medians keep that order
+    for a, b in zip(steps, steps[1:]):
+        assert b["start"] >= a["start"] + a["min"] - 1e-9
