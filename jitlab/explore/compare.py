@@ -83,4 +83,23 @@ def figures(report: CompileReport, run_seconds: float | None = None) -> dict[str
             "bytes_moved": bytes_moved(graph, bindings),
             "peak_bytes": report.memory.peak_bytes if report.memory else None,
             "compile_seconds": sum(report.seconds.values()) if report.seconds else None,
-            "run_seconds": run_seconds if run_seconds is not None else report.profile.get("seconds")}
+            "run_seconds": run_seconds if run_seconds is not None else profiled_seconds(report)}
+
+
+def profiled_seconds(report: CompileReport) -> float | None:
+    """The median whole-call time `jl.profile` recorded, if it ran."""
+    return ((report.profile or {}).get("total") or {}).get("median")
+
+
+def scope_figures(scopes: dict[str, dict[str, Any]], depth: int = 2) -> dict[str, dict[str, Any]]:
+    """Per source scope down to `depth`: ops, groups under it, bytes made, bytes at the peak, measured time."""
+    groups: dict[str, int] = {}
+    for path, node in scopes.items():
+        if node["kind"] == "group":
+            parts = path.split("/")[:-1]
+            for k in range(min(len(parts), depth) + 1):
+                key = "/".join(parts[:k])
+                groups[key] = groups.get(key, 0) + 1
+    return {path: {"op_count": node["op_count"], "groups": groups.get(path, 0), "bytes": node["bytes"],
+                   "peak_bytes": node["peak_bytes"], "seconds": node["seconds"]}
+            for path, node in scopes.items() if node["kind"] == "scope" and node["depth"] <= depth}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import JitlabError
-from .compare import figures, time_call
+from .compare import figures, scope_figures, time_call
 from .session import Session, from_object
 
 
@@ -31,6 +31,7 @@ def compare_session(xs: Sequence[Any], args: Sequence[Any] | None, labels: Seque
         seconds = time_call(s.exe, args) if args is not None and s.exe is not None else None
         columns.append(figures(s.report, seconds))
         data = s.build()
+        columns[-1]["scopes"] = scope_figures(data["scopes"])
         graphs.append(data["graph"]["layouts"][data["graph"]["default"]])
         # What the browser needs to lay each side's graph out itself, as the Graph view does.
         views.append({k: data[k] for k in ("ops", "groups", "colors", "kernels", "memory")} |

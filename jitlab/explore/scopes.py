@@ -24,6 +24,12 @@ def is_bookkeeping(node: OpNode) -> bool:
     return node.name in MEM_OPS or node.view
 
 
+def is_counted(node: OpNode) -> bool:
+    """Whether a scope's op count includes this op: work, not bookkeeping, the group op standing
+    for its members, or weights and constants (folded into their readers in the drawing)."""
+    return not (is_bookkeeping(node) or node.name == "jit.group" or node.name in SHARED)
+
+
 def onnx_node(node: OpNode) -> str | None:
     """The ONNX node an op was imported from (the importer names it as its location's function)."""
     return node.function if _ONNX_NODE.match(node.function or "") else None
@@ -51,7 +57,8 @@ def group_scopes(graph: GraphSnapshot) -> dict[int, tuple[str, ...]]:
 
 
 def op_paths(graph: GraphSnapshot) -> dict[int, tuple[str, ...]]:
-    """Each op's path: its scope, or its group's path; a mem op takes the path of the op it serves."""
+    """Each op's path: its scope, or its group's path; a mem op takes the path of the op it serves,
+    and a weight or constant with no scope (an ONNX initializer) the path of its first reader."""
     places = group_scopes(graph)
     paths: dict[int, tuple[str, ...]] = {}
     for n in graph.nodes:
@@ -60,8 +67,14 @@ def op_paths(graph: GraphSnapshot) -> dict[int, tuple[str, ...]]:
             paths[n.uid] = places.get(gid, ()) + (f"group {gid}",)
         else:
             paths[n.uid] = tuple(n.scope)
+    first_reader: dict[str, int] = {}
+    for n in graph.nodes:
+        for name in n.operands:
+            first_reader.setdefault(name, n.uid)
     nodes = graph.nodes
     for k, n in enumerate(nodes):
+        if n.name in SHARED and not n.scope and n.group is None and n.results[0] in first_reader:
+            paths[n.uid] = paths[first_reader[n.results[0]]]      # an ONNX weight: where it is first read
         if n.name in MEM_OPS:
             step = 1 if n.name != "mem.free" else -1
             j = k + step
@@ -91,7 +104,7 @@ def scope_tree(graph: GraphSnapshot, plan: MemoryPlan | None = None,
         node["ops"].append(n.uid)
         if path and path[-1].startswith("group ") and (n.group is not None or n.name == "jit.group"):
             node["kind"], node["group"] = "group", int(path[-1].split()[1])
-        counted = not is_bookkeeping(n) and n.name != "jit.group"
+        counted = is_counted(n)
         for k in range(len(path) + 1):
             entry = tree[SEP.join(path[:k])]
             entry["op_count"] += counted

@@ -100,13 +100,19 @@ def dry_run(program: Program, shapes: Mapping[str, Sequence[int]] | None = None,
     if not isinstance(program, Program):
         raise JitlabError(f"dry_run takes a jl.Program, got {type(program).__name__} (use exe.dry_run "
                           "for an Executable)")
-    from .reinfer import with_shapes
+    from .reinfer import concretize, with_shapes
 
-    program, _ = with_shapes(program, shapes, program.input_names)
+    static = all(v.type.is_static for v in program.inputs)
+    program, symbols = with_shapes(program, shapes, program.input_names)
     bindings = bindings_for_shapes(program, shapes)
+    sizes = bindings
+    if symbols and static:              # traced at other sizes: compile it as if traced at these
+        program, bindings = concretize(program, bindings), {}
     ctx = PassContext(target=resolve_target(target), options={"bindings": bindings})
     compiled = PassManager.parse(pipeline_for(level), verify_each=False, snapshots=False).run(program.clone(), ctx)
-    return plan_for_level(compiled, level, bindings)
+    plan = plan_for_level(compiled, level, bindings)
+    plan.bindings = sizes           # the sizes the dry run put in, for messages and views
+    return plan
 
 
 def check_budget(plan: MemoryPlan, limit: int, where: str, what: str = "the memory limit", extra: int = 0) -> None:

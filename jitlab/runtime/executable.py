@@ -136,7 +136,13 @@ class Executable:
     def dry_run(self, shapes: dict | None = None) -> MemoryPlan:
         """The memory plan of a call with inputs of these shapes (by input name); nothing is
         run or allocated, so the shapes may be far beyond this machine."""
+        from .reinfer import concretize
+
         program, bindings = self.program_for_shapes(shapes)
+        if program is not self.program and self._static is not None:      # a static program stays static
+            plan = plan_for_level(concretize(program, bindings), self.level)
+            plan.bindings = bindings            # the sizes the dry run put in, for messages and views
+            return plan
         return plan_for_level(program, self.level, bindings)
 
     def program_for_shapes(self, shapes: dict | None) -> tuple[Program, dict[str, int]]:

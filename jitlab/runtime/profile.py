@@ -47,7 +47,7 @@ def moved_bytes(op: Operation, bindings: dict[str, int]) -> int:
 
 
 class Recorder:
-    """Seconds per step per repeat, and each step's start within its call."""
+    """Seconds per step per repeat, and each step's start after its call's first step."""
 
     def __init__(self, clock: Clock = time.perf_counter):
         self.clock = clock
@@ -55,12 +55,14 @@ class Recorder:
         self.starts: dict[int, list[float]] = {}
         self.ops: dict[int, list[Operation]] = {}
         self.streams: dict[int, int] = {}
-        self.call_start = 0.0
+        self.call_start: float | None = None       # when the current call's first step started
 
     def begin_call(self) -> None:
-        self.call_start = self.clock()
+        self.call_start = None
 
     def add(self, index: int, ops: list[Operation], start: float, seconds: float, stream: int = 0) -> None:
+        if self.call_start is None:
+            self.call_start = start
         self.ops[index] = ops
         self.streams[index] = stream
         self.samples.setdefault(index, []).append(seconds)
@@ -191,11 +193,13 @@ def _run_o2(exe, args, bindings, repeats: int, warmup: int) -> Recorder:
             fn, params = item
             ops = [op for op in instrumented.items[k].ops if op.name == "jit.group" or op.has(Trait.VIEW)]
             instrumented.steps[k] = (recorder.timed(k, ops, fn), params)
-    fallback, index = instrumented._fallback, {id(item.op): k for k, item in enumerate(instrumented.items)
-                                               if not isinstance(instrumented.steps[k], tuple)}
+    fallback = instrumented._fallback
+    step_of = {id(item.op): k for k, item in enumerate(instrumented.items) if hasattr(item, "op")}
 
-    def timed_fallback(op, *rest):
-        return recorder.timed(index[id(op)], [op], fallback)(op, *rest)
+    def timed_fallback(op, *rest):          # numpy ops between segments are steps too
+        start = recorder.clock()
+        fallback(op, *rest)
+        recorder.add(step_of[id(op)], [op], start, recorder.clock() - start)
 
     instrumented._fallback = timed_fallback
     arrays, _ = check_inputs(exe.program, args, exe.input_names)
@@ -234,6 +238,7 @@ def _run_device(exe, args, runner, repeats: int, warmup: int) -> Recorder:
             if call < warmup or not pending:
                 continue
             first = pending[0][2]
+            recorder.begin_call()
             for k, step, start, end in pending:
                 offset = first.elapsed_time(start) / 1e3          # milliseconds
                 recorder.add(k, [step.op], offset, start.elapsed_time(end) / 1e3, step.stream)

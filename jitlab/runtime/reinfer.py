@@ -4,8 +4,9 @@ A dim an input was traced with (`x: f32[512,784]`) becomes a symbol (`d512`) whe
 dry run asks for another size, and every op's result types are inferred again from its
 operands, groups and their bodies included. Shape attributes that spelled the old size
 (a reshape to `[512, 784]`, a slice up to 512) are rewritten with the symbol when the op's
-operands carry it and the rewritten op infers. Nothing is run or allocated; the plan is
-then made for the symbol's value, so one re-inferred program serves every size.
+operands carry it and the rewritten op infers. Nothing is run or allocated: one re-inferred
+program serves every size, and for a static program `concretize` puts each size back in,
+so the plan is the one a compile at that size makes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ..ir.attributes import SHAPE
 from ..ir.builder import infer_types
 from ..ir.core import Block, Operation
 from ..ir.program import Program
-from ..ir.shapes import Sym, num_elements, sym
+from ..ir.shapes import Sym, evaluate, evaluate_shape, num_elements, sym
 
 Position = tuple[str, int]      # (input name, axis)
 
@@ -57,13 +58,14 @@ def reinfer(program: Program, symbols: Mapping[Position, str], names: Sequence[s
                 olds[symbols[(name, axis)]] = d
                 dims[axis] = sym(symbols[(name, axis)])
         v.type = v.type.with_shape(tuple(dims))
-    _Reinfer(olds).block(new.body)
+    _Reinfer(olds, new.constraints).block(new.body)
     return new
 
 
 class _Reinfer:
-    def __init__(self, olds: dict[str, int]):
+    def __init__(self, olds: dict[str, int], constraints):
         self.olds = olds            # symbol -> the size it replaces
+        self.constraints = constraints      # the copy's: symbolic programs' dims may meet the new symbols
         self.names = set(olds)
         self.by_old = {old: s for s, old in olds.items()}
 
@@ -90,7 +92,7 @@ class _Reinfer:
         carries = any(isinstance(d, Sym) and d.symbols & self.names for t in types for d in t.shape)
         for attrs in [*(self.candidates(op, types) if carries else []), op.attrs]:
             try:
-                results = infer_types(op.opdef, types, attrs)
+                results = infer_types(op.opdef, types, attrs, self.constraints)
             except JitlabError:
                 continue
             op.attrs = attrs
@@ -142,3 +144,27 @@ def with_shapes(program: Program, shapes: Mapping[str, Sequence[int]] | None,
     symbols = symbols_for(changed)
     return reinfer(program, symbols, names), symbols
 
+
+def concretize(program: Program, bindings: Mapping[str, int]) -> Program:
+    """A copy of `program` with `bindings` put in for its symbols: static again, so its plan is
+    the one a compile at those sizes makes (static plans let temporaries borrow outputs)."""
+    new = program.clone()
+    for v in new.inputs:
+        v.type = v.type.with_shape(evaluate_shape(v.type.shape, bindings))
+    for op in new.walk():
+        for block in (b for region in op.regions for b in region.blocks):
+            for arg in block.args:
+                arg.type = arg.type.with_shape(evaluate_shape(arg.type.shape, bindings))
+        for r in op.results:
+            r.type = r.type.with_shape(evaluate_shape(r.type.shape, bindings))
+        op.attrs = {k: _concrete(v, op.opdef.attrs.get(k), bindings) for k, v in op.attrs.items()}
+    new.constraints = type(new.constraints)()
+    return new
+
+
+def _concrete(value, schema, bindings: Mapping[str, int]):
+    if isinstance(value, Sym):
+        return evaluate(value, bindings)
+    if schema is not None and schema.kind is SHAPE and isinstance(value, tuple):
+        return tuple(evaluate(d, bindings) for d in value)
+    return value
