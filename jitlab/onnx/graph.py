@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CompileError, JitlabError
+from ..errors import CompileError, JitlabError, ShapeError
 from ..ir.attributes import Dense, normalize_attrs
 from ..ir.builder import Builder, infer_types
 from ..ir.core import Value
@@ -59,6 +59,7 @@ class Graph:
         folded = self._fold(name, values, attrs)
         if folded is None:
             folded = self.builder.create(name, values, attrs).results
+            _no_negative_dims(name, [v.type for v in folded])
         return [T(v, self) for v in folded]
 
     def _fold(self, name: str, values: list[Value], attrs: dict) -> list[Value] | None:
@@ -68,6 +69,7 @@ class Graph:
             return None
         attrs = normalize_attrs(name, opdef.attrs, dict(attrs))
         types = infer_types(opdef, [v.type for v in values], attrs, self.program.constraints)
+        _no_negative_dims(name, types)
         if any(not t.is_static for t in types):
             return None
         if sum(math.prod(t.shape) * t.dtype.itemsize for t in types) > FOLD_LIMIT_BYTES:
@@ -138,6 +140,14 @@ class Graph:
     def value_of(self, x: T | Value) -> np.ndarray | None:
         """The contents of `x` if known at import time (an object array when symbolic)."""
         return self.known.get(x.value if isinstance(x, T) else x)
+
+
+def _no_negative_dims(name: str, types: list[TensorType]) -> None:
+    """The IR takes a negative dim for a number (an allocation of -60 bytes); an ONNX shape,
+    pad or size that makes one is an error of the node."""
+    for t in types:
+        if any(isinstance(d, int) and d < 0 for d in t.shape):
+            raise ShapeError(f"{name} would give {t}: a dim is negative")
 
 
 def _evaluate(name: str, reference, arrays: list[np.ndarray], attrs: dict, types: list[TensorType]

@@ -40,6 +40,7 @@ from .reader import Source, dtype_of, read_model, tensor_to_array
 from .registry import canonical_domain, lookup
 from .scopes import node_scopes
 
+_TOO_BIG = ("array is too big", "Maximum allowed size exceeded")
 _RESERVED = DTYPE_NAMES | {"true", "false", "none", "inf", "nan", "dense", "loc", "func", "where"}
 
 
@@ -184,10 +185,12 @@ class Importer:
             raise
         except JitlabError as e:
             raise _with_node(e, node) from None
-        except MemoryError as e:    # a handler's own array for a huge tensor (a mask, an index table)
-            raise tag(OutOfMemoryError(f"{node.label}: importing it needs more memory than there is: {e}"),
-                      node.label) from None
         except Exception as e:  # a bug in a handler: still an error the user can read, never a crash
+            if isinstance(e, MemoryError) or (isinstance(e, ValueError) and str(e).startswith(_TOO_BIG)):
+                # a handler's own array for a huge tensor (an index table): numpy refuses sizes
+                # past what it can address with a ValueError of its own
+                raise tag(OutOfMemoryError(f"{node.label}: importing it needs more memory than there is: {e}"),
+                          node.label) from None
             raise tag(CompileError(f"{node.label}: internal error in the ONNX importer: "
                                    f"{type(e).__name__}: {e}"), node.label) from e
 

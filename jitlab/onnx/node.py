@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto
 
-from ..errors import JitlabError, ModelError, UnsupportedOp
+from ..errors import JitlabError, ModelError, ShapeError, UnsupportedOp
 from ..ir.shapes import Sym
 from .graph import Graph, T
 from .reader import tensor_to_array
@@ -104,6 +104,8 @@ class Node:
         value = self.static(i, what)
         if value is None:
             return None
+        if value.ndim > 1:
+            raise self.error(ShapeError, f"{what} (input {i}) must be a 1-D list, got shape {list(value.shape)}")
         flat = value.reshape(-1).tolist()
         if any(isinstance(v, Sym) for v in flat):
             raise self.unsupported(f"{what} (input {i}) depends on symbolic dims {value.tolist()}")

@@ -117,6 +117,8 @@ def _with_external_data(tensor: TensorProto, folder: str | None, what: str) -> T
         offset, length = int(info.get("offset", 0)), int(info.get("length", -1))
     except ValueError as e:
         raise ModelError(f"{what}: external data offset/length must be integers: {e}") from None
+    if "length" in info and length < 0:
+        raise ModelError(f"{what}: external data length must be >= 0, got {length}")
     try:
         # O_NOFOLLOW: a link put in place of the checked file after the check is not followed
         with open(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as f:

@@ -16,6 +16,8 @@ from jitlab.onnx.registry import HANDLERS
 from tests.onnx.models import model, tensor
 from tests.onnx.test_load import small_mlp
 
+rng = np.random.default_rng(0)
+
 
 def test_truncated_file_is_a_model_error(tmp_path):
     data = small_mlp().SerializeToString()
@@ -258,3 +260,91 @@ def test_a_model_without_outputs_is_a_model_error():
     del m.graph.output[:]
     with pytest.raises(ModelError, match="has no outputs"):
         jl.onnx.load(m)
+
+
+def one_node(op_type: str, x_shape, inits=None, extra_inputs=(), opset: int = 21, **attrs) -> onnx.ModelProto:
+    """A model of one node on input x (plus initializers), its output typed by onnx's shape inference."""
+    node = helper.make_node(op_type, ["x", *extra_inputs], ["y"], name="the_node", **attrs)
+    graph = helper.make_graph([node], "one", [tensor("x", np.float32, list(x_shape))],
+                              [helper.make_empty_tensor_value_info("y")],
+                              [onnx.numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()])
+    m = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]))
+    if not m.graph.output[0].type.HasField("tensor_type"):       # inference gave up on the absurd node
+        m.graph.output[0].CopyFrom(tensor("y", np.float32, [None] * len(x_shape)))
+    return m
+
+
+I64 = np.int64
+BAD_NODES = {   # found by tests/onnx/test_fuzz.py: each was an internal error (ZeroDivisionError, ValueError ...)
+    "blocksize 0": (one_node("DepthToSpace", (1, 4, 2, 2), blocksize=0), jl.ShapeError, "'blocksize' = 0"),
+    "rank 3 DepthToSpace": (one_node("DepthToSpace", (4, 2, 2), blocksize=2), jl.ShapeError, "must have rank 4"),
+    "LpPool p 0": (one_node("LpPool", (1, 1, 4, 4), kernel_shape=[2, 2], p=0), jl.ShapeError, "'p' = 0"),
+    "LRN size -1": (one_node("LRN", (1, 4, 2, 2), size=-1), jl.ShapeError, "'size' = -1"),
+    "negative ConstantOfShape": (one_node("Add", (2, 3), {"s": np.array([2, -3], I64)}, ["c"]), None, None),
+    "scale nan": (one_node("Resize", (1, 1, 2, 2), {"r": np.zeros(0, np.float32), "s": np.array(
+        [1, 1, np.nan, 1], np.float32)}, ["r", "s"]), jl.ShapeError, r"scales \(input 2\) \[1.0, 1.0, nan"),
+    "scale inf": (one_node("Resize", (1, 1, 2, 2), {"r": np.zeros(0, np.float32), "s": np.array(
+        [1, 1, np.inf, 1], np.float32)}, ["r", "s"]), jl.ShapeError, "must be finite and > 0"),
+    "scale 0": (one_node("Resize", (1, 1, 2, 2), {"r": np.zeros(0, np.float32), "s": np.array(
+        [1, 1, 0, 1], np.float32)}, ["r", "s"]), jl.ShapeError, "must be finite and > 0"),
+    "scale 1e30": (one_node("Resize", (1, 1, 2, 2), {"r": np.zeros(0, np.float32), "s": np.array(
+        [1, 1, 1e30, 1], np.float32)}, ["r", "s"]), UnsupportedOp, "sampling table, over the 268435456-byte"),
+    "Upsample scale 0.5": (one_node("Upsample", (1, 1, 2, 2), {"s": np.array([1, 1, 0.5, 1], np.float32)}, ["s"],
+                                    opset=9), jl.ShapeError, "must be finite and >= 1.0"),
+    "2-D ends": (one_node("Slice", (3, 4), {"b": np.array([0], I64), "e": np.array([[2]], I64)}, ["b", "e"]),
+                 jl.ShapeError, r"ends \(input 2\) must be a 1-D list, got shape \[1, 1\]"),
+    "int mean": (one_node("BatchNormalization", (1, 2, 2), {k: np.ones(2, np.float32) for k in "sbv"} | {
+        "m": np.ones(2, np.int32)}, ["s", "b", "m", "v"]), jl.DTypeError, r"input_mean \(input 3\) must be a float"),
+}
+
+
+def _negative_constant_of_shape():
+    shape = helper.make_tensor("s", onnx.TensorProto.INT64, [2], [2, -3])
+    node = helper.make_node("ConstantOfShape", ["s"], ["y"], name="the_node")
+    return helper.make_model(helper.make_graph([node], "g", [], [tensor("y", np.float32, [2, None])], [shape]),
+                             opset_imports=[helper.make_opsetid("", 21)])
+
+
+BAD_NODES["negative ConstantOfShape"] = (_negative_constant_of_shape(), jl.ShapeError,
+                                         r"np.broadcast_to would give f32\[2,-3\]")
+
+
+@pytest.mark.parametrize("case", BAD_NODES)
+def test_absurd_attributes_and_inputs_are_errors_naming_the_node(case):
+    m, error, message = BAD_NODES[case]
+    with pytest.raises(error, match=f"node 'the_node': .*{message}"):
+        jl.onnx.load(m)
+
+
+def test_lrn_wider_than_the_channels_sums_them_all():
+    """A size past 2 * channels used to build a window of that size (ValueError for 2**62)."""
+    x = rng.standard_normal((1, 3, 2, 2)).astype(np.float32)
+    for size in (7, 2**62 + 1):
+        out, = jl.compile(jl.onnx.load(one_node("LRN", x.shape, size=size, alpha=0.5)), level="O0")(x)
+        expected = x / (1 + 0.5 / size * (x * x).sum(axis=1, keepdims=True)) ** 0.75
+        np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("op_type", ["Trilu", "EyeLike"])
+def test_masks_of_large_inputs_are_not_constants(op_type):
+    """Trilu and EyeLike built an input-sized mask at import: 'array is too big' past 2**62 elements."""
+    program = jl.onnx.load(one_node(op_type, (10**6, 10**6)))
+    assert max(w.nbytes for w in program.weights.values()) <= 8 * 10**6
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    out, = jl.compile(jl.onnx.load(one_node(op_type, x.shape)), level="O0")(x)
+    np.testing.assert_array_equal(out, np.triu(x) if op_type == "Trilu" else np.eye(3, 5, dtype=np.float32))
+
+
+def test_an_allocation_numpy_cannot_address_is_an_out_of_memory_error(monkeypatch):
+    def huge(n):
+        np.ones(2**62)
+
+    monkeypatch.setitem(HANDLERS, ("", "LeakyRelu", 16), huge)
+    with pytest.raises(jl.OutOfMemoryError, match="LeakyRelu node 'the_node': importing it needs more memory"):
+        jl.onnx.load(unary_model("LeakyRelu", alpha=0.2))
+
+
+def test_an_explicit_negative_external_length_is_refused(tmp_path):
+    path = with_external_fields(external_model(tmp_path, "weights.bin"), length=-1)
+    with pytest.raises(ModelError, match="tensor 'w': external data length must be >= 0, got -1"):
+        jl.onnx.load(path)

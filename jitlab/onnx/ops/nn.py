@@ -6,7 +6,7 @@ from ...errors import ShapeError
 from ..graph import T
 from ..node import Node
 from ..registry import onnx_op
-from .util import static_dim, unary
+from .util import positive_attr, static_dim, unary
 from .window import Window, conv, pool, window, window_sum
 
 
@@ -162,7 +162,7 @@ def average_pool(n: Node) -> T:
 @onnx_op("LpPool", 11, 18, 22)
 def lp_pool(n: Node) -> T:
     x = n.input(0)
-    p = n.attr("p", 2)
+    p = positive_attr(n, "p", 2)
     win = window(n, x, n.attr("kernel_shape"), bool(n.attr("ceil_mode", 0)), dilations=n.opset >= 18)
     return _lp_root(window_sum(_lp_power(unary("abs", x), p), win), p)
 
@@ -194,5 +194,5 @@ def global_max_pool(n: Node) -> T:
 @onnx_op("GlobalLpPool", 2, 22)
 def global_lp_pool(n: Node) -> T:
     x = n.input(0)
-    p = n.attr("p", 2)
+    p = positive_attr(n, "p", 2)
     return _lp_root(_lp_power(unary("abs", x), p).reduce("sum", _spatial(x), keepdims=True), p)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 
-from ...errors import ShapeError
+from ...errors import DTypeError, ShapeError
 from ...ir.shapes import num_elements
 from ..graph import T
 from ..node import Node
 from ..registry import onnx_op
-from .util import norm_axis, unary, where
+from .util import norm_axis, positive_attr, unary, where
 from .window import Window, window_sum
 
 
@@ -21,7 +21,11 @@ def _channels(p: T, rank: int) -> T:
 @onnx_op("BatchNormalization", 9, 14, 15)
 def batch_norm(n: Node):
     x = n.input(0)
-    scale, bias, mean, var = (n.input(i).cast(x.dtype) for i in range(1, 5))
+    params = [n.input(i) for i in range(1, 5)]
+    for i, (name, p) in enumerate(zip(("scale", "B", "input_mean", "input_var"), params), 1):
+        if p.dtype.kind != "f":
+            raise n.error(DTypeError, f"{name} (input {i}) must be a float tensor, got {p.type}")
+    scale, bias, mean, var = (p.cast(x.dtype) for p in params)
     eps, momentum = n.attr("epsilon", 1e-5), n.attr("momentum", 0.9)
     if not n.attr("training_mode", 0):
         return n.g.op("np.batch_norm", x, scale, bias, mean, var, eps=eps)
@@ -96,12 +100,17 @@ def rms_norm(n: Node) -> T:
 def lrn(n: Node) -> T:
     """x / (bias + alpha/size * sum of squares over the channel window) ** beta."""
     x = n.input(0)
-    size = n.attr("size")
+    size = positive_attr(n, "size")
     alpha, beta, bias = n.attr("alpha", 1e-4), n.attr("beta", 0.75), n.attr("bias", 1.0)
+    if x.rank < 2:
+        raise n.error(ShapeError, f"takes N, C and spatial dims, got {x.type}")
     batch, channels = x.shape[:2]
     pixels = num_elements(x.shape[2:])
     squares = (x * x).reshape((batch, 1, channels, pixels))
-    win = Window((size, 1), (1, 1), (1, 1), ((size - 1) // 2, 0), (math.ceil((size - 1) / 2), 0))
+    # a window reaching past every channel sums them all: clamped, it sums the same
+    reach = channels - 1 if isinstance(channels, int) else size
+    before, after = min((size - 1) // 2, reach), min(math.ceil((size - 1) / 2), reach)
+    win = Window((before + after + 1, 1), (1, 1), (1, 1), (before, 0), (after, 0))
     total = window_sum(squares, win).reshape(x.shape)
     return x / (total * (alpha / size) + bias) ** beta
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...dialects.np.composite import work_dtype
 from ...errors import ShapeError
-from ..graph import T
+from ..graph import FOLD_LIMIT_BYTES, T
 from ..node import Node
 from ..registry import onnx_op
 from .util import norm_axis, static_dim, where
@@ -169,7 +169,7 @@ def resize(n: Node) -> T:
     if scales is not None and scales.size:
         if out_sizes:
             raise n.error(ShapeError, "give scales or sizes, not both")
-        scale = dict(zip(axes, (float(v) for v in scales.reshape(-1))))
+        scale = dict(zip(axes, _scales(n, scales, 2, 0.0)))
         target = {a: int(scale[a] * sizes[a]) for a in axes}
     elif out_sizes:
         target, scale = _from_sizes(n, sizes, axes, out_sizes, policy)
@@ -179,8 +179,29 @@ def resize(n: Node) -> T:
     for a in axes:
         if math.isclose(scale[a], 1.0) and target[a] == sizes[a] and bounds[a] == (0.0, 1.0):
             continue
+        _check_target(n, s, a, sizes[a], target[a])
         x = resample_axis(x, a, s, target[a], scale[a], bounds[a])
     return x
+
+
+def _scales(n: Node, scales: np.ndarray, i: int, least: float) -> list[float]:
+    """The scales input as floats, each finite and over `least` (or, for 1.0, at least it)."""
+    values = [float(v) for v in scales.reshape(-1)]
+    for v in values:
+        if not math.isfinite(v) or v < least or (v == least and least == 0.0):
+            bound = f"> {least}" if least == 0.0 else f">= {least}"
+            raise n.error(ShapeError, f"scales (input {i}) {values} must be finite and {bound}")
+    return values
+
+
+def _check_target(n: Node, s: Sampling, axis: int, size: int, out: int) -> None:
+    """The resampled axis must have a size >= 0 and a sampling table jitlab can hold as a constant."""
+    if out < 0:
+        raise n.error(ShapeError, f"axis {axis} would be resized to {out} positions")
+    table = out * 8 if s.mode == "nearest" else out * size * 8
+    if table > FOLD_LIMIT_BYTES:
+        raise n.unsupported(f"resizing axis {axis} from {size} to {out} positions needs a {table}-byte "
+                            f"sampling table, over the {FOLD_LIMIT_BYTES}-byte limit for constants made at import")
 
 
 def _from_sizes(n: Node, sizes, axes, out_sizes, policy: str) -> tuple[dict, dict]:
@@ -212,10 +233,11 @@ def upsample(n: Node) -> T:
     mode = n.attr("mode", "nearest")
     if mode not in ("nearest", "linear"):
         raise n.unsupported(f"attribute 'mode' = {mode!r}")
-    scales = [float(v) for v in n.static(1, "scales").reshape(-1)]
+    scales = _scales(n, n.static(1, "scales"), 1, 1.0)
     s = Sampling(mode, "asymmetric", "floor")
     for a, scale in enumerate(scales):
         size = static_dim(n, x.shape[a], f"dim {a}")
         if scale != 1.0:
+            _check_target(n, s, a, size, int(scale * size))
             x = resample_axis(x, a, s, int(scale * size), scale, (0.0, 1.0))
     return x

@@ -9,7 +9,7 @@ from ...ir.shapes import Sym, exact_div, num_elements
 from ..graph import T
 from ..node import Node
 from ..registry import onnx_op
-from .util import broadcast_shapes, norm_axes, norm_axis, static_dim
+from .util import broadcast_shapes, need_rank, norm_axes, norm_axis, positive_attr, static_dim
 
 BIG = 2 ** 62        # slice bounds past this mean "to the end"
 
@@ -220,7 +220,8 @@ def _wrap(n: Node, x: T, width) -> T:
 @onnx_op("DepthToSpace", 1, 11, 13, 28)
 def depth_to_space(n: Node) -> T:
     x = n.input(0)
-    bs, mode = n.attr("blocksize"), n.attr("mode", "DCR")
+    bs, mode = positive_attr(n, "blocksize"), n.attr("mode", "DCR")
+    need_rank(n, x, 4)
     b, c, h, w = x.shape
     if mode == "DCR":
         tmp = x.reshape((b, bs, bs, c // (bs * bs), h, w)).transpose((0, 3, 4, 1, 5, 2))
@@ -234,7 +235,8 @@ def depth_to_space(n: Node) -> T:
 @onnx_op("SpaceToDepth", 1, 13, 28)
 def space_to_depth(n: Node) -> T:
     x = n.input(0)
-    bs, mode = n.attr("blocksize"), n.attr("mode", "DCR")
+    bs, mode = positive_attr(n, "blocksize"), n.attr("mode", "DCR")
+    need_rank(n, x, 4)
     b, c, h, w = x.shape
     tmp = x.reshape((b, c, h // bs, bs, w // bs, bs))
     if mode == "DCR":

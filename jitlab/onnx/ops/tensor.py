@@ -76,7 +76,14 @@ def eye_like(n: Node) -> T:
         raise n.error(ShapeError, f"takes a 2-D input, got {x.type}")
     rows, cols = (static_dim(n, d, "the input's shape") for d in x.shape)
     dtype = dtype_of(n.attr("dtype"), "attribute 'dtype'") if n.has_attr("dtype") else x.dtype
-    return n.g.const(np.eye(rows, cols, k=n.attr("k", 0), dtype=dtype))
+    return diagonals(n.g, rows, cols).eq(n.attr("k", 0)).cast(dtype)
+
+
+def diagonals(g, rows: int, cols: int) -> T:
+    """The (rows, cols) tensor of column - row: which diagonal each entry is on. Made from two
+    ranges, so a large one is computed at run time, never held as a constant."""
+    row = g.const(np.arange(rows, dtype=np.int64).reshape(rows, 1))
+    return g.const(np.arange(cols, dtype=np.int64).reshape(1, cols)) - row
 
 
 @onnx_op("Dropout", 7, 10)
@@ -128,5 +135,5 @@ def trilu(n: Node) -> T:
     if x.rank < 2:
         raise n.error(ShapeError, f"takes a tensor of rank >= 2, got {x.type}")
     rows, cols = (static_dim(n, d, "the last two dims") for d in x.shape[-2:])
-    mask = np.triu(np.ones((rows, cols), bool), k) if n.attr("upper", 1) else np.tril(np.ones((rows, cols), bool), k)
-    return where(n.g.const(mask), x, x._lift(0))
+    diagonal = diagonals(n.g, rows, cols)
+    return where(diagonal >= k if n.attr("upper", 1) else diagonal <= k, x, x._lift(0))

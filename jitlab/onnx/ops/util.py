@@ -27,6 +27,20 @@ def norm_axes(n: Node, axes: Sequence[int], rank: int, what: str = "axes") -> tu
     return tuple(sorted(out))
 
 
+def positive_attr(n: Node, name: str, default=None) -> int:
+    """An int attribute that must be >= 1 (a block size, a window size, a norm's p)."""
+    value = n.attr(name) if default is None else n.attr(name, default)
+    if not isinstance(value, int) or value < 1:
+        raise n.error(ShapeError, f"attribute '{name}' = {value!r} must be an int >= 1")
+    return value
+
+
+def need_rank(n: Node, x: T, rank: int, what: str = "input 0") -> None:
+    """An error naming the node unless x has this rank."""
+    if x.rank != rank:
+        raise n.error(ShapeError, f"{what} must have rank {rank}, got {x.type}")
+
+
 def where(cond: T, a: T, b: T) -> T:
     """a where cond, else b."""
     return cond.g.op("np.where", cond, a, b)
