@@ -18,7 +18,7 @@ from ..ir.program import Program
 from ..ir.shapes import sym
 from ..ir.types import TensorType
 from ..runtime.signature import device_array_meta, native_dtype
-from .creation import routed_creation
+from .creation import TRACING_LOCK, routed_creation
 from .pytree import TreeDef, flatten, unflatten
 from .trace_errors import defined_at, located
 from .tracer import TraceContext, Tracer
@@ -232,7 +232,9 @@ class JitFunction:
         leaves, names, in_tree, mask = _flatten_arguments(bound, self.static_argnums)
         key = self._signature(leaves, names, mask, in_tree)
         if key not in self._cache:
-            with self._compiling:
+            # The tracing lock first, always: a function traced in one thread may compile this one
+            # (called on arrays) while another thread compiling this one waits to trace it.
+            with TRACING_LOCK, self._compiling:
                 if key not in self._cache:
                     self._cache[key] = self._compile(bound, args, kwargs)
         return [x for x, m in zip(leaves, mask) if m], self._cache[key]

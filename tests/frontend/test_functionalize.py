@@ -548,3 +548,21 @@ def lenet_layer(x, w, b):
 def test_nbody_and_lenet_written_with_loops():
     check(nbody_step, rand(3, 2), rand(3, 2), RNG.random(3))
     check(lenet_layer, rand(2, 5, 5), rand(2, 2, 2, 2), rand(2))
+
+
+def test_threads_compiling_a_function_that_another_trace_calls_do_not_deadlock():
+    import threading
+
+    inner = jl.jit(lambda a: a + np.ones(2), level="O0")
+    weights = np.ones(2)
+
+    def outer(x):
+        return x * inner(weights)         # compiles inner on arrays, inside outer's trace
+
+    threads = [threading.Thread(target=jl.jit(outer, level="O0"), args=(rand(2),)) for _ in range(3)]
+    threads += [threading.Thread(target=inner, args=(rand(2),)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
