@@ -566,3 +566,16 @@ def test_threads_compiling_a_function_that_another_trace_calls_do_not_deadlock()
     for t in threads:
         t.join(timeout=60)
     assert not any(t.is_alive() for t in threads)
+
+
+def test_written_arguments_are_updated_in_place_where_the_plan_allows():
+    def step(w, g):
+        w -= 0.1 * g
+
+    for level, mode in (("O0", "copy"), ("O1", "in place"), ("O2", "in place")):
+        jitted = jl.jit(step, level=level)
+        w, g = np.ones(8), np.arange(8.0)
+        jitted(w, g)
+        np.testing.assert_allclose(w, 1 - 0.1 * np.arange(8.0))
+        (donation,) = jitted.last.report.donations
+        assert (donation["output_name"], donation["input_name"], donation["mode"]) == ("w_new", "w", mode)
