@@ -20,7 +20,7 @@ from ..ir.shapes import sym
 from ..ir.types import TensorType
 from ..runtime.signature import device_array_meta, native_dtype
 from . import recompiles
-from .creation import routed_creation
+from .creation import TRACING_LOCK, routed_creation
 from .pytree import TreeDef, flatten, unflatten
 from .trace_errors import defined_at, located
 from .tracer import TraceContext, Tracer
@@ -82,13 +82,9 @@ class Traced:
     in_tree: TreeDef
     input_mask: list[bool]        # which flattened argument leaves are program inputs
     out_tree: TreeDef
-    # program inputs the function wrote into, by position: the last len(mutated) program
+    # program inputs the function wrote into, by position: the first len(mutated) program
     # outputs are their new values, which the caller's arrays receive after each call
     mutated: tuple[int, ...] = ()
-
-    @property
-    def num_results(self) -> int:
-        return self.out_tree.num_leaves
 
 
 def _bind_arguments(fn: Callable, args: tuple, kwargs: dict) -> inspect.BoundArguments:
@@ -159,12 +155,13 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
         raise error from e
     outputs, out_tree = _results(fn, fn_name, ctx, result)
     mutated = tuple(i for i, (t, v) in enumerate(zip(tracers, program.inputs)) if t.value is not v)
-    for i in mutated:
-        new = tracers[i].value
+    new_values = [tracers[i].value for i in mutated]
+    for i, new in zip(mutated, new_values):
         if new.name is None:
             new.name = f"{program.inputs[i].name}_new"
-        outputs.append(new)
-    program.set_outputs(outputs)
+    # New values first: donating the written inputs pairs outputs with inputs in order, so
+    # each new value gets its own input's array (written in place where the plan allows).
+    program.set_outputs(new_values + outputs)
     return Traced(program, in_tree, mask, out_tree, mutated)
 
 
@@ -235,7 +232,9 @@ class JitFunction:
         leaves, names, in_tree, mask = _flatten_arguments(bound, self.static_argnums)
         key = self._signature(leaves, names, mask, in_tree)
         if key not in self._cache:
-            with self._compiling:
+            # The tracing lock first, always: a function traced in one thread may compile this one
+            # (called on arrays) while another thread compiling this one waits to trace it.
+            with TRACING_LOCK, self._compiling:
                 if key not in self._cache:
                     self._cache[key] = self._compile(bound, args, kwargs)
         return [x for x, m in zip(leaves, mask) if m], self._cache[key]
@@ -245,12 +244,11 @@ class JitFunction:
 
         start = time.perf_counter()
         traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic, static_argnums=self.static_argnums)
-        # An input the function writes into receives its own new value after the call: donating its
-        # buffer to another output would have that output overwritten by the write-back.
-        written = {traced.program.inputs[i].name for i in traced.mutated}
-        options = dict(self.options, donate=tuple(n for n in _donated_inputs(bound, self.donate_argnums)
-                                                  if n not in written)) \
-            if self.donate_argnums else self.options
+        # The inputs the function writes into are donated to their new values (the first outputs,
+        # in input order); the other donated arguments serve the function's own results.
+        written = [traced.program.inputs[i].name for i in traced.mutated]
+        donate = written + [n for n in _donated_inputs(bound, self.donate_argnums) if n not in written]
+        options = dict(self.options, donate=tuple(donate)) if donate else self.options
         exe = compile(traced.program, self.level, self.target, **options)
         recompiles.record(self.compiles, recompiles.signature(traced.program, bound, self.static_argnums),
                           time.perf_counter() - start, exe)
@@ -295,11 +293,12 @@ def _run(traced: Traced, exe, inputs) -> Any:
     if traced.mutated:
         _check_writable(traced, inputs)
     results = exe(*inputs)
-    n = traced.num_results
-    for i, new in zip(traced.mutated, results[n:]):
-        if isinstance(inputs[i], np.ndarray):      # a numpy scalar is immutable: `s += 1` rebinds the name
+    n = len(traced.mutated)
+    for i, new in zip(traced.mutated, results[:n]):
+        # a donated input already holds its new value; a numpy scalar is immutable (`s += 1` rebinds)
+        if new is not inputs[i] and isinstance(inputs[i], np.ndarray):
             np.copyto(inputs[i], new)
-    results = results[:n]
+    results = results[n:]
     if traced.out_tree.kind == "leaf":
         return results[0]
     return unflatten(traced.out_tree, list(results))

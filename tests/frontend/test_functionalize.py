@@ -495,3 +495,87 @@ def test_routing_does_not_probe_other_globals():
         return x + np.zeros(3)
 
     check(f, rand(3))
+
+
+def test_gradient_of_a_loss_that_writes_into_its_argument():
+    def loss(w, x):
+        h = np.zeros(3)
+        for i in range(3):
+            h[i] = np.tanh(w[i] @ x)
+        w *= 0.5                      # numpy changes the caller's w; the gradient is w.r.t. w on entry
+        return (h ** 2).sum() + (w ** 2).sum()
+
+    w, x = rand(3, 2), rand(2)
+    w0 = w.copy()
+    g = jl.grad(loss)(w, x)
+    np.testing.assert_allclose(w, w0 * 0.5)
+    eps, fd = 1e-6, np.zeros_like(w0)
+    for k in np.ndindex(w0.shape):
+        plus, minus = w0.copy(), w0.copy()
+        plus[k] += eps
+        minus[k] -= eps
+        fd[k] = (loss(plus, x) - loss(minus, x)) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
+
+
+def nbody_step(pos, vel, mass, dt=0.01):
+    n = pos.shape[0]
+    acc = np.zeros_like(pos)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                d = pos[j] - pos[i]
+                acc[i] += mass[j] * d / (np.sqrt((d * d).sum()) ** 3 + 1e-3)
+    vel += dt * acc
+    pos += dt * vel
+
+
+def lenet_layer(x, w, b):
+    c_out, c_in, k, _ = w.shape
+    h = x.shape[1] - k + 1
+    out = np.empty((c_out, h, h), dtype=x.dtype)
+    for o in range(c_out):
+        for i in range(h):
+            for j in range(h):
+                out[o, i, j] = (x[:, i:i + k, j:j + k] * w[o]).sum() + b[o]
+    pooled = np.zeros((c_out, h // 2, h // 2), dtype=x.dtype)
+    for i in range(h // 2):
+        for j in range(h // 2):
+            pooled[:, i, j] = out[:, 2 * i:2 * i + 2, 2 * j:2 * j + 2].max(axis=(1, 2))
+    return np.maximum(pooled, 0)
+
+
+def test_nbody_and_lenet_written_with_loops():
+    check(nbody_step, rand(3, 2), rand(3, 2), RNG.random(3))
+    check(lenet_layer, rand(2, 5, 5), rand(2, 2, 2, 2), rand(2))
+
+
+def test_threads_compiling_a_function_that_another_trace_calls_do_not_deadlock():
+    import threading
+
+    inner = jl.jit(lambda a: a + np.ones(2), level="O0")
+    weights = np.ones(2)
+
+    def outer(x):
+        return x * inner(weights)         # compiles inner on arrays, inside outer's trace
+
+    threads = [threading.Thread(target=jl.jit(outer, level="O0"), args=(rand(2),)) for _ in range(3)]
+    threads += [threading.Thread(target=inner, args=(rand(2),)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+
+
+def test_written_arguments_are_updated_in_place_where_the_plan_allows():
+    def step(w, g):
+        w -= 0.1 * g
+
+    for level, mode in (("O0", "copy"), ("O1", "in place"), ("O2", "in place")):
+        jitted = jl.jit(step, level=level)
+        w, g = np.ones(8), np.arange(8.0)
+        jitted(w, g)
+        np.testing.assert_allclose(w, 1 - 0.1 * np.arange(8.0))
+        (donation,) = jitted.last.report.donations
+        assert (donation["output_name"], donation["input_name"], donation["mode"]) == ("w_new", "w", mode)
