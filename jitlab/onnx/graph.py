@@ -133,6 +133,11 @@ class Graph:
         """A tensor handle for a constant array."""
         return T(self.constant(np.asarray(array, dtype=dtype)), self)
 
+    def full(self, shape, value, dtype) -> T:
+        """A tensor of `shape` filled with `value`: a broadcast scalar, so a large one is never
+        built as a constant here (folding builds it only up to FOLD_LIMIT_BYTES)."""
+        return self.op("np.broadcast_to", self.scalar(value, dtype), shape=tuple(shape))
+
     def scalar(self, value, dtype) -> T:
         """A rank-0 constant of `dtype`."""
         return self.const(np.asarray(value).astype(dtype))

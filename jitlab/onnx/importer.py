@@ -39,7 +39,7 @@ from .node import Node, StaticInputNeeded, tag
 from .reader import Source, dtype_of, read_model, tensor_to_array
 from .registry import canonical_domain, lookup
 
-_TOO_BIG = ("array is too big", "Maximum allowed size exceeded")
+_TOO_BIG = ("array is too big", "Maximum allowed size exceeded", "Maximum allowed dimension exceeded")
 _RESERVED = DTYPE_NAMES | {"true", "false", "none", "inf", "nan", "dense", "loc", "func", "where"}
 
 
