@@ -396,3 +396,11 @@ def test_zero_states_of_huge_inputs_are_not_constants():
     x, w = np.ones((2, 4, 8), np.float32), np.ones((4, 1, 2), np.float32)
     out, state = jl.compile(jl.onnx.load(causal_conv(2)), level="O0")(x, w)
     assert out[0, 0].tolist() == [1.0] + [2.0] * 7 and state.shape == (2, 4, 1)
+
+
+def test_an_input_past_2_to_the_63_bytes_is_a_shape_error():
+    """ReverseSequence's index table over such an input was 'cannot reshape array of size 0'."""
+    m = one_node("ReverseSequence", (2**63 - 1, 2**63 - 1), {"lens": np.array([4, 3], I64)}, ["lens"])
+    with pytest.raises(jl.ShapeError, match=r"graph input 'x' is f32\[9223372036854775807,9223372036854775807\]: "
+                                            "more than 2\\*\\*63 bytes"):
+        jl.onnx.load(m)
