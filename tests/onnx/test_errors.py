@@ -404,3 +404,12 @@ def test_an_input_past_2_to_the_63_bytes_is_a_shape_error():
     with pytest.raises(jl.ShapeError, match=r"graph input 'x' is f32\[9223372036854775807,9223372036854775807\]: "
                                             "more than 2\\*\\*63 bytes"):
         jl.onnx.load(m)
+
+
+def test_reverse_sequence_over_a_symbolic_time_dim_is_unsupported():
+    """Its index table needs the number of steps: np.arange of a symbol was a TypeError."""
+    m = one_node("ReverseSequence", ("T", 2), {"lens": np.array([2, 1], I64)}, ["lens"])
+    with pytest.raises(UnsupportedOp, match="ReverseSequence node 'the_node': the time dim is the symbolic dim T"):
+        jl.onnx.load(m)
+    with pytest.raises(jl.ShapeError, match="batch_axis 1 and time_axis 1 must be 0 and 1"):
+        jl.onnx.load(one_node("ReverseSequence", (3, 2), {"lens": np.array([2, 1], I64)}, ["lens"], time_axis=1))
