@@ -37,7 +37,7 @@ from ..passes.manager import PassContext
 from .graph import Graph, T, check_dims
 from .node import Node, StaticInputNeeded, tag
 from .reader import Source, dtype_of, read_model, tensor_to_array
-from .registry import canonical_domain, lookup
+from .registry import HANDLERS, canonical_domain, lookup
 
 _TOO_BIG = ("array is too big", "Maximum allowed size exceeded", "Maximum allowed dimension exceeded")
 _RESERVED = DTYPE_NAMES | {"true", "false", "none", "inf", "nan", "dense", "loc", "func", "where"}
@@ -107,8 +107,6 @@ class Importer:
 
     def _check_opsets(self, graph: onnx.GraphProto) -> None:
         """Every domain a node uses is one jitlab has handlers for, at an opset onnx knows."""
-        from .registry import HANDLERS
-
         known, newest = {domain for domain, _, _ in HANDLERS}, onnx.defs.onnx_opset_version()
         for index, proto in enumerate(graph.node):
             domain = canonical_domain(proto.domain)
