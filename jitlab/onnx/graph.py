@@ -133,6 +133,11 @@ class Graph:
         """A tensor handle for a constant array."""
         return T(self.constant(np.asarray(array, dtype=dtype)), self)
 
+    def full(self, shape, value, dtype) -> T:
+        """A tensor of `shape` filled with `value`: a broadcast scalar, so a large one is never
+        built as a constant here (folding builds it only up to FOLD_LIMIT_BYTES)."""
+        return self.op("np.broadcast_to", self.scalar(value, dtype), shape=tuple(shape))
+
     def scalar(self, value, dtype) -> T:
         """A rank-0 constant of `dtype`."""
         return self.const(np.asarray(value).astype(dtype))
@@ -143,11 +148,19 @@ class Graph:
 
 
 def _no_negative_dims(name: str, types: list[TensorType]) -> None:
-    """The IR takes a negative dim for a number (an allocation of -60 bytes); an ONNX shape,
-    pad or size that makes one is an error of the node."""
+    """The IR takes a negative dim for a number (an allocation of -60 bytes), and no tensor
+    can hold more bytes than a 64-bit address reaches; an ONNX shape, pad or size that makes
+    either is an error of the node."""
     for t in types:
-        if any(isinstance(d, int) and d < 0 for d in t.shape):
-            raise ShapeError(f"{name} would give {t}: a dim is negative")
+        check_dims(t, f"{name} would give {t}")
+
+
+def check_dims(t: TensorType, what: str) -> None:
+    """ShapeError unless every static dim of t is >= 0 and its static size fits in 2**63 bytes."""
+    if any(isinstance(d, int) and d < 0 for d in t.shape):
+        raise ShapeError(f"{what}: a dim is negative")
+    if math.prod(d for d in t.shape if isinstance(d, int)) * t.dtype.itemsize >= 2**63:
+        raise ShapeError(f"{what}: more than 2**63 bytes, past what any machine addresses")
 
 
 def _evaluate(name: str, reference, arrays: list[np.ndarray], attrs: dict, types: list[TensorType]

@@ -34,13 +34,13 @@ from ..ir.types import TensorType
 from ..ir.verifier import verify
 from ..passes.basic import DCE
 from ..passes.manager import PassContext
-from .graph import Graph, T
+from .graph import Graph, T, check_dims
 from .node import Node, StaticInputNeeded, tag
 from .reader import Source, dtype_of, read_model, tensor_to_array
-from .registry import canonical_domain, lookup
+from .registry import HANDLERS, canonical_domain, lookup
 from .scopes import node_scopes
 
-_TOO_BIG = ("array is too big", "Maximum allowed size exceeded")
+_TOO_BIG = ("array is too big", "Maximum allowed size exceeded", "Maximum allowed dimension exceeded")
 _RESERVED = DTYPE_NAMES | {"true", "false", "none", "inf", "nan", "dense", "loc", "func", "where"}
 
 
@@ -109,8 +109,6 @@ class Importer:
 
     def _check_opsets(self, graph: onnx.GraphProto) -> None:
         """Every domain a node uses is one jitlab has handlers for, at an opset onnx knows."""
-        from .registry import HANDLERS
-
         known, newest = {domain for domain, _, _ in HANDLERS}, onnx.defs.onnx_opset_version()
         for index, proto in enumerate(graph.node):
             domain = canonical_domain(proto.domain)
@@ -149,11 +147,14 @@ class Importer:
         tt = vi.type.tensor_type
         dtype = dtype_of(tt.elem_type, f"graph input '{vi.name}'")
         if vi.name in self.shapes:
-            return TensorType(self._override(vi, tt), dtype)
-        if not tt.HasField("shape"):
+            t = TensorType(self._override(vi, tt), dtype)
+        elif not tt.HasField("shape"):
             raise ShapeError(f"graph input '{vi.name}' has no shape in the model; give one with "
                              f"shapes={{'{vi.name}': (...)}}")
-        return TensorType(tuple(self._dim(d, vi.name, axis) for axis, d in enumerate(tt.shape.dim)), dtype)
+        else:
+            t = TensorType(tuple(self._dim(d, vi.name, axis) for axis, d in enumerate(tt.shape.dim)), dtype)
+        check_dims(t, f"graph input '{vi.name}' is {t}")
+        return t
 
     def _override(self, vi: onnx.ValueInfoProto, tt) -> tuple:
         shape = tuple(sym(symbol_name(d)) if isinstance(d, str) else _dim_value(d, f"shapes['{vi.name}']", axis)

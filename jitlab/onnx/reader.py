@@ -48,9 +48,24 @@ def read_model(model) -> Source:
         source = Source(_parse(data, repr(os.fspath(model))), os.path.basename(path), os.path.dirname(path))
     else:
         raise ModelError(f"jl.onnx.load takes a path, bytes or onnx.ModelProto, got {type(model).__name__}")
+    _check_text(source.model, source.label)
     _check_external(source)
     _check(source, path)
     return source
+
+
+def _check_text(message, label: str) -> None:
+    """Every string field is text: protobuf hands back a string field that is not valid UTF-8
+    as bytes, which names and op types must never be."""
+    for field, value in message.ListFields():
+        if field.type == field.TYPE_STRING:
+            for text in (value if field.is_repeated else [value]):
+                if isinstance(text, bytes):
+                    raise ModelError(f"{label} is not a valid ONNX model: field '{field.name}' of a "
+                                     f"{message.DESCRIPTOR.name} is not valid UTF-8: {text[:40]!r}")
+        elif field.type == field.TYPE_MESSAGE:
+            for sub in (value if field.is_repeated else [value]):
+                _check_text(sub, label)
 
 
 def _parse(data: bytes, what: str) -> onnx.ModelProto:

@@ -47,3 +47,16 @@ def jitlab_run(m: onnx.ModelProto, feeds: dict) -> tuple[np.ndarray, ...]:
     import jitlab as jl
 
     return jl.compile(jl.onnx.load(m), level="O0")(*feeds.values())
+
+
+def onnxruntime_worker(conn) -> None:
+    """Runs models sent over `conn` in onnxruntime, answering ("ok", outputs) or ("error", message)."""
+    while True:
+        try:
+            data, feeds = conn.recv()
+        except EOFError:
+            return
+        try:
+            conn.send(("ok", onnxruntime_run(onnx.ModelProto.FromString(data), feeds)))
+        except Exception as e:
+            conn.send(("error", f"{type(e).__name__}: {e}"))

@@ -348,3 +348,68 @@ def test_an_explicit_negative_external_length_is_refused(tmp_path):
     path = with_external_fields(external_model(tmp_path, "weights.bin"), length=-1)
     with pytest.raises(ModelError, match="tensor 'w': external data length must be >= 0, got -1"):
         jl.onnx.load(path)
+
+
+BAD_NODES_2 = {   # also found by the fuzzer
+    "negative kernel": (one_node("LpPool", (1, 3, 8), kernel_shape=[-1], p=3), jl.ShapeError,
+                        r"attribute 'kernel_shape' = \[-1\] must be >= 1"),
+    "kernel past the input": (one_node("MaxPool", (1, 1, 4, 4), kernel_shape=[10**12, 2]), jl.ShapeError,
+                              "the window spans 1000000000000 positions along spatial dim 0"),
+    "zero stride": (one_node("AveragePool", (1, 1, 4, 4), kernel_shape=[2, 2], strides=[0, 1]), jl.ShapeError,
+                    r"attribute 'strides' = \[0, 1\] must be >= 1"),
+    "hidden_size 2**63": (one_node("RNN", (3, 1, 2), {"w": np.ones((1, 4, 2), np.float32),
+                                                     "r": np.ones((1, 4, 4), np.float32)}, ["w", "r"],
+                                   hidden_size=-(2**63)), jl.ShapeError, "'hidden_size' = -9223372036854775808"),
+    "a million steps": (one_node("GRU", (10**6, 3, 2), {"w": np.ones((1, 15, 2), np.float32),
+                                                       "r": np.ones((1, 15, 5), np.float32)}, ["w", "r"],
+                                 hidden_size=5), UnsupportedOp, "the sequence length is 1000000; jitlab unrolls"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_NODES_2)
+def test_absurd_windows_and_recurrences_are_errors_naming_the_node(case):
+    """A kernel of -1 was a ValueError in np.ones, a GRU of 10**6 steps ran for minutes unrolling."""
+    m, error, message = BAD_NODES_2[case]
+    with pytest.raises(error, match=f"node 'the_node': .*{message}"):
+        jl.onnx.load(m)
+
+
+def test_a_name_that_is_not_utf8_is_a_model_error():
+    """protobuf hands such a string field back as bytes: it was a TypeError in Program()."""
+    data = small_mlp().SerializeToString().replace(b"\x1a\x02mm", b"\x1a\x02m\xee")
+    with pytest.raises(ModelError, match="field 'name' of a NodeProto is not valid UTF-8"):
+        jl.onnx.load(data)
+
+
+def causal_conv(width: int) -> onnx.ModelProto:
+    node = helper.make_node("CausalConvWithState", ["x", "w"], ["y", "state"], name="the_node")
+    graph = helper.make_graph([node], "g", [tensor("x", np.float32, [2, 4, 8]), tensor("w", np.float32, [4, 1, width])],
+                              [tensor("y", np.float32, [2, 4, 8]), tensor("state", np.float32, [2, 4, width - 1])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 27)])
+
+
+def test_zero_states_of_huge_inputs_are_not_constants():
+    """CausalConvWithState's zero past state was np.zeros of the input's size: an
+    OutOfMemoryError (29 TiB) for a kernel of width 10**12, where the model is valid."""
+    program = jl.onnx.load(causal_conv(10**12))
+    assert [str(v.type) for v in program.outputs] == ["f32[2,4,8]", "f32[2,4,999999999999]"]
+    x, w = np.ones((2, 4, 8), np.float32), np.ones((4, 1, 2), np.float32)
+    out, state = jl.compile(jl.onnx.load(causal_conv(2)), level="O0")(x, w)
+    assert out[0, 0].tolist() == [1.0] + [2.0] * 7 and state.shape == (2, 4, 1)
+
+
+def test_an_input_past_2_to_the_63_bytes_is_a_shape_error():
+    """ReverseSequence's index table over such an input was 'cannot reshape array of size 0'."""
+    m = one_node("ReverseSequence", (2**63 - 1, 2**63 - 1), {"lens": np.array([4, 3], I64)}, ["lens"])
+    with pytest.raises(jl.ShapeError, match=r"graph input 'x' is f32\[9223372036854775807,9223372036854775807\]: "
+                                            "more than 2\\*\\*63 bytes"):
+        jl.onnx.load(m)
+
+
+def test_reverse_sequence_over_a_symbolic_time_dim_is_unsupported():
+    """Its index table needs the number of steps: np.arange of a symbol was a TypeError."""
+    m = one_node("ReverseSequence", ("T", 2), {"lens": np.array([2, 1], I64)}, ["lens"])
+    with pytest.raises(UnsupportedOp, match="ReverseSequence node 'the_node': the time dim is the symbolic dim T"):
+        jl.onnx.load(m)
+    with pytest.raises(jl.ShapeError, match="batch_axis 1 and time_axis 1 must be 0 and 1"):
+        jl.onnx.load(one_node("ReverseSequence", (3, 2), {"lens": np.array([2, 1], I64)}, ["lens"], time_axis=1))

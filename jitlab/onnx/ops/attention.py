@@ -35,20 +35,11 @@ def _bias_from_mask(mask: T, dtype) -> T:
 def _frontier(g, q: int, kv: int, offset, dtype, left: int, right: int, causal: bool) -> T:
     """Bias of allowed (0) / disallowed (-inf) keys: causal `j <= i + offset` and/or the window
     `i + offset - left <= j <= i + offset + right`. `offset` is an int or a (B,) tensor."""
-    i = np.arange(q).reshape(q, 1)
-    j = np.arange(kv).reshape(1, kv)
-    if isinstance(offset, int):
-        diff = i + offset - j
-        allowed = np.ones((q, kv), bool)
-        if causal:
-            allowed &= diff >= 0
-        if left >= 0:
-            allowed &= diff <= left
-        if right >= 0:
-            allowed &= -diff <= right
-        return g.const(np.where(allowed, 0, -np.inf).astype(dtype))
-    diff = g.const(i) + offset.reshape(offset.shape + (1, 1)) - g.const(j)        # (B, q, kv)
-    allowed = g.const(np.ones((q, kv), bool))
+    i = g.const(np.arange(q, dtype=np.int64).reshape(q, 1))
+    j = g.const(np.arange(kv, dtype=np.int64).reshape(1, kv))
+    batched = not isinstance(offset, int)
+    diff = (i + (offset.reshape(offset.shape + (1, 1)) if batched else offset)) - j     # ([B,] q, kv)
+    allowed = g.full((q, kv), True, np.bool_)
     if causal:
         allowed = allowed & (diff >= 0)
     if left >= 0:
@@ -56,7 +47,7 @@ def _frontier(g, q: int, kv: int, offset, dtype, left: int, right: int, causal: 
     if right >= 0:
         allowed = allowed & ((-diff) <= right)
     bias = where(allowed, g.scalar(0, dtype), g.scalar(-np.inf, dtype))
-    return bias.reshape((offset.shape[0], 1, q, kv))
+    return bias.reshape((offset.shape[0], 1, q, kv)) if batched else bias
 
 
 def _guarded_softmax(x: T) -> T:
@@ -129,7 +120,7 @@ def _attention_bias(n: Node, mask: T | None, past_key: T | None, nonpad: T | Non
         offset = nonpad.cast(np.int64) - q_len
     else:
         offset = past_key.shape[2] if past_key is not None else 0
-    bias = g.const(np.zeros((q_len, kv_len), dtype))
+    bias = g.full((q_len, kv_len), 0, dtype)
     if mask is not None:
         bias = bias + _bias_from_mask(mask, dtype)
     if causal:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import ShapeError
 from ..graph import T
 from ..node import Node
 from ..reader import dtype_of
 from ..registry import onnx_op
-from .util import norm_axis, where
+from .util import norm_axis, static_dim, where
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 
@@ -77,7 +78,10 @@ def reverse_sequence(n: Node) -> T:
     """Reverses the first lens[b] steps of each batch entry: a gather along the time axis."""
     x, lens = n.input(0), n.input(1).cast(np.int64)
     batch_axis, time_axis = n.attr("batch_axis", 1), n.attr("time_axis", 0)
-    steps = x.shape[time_axis]
+    if {batch_axis, time_axis} != {0, 1} or x.rank < 2:
+        raise n.error(ShapeError, f"batch_axis {batch_axis} and time_axis {time_axis} must be 0 and 1 "
+                                  f"of an input of rank >= 2, got {x.type}")
+    steps = static_dim(n, x.shape[time_axis], "the time dim")
     shape = [1] * x.rank
     shape[time_axis] = steps
     t = n.g.const(np.arange(steps, dtype=np.int64).reshape(shape))

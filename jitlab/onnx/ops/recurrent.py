@@ -10,7 +10,7 @@ from ...errors import ShapeError
 from ..graph import T
 from ..node import Node
 from ..registry import onnx_op
-from .util import repeat_axis, slice_axis, static_dim, unary
+from .util import repeat_axis, slice_axis, static_dim, unary, unroll_steps
 from .window import Window, conv
 
 RULES = ("linear", "gated", "delta", "gated_delta")
@@ -59,13 +59,13 @@ def linear_attention(n: Node):
     gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
     if gated != (decay is not None) or delta != (beta is not None):
         raise n.error(ShapeError, f"update_rule {rule!r} takes decay: {gated}, beta: {delta}")
-    b, steps = q.shape[0], static_dim(n, q.shape[1], "the sequence length")
+    b, steps = q.shape[0], unroll_steps(n, q.shape[1])
     dk, dv = q.shape[2] // q_heads, v.shape[2] // kv_heads
     q4, k4, v4 = _heads(q, q_heads), _heads(k, kv_heads), _heads(v, kv_heads)
     g4 = _per_head(decay, kv_heads) if decay is not None else None
     b4 = _per_head(beta, beta.shape[2]) if beta is not None else None
     scale = float(n.attr("scale", 0.0) or 1 / np.sqrt(dk))
-    state = past.cast(np.float32) if past is not None else n.g.const(np.zeros((b, kv_heads, dk, dv), np.float32))
+    state = past.cast(np.float32) if past is not None else n.g.full((b, kv_heads, dk, dv), 0, np.float32)
     outputs = []
     for t in range(steps):
         g_t = _step(g4, t) if g4 is not None else None
@@ -88,7 +88,7 @@ def causal_conv_with_state(n: Node):
     batch, channels, _ = x.shape
     k = static_dim(n, w.shape[2], "the kernel size")
     if past is None:
-        past = n.g.const(np.zeros((batch, channels, k - 1), x.dtype))
+        past = n.g.full((batch, channels, k - 1), 0, x.dtype)
     padded = n.g.op("np.concatenate", past, x, axis=2)
     y = conv(padded, w, Window((k,), (1,), (1,), (0,), (0,)), channels)
     if bias is not None:

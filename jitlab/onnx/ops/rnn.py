@@ -17,7 +17,7 @@ from ...errors import ShapeError
 from ..graph import T
 from ..node import Node
 from ..registry import onnx_op
-from .util import maximum, slice_axis, static_dim, unary, where
+from .util import maximum, positive_attr, slice_axis, unary, unroll_steps, where
 
 DEFAULTS = {"RNN": ("Tanh",), "GRU": ("Sigmoid", "Tanh"), "LSTM": ("Sigmoid", "Tanh", "Tanh")}
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
@@ -63,7 +63,7 @@ def _cell(n: Node, kind: str, direction: int) -> Cell:
             raise n.unsupported(f"activation {name!r}")
         alpha, beta = _PARAMS.get(name, (0.0, 0.0))
         acts.append(activation(name, alphas[k] if k < len(alphas) else alpha, betas[k] if k < len(betas) else beta))
-    return Cell(kind, n.attr("hidden_size", n.input(2).shape[-1]), acts, n.attr("clip", None),
+    return Cell(kind, positive_attr(n, "hidden_size", n.input(2).shape[-1]), acts, n.attr("clip", None),
                 bool(n.attr("linear_before_reset", 0)), bool(n.attr("input_forget", 0)))
 
 
@@ -154,7 +154,7 @@ def _initial(n: Node, cell: Cell, x: T, i: int, d: int) -> T | None:
     if i == 6 and cell.kind != "LSTM":
         return None
     given = _of_direction(n, i, d)
-    return given if given is not None else n.g.const(np.zeros((x.shape[1], cell.hidden), x.dtype))
+    return given if given is not None else n.g.full((x.shape[1], cell.hidden), 0, x.dtype)
 
 
 def _recurrent(n: Node, kind: str):
@@ -162,7 +162,7 @@ def _recurrent(n: Node, kind: str):
     layout = n.attr("layout", 0)
     if layout:
         x = x.transpose((1, 0, 2))
-    static_dim(n, x.shape[0], "the sequence length")
+    unroll_steps(n, x.shape[0])
     lens = n.input(4, required=False)
     if lens is not None:
         lens = lens.cast(np.int64).reshape((x.shape[1], 1))

@@ -73,6 +73,18 @@ def static_dim(n: Node, d, what: str) -> int:
     return int(d)
 
 
+UNROLL_LIMIT = 4096     # recurrences are unrolled one step per op group: longer ones are refused
+
+
+def unroll_steps(n: Node, d, what: str = "the sequence length") -> int:
+    """A static number of steps to unroll, refused past UNROLL_LIMIT."""
+    steps = static_dim(n, d, what)
+    if steps > UNROLL_LIMIT:
+        raise n.unsupported(f"{what} is {steps}; jitlab unrolls the recurrence step by step, "
+                            f"up to {UNROLL_LIMIT} steps")
+    return steps
+
+
 def slice_axis(x: T, axis: int, start: int, stop: int, step: int = 1) -> T:
     """x[..., start:stop:step, ...] along one axis (absolute, non-negative bounds)."""
     starts = tuple(start if i == axis else 0 for i in range(x.rank))

@@ -62,6 +62,15 @@ def window(n: Node, x: T, kernel, ceil_mode: bool = False, dilations: bool = Tru
         begin, end = _auto_pads(auto_pad, sizes, kernel, strides, dil)
     elif auto_pad != "NOTSET":
         raise n.unsupported(f"attribute 'auto_pad' = {auto_pad!r}")
+    for name, values, least in (("kernel_shape", kernel, 1), ("strides", strides, 1), ("dilations", dil, 1),
+                                ("pads", begin + end, 0)):
+        if any(v < least for v in values):
+            raise n.error(ShapeError, f"attribute '{name}' = {list(values)} must be >= {least}")
+    for i, size in enumerate(x.shape[2:]):
+        reach = (kernel[i] - 1) * dil[i] + 1
+        if isinstance(size, int) and reach > size + begin[i] + end[i]:
+            raise n.error(ShapeError, f"the window spans {reach} positions along spatial dim {i}, more than the "
+                                      f"{size} of input {x.type} with pads {begin[i]} and {end[i]}")
     return Window(tuple(kernel), strides, dil, begin, end, ceil_mode)
 
 
