@@ -47,13 +47,13 @@ def _interactive() -> bool:
 
 @contextmanager
 def progress(total: int, desc: str = "compiling", *, min_total: int = MIN_TOTAL, file: IO[str] | None = None,
-             disable: bool = False) -> Iterator[Progress]:
+             disable: bool = False, unit: str = "kernel") -> Iterator[Progress]:
     """A progress bar over `total` items, shown only when there are at least `min_total` of them."""
     bar = None
     if total >= min_total and not disable and (file is not None or _interactive()):
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=total, desc=desc, unit="kernel", leave=False, file=file, dynamic_ncols=True)
+        bar = tqdm(total=total, desc=desc, unit=unit, leave=False, file=file, dynamic_ncols=True)
     handle = Progress(bar)
     try:
         yield handle

@@ -97,7 +97,7 @@ def run(examples: int, level: str, seed: int = 0, target: str = "cpu", report: s
     """Runs programs `seed`, `seed + 1`, ... at `level`; writes the report (also as it goes) if asked."""
     summary = Summary(level, seed)
     start = time.perf_counter()
-    with progress(examples, f"fuzz {level}", min_total=1, disable=not show_progress) as bar:
+    with progress(examples, f"fuzz {level}", min_total=1, disable=not show_progress, unit="program") as bar:
         for i in range(examples):
             bar.step(f"seed {seed + i}: {summary.counts['mismatch']} mismatch, {summary.counts['crash']} crash")
             outcome = run_case(generate(seed + i), level, target)

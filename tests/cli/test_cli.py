@@ -136,10 +136,14 @@ def test_the_installed_script_runs():
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
 
 
-def test_fuzz_runs_programs_against_numpy_and_writes_a_report(capsys, tmp_path):
+def test_fuzz_runs_programs_against_numpy_and_reports_each_failure(capsys, tmp_path, monkeypatch):
     report = tmp_path / "fuzz.report"
-    assert cli.main(["fuzz", "--examples", "5", "--level", "O0", "--seed", "7", "--quiet",
-                     "--report", str(report)]) == 0
-    out = capsys.readouterr().out
-    assert "O0 seed 7: 5 tried: 5 pass, 0 refused, 0 mismatch, 0 crash" in out
+    args = ["fuzz", "--examples", "5", "--level", "O0", "--seed", "7", "--quiet", "--report", str(report)]
+    assert cli.main(args) == 0
+    assert "O0 seed 7: 5 tried: 5 pass, 0 refused, 0 mismatch, 0 crash" in capsys.readouterr().out
     assert report.read_text().startswith("O0 seed 7: 5 tried")
+    monkeypatch.setattr("jitlab.fuzz.runner.differences", lambda got, want, exact: ["output 0: planted"])
+    assert cli.main(args) == 1
+    assert "mismatch at seed 7: output 0: planted" in capsys.readouterr().out
+    text = report.read_text()
+    assert "5 mismatch" in text and "def program(a0" in text and "result = program(" in text

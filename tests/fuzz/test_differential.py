@@ -6,6 +6,7 @@ programs per level instead (with `jitlab fuzz` for long runs that write a report
 
 import os
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -56,3 +57,15 @@ class DrawnChoices:
 def test_drawn_programs_match_numpy_at_o0(data):
     choices: Choices = DrawnChoices(data)
     assert_matches_numpy(build(choices, label="hypothesis"), "O0")
+
+
+def test_repro_scripts_rebuild_the_inputs_bit_for_bit_and_run():
+    for seed in range(60):
+        case = generate(seed)
+        namespace: dict = {}
+        with np.errstate(all="ignore"):
+            exec(case.repro(), namespace)
+        for i, x in enumerate(case.inputs):
+            y = namespace[f"a{i}"]
+            assert (y.dtype, y.shape, y.tobytes()) == (x.dtype, x.shape, x.tobytes()), case.repro()
+        assert len(namespace["result"]) == len(case.exact)
