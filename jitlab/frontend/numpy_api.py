@@ -133,6 +133,8 @@ def _apply_ufunc(ctx: TraceContext, ufunc: np.ufunc, method: str, inputs, kwargs
         x = ctx.lift(inputs[0])
         return _reduce(_REDUCE_UFUNCS[ufunc], x, kwargs.get("axis", 0), kwargs.get("keepdims", False),
                        kwargs.get("dtype"))
+    if method in numpy_functions.UFUNC_METHODS:
+        return numpy_functions.UFUNC_METHODS[method](ctx, ufunc, inputs, kwargs)
     if method != "__call__":
         raise UnsupportedOp(f"np.{name}.{method} is not supported ({ctx.where()})")
     if ufunc not in UFUNCS and ufunc not in RULES:
@@ -666,3 +668,4 @@ def view_of(x: Tracer, derive, write, what: str) -> Tracer:
 
 
 from . import inplace  # noqa: E402,F401  (registers np.copyto, np.put, ... into FUNCTIONS)
+from . import numpy_functions  # noqa: E402  (registers np.diff, np.roll, ... and the ufunc methods)
