@@ -287,9 +287,11 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         raise TraceError(f"np.histogram: max must be larger than min in range parameter ({where})")
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
-    edges = np.linspace(lo, hi, int(bins) + 1, dtype=np.result_type(ctx.lift(a).dtype, np.float64)
-                        if ctx.lift(a).dtype.kind == "f" else np.float64)
     x = reshape(ctx.lift(a), (-1,))
+    edge_dtype = np.result_type(lo, hi, x.dtype)
+    edge_dtype = edge_dtype if edge_dtype.kind == "f" else np.dtype(np.float64)
+    edges = np.linspace(lo, hi, int(bins) + 1, dtype=edge_dtype)
+    x = _as_dtype(x, edge_dtype)
     left, right = ctx.constant(edges[:-1]), ctx.constant(edges[1:])
     col = x[:, None]
     inside = (col >= left[None, :]) & (col < right[None, :])
@@ -298,7 +300,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     w = None if weights is None else reshape(ctx.lift(weights), (-1,))
     counts = _counts(onehot, w, np.int64 if w is None else None)
     if density:
-        counts = counts / np.sum(counts) / ctx.constant(np.diff(edges))
+        counts = counts / ctx.constant(np.diff(edges).astype(np.float64)) / np.sum(counts)
     return counts, edges
 
 
@@ -358,8 +360,8 @@ def ufunc_accumulate(ctx, ufunc: np.ufunc, inputs, kwargs):
     if dtype is not None:
         x = astype(x, dtype)
     if ufunc in (np.add, np.multiply):
-        if x.dtype.kind == "b":
-            return _scan_steps(x, axis, np.logical_or if ufunc is np.add else np.logical_and)
+        if dtype is None and x.dtype.kind in "biu" and x.dtype.itemsize < 8:   # numpy widens as np.sum does
+            x = _as_dtype(x, np.uint64 if x.dtype.kind == "u" else np.int64)
         return ctx.op("np.cumsum" if ufunc is np.add else "np.cumprod", x.value, axis=axis)
     if ufunc in _SCANNED:
         return _scan_steps(x, axis, ufunc)
