@@ -370,3 +370,51 @@ def ufunc_accumulate(ctx, ufunc: np.ufunc, inputs, kwargs):
 
 
 UFUNC_METHODS = {"outer": ufunc_outer, "accumulate": ufunc_accumulate}
+
+
+# -- linear algebra: library kernels ------------------------------------------------------
+def _linalg_operand(a, name: str) -> Tracer:
+    x = context_of(a).lift(a)
+    if x.dtype.kind == "f" and x.dtype.itemsize < 4:
+        raise TraceError(f"{name}: array type {x.dtype} is unsupported in linalg ({x.ctx.where()})")
+    if x.dtype.kind not in "f":
+        x = _as_dtype(x, np.float64)     # numpy solves integer and bool matrices in float64
+    if x.ndim < 2:
+        raise TraceError(f"{name}: {x.ndim}-dimensional array given; it must be at least two-dimensional "
+                         f"({x.ctx.where()})")
+    return x
+
+
+@implements(np.linalg.cholesky)
+def cholesky(a, /, *, upper=False):
+    x = _linalg_operand(a, "np.linalg.cholesky")
+    low = x.ctx.op("np.cholesky", x.value)
+    return np.swapaxes(low, -1, -2) if upper else low
+
+
+@implements(np.linalg.inv)
+def inv(a):
+    x = _linalg_operand(a, "np.linalg.inv")
+    return x.ctx.op("np.inv", x.value)
+
+
+@implements(np.linalg.det)
+def det(a):
+    x = _linalg_operand(a, "np.linalg.det")
+    return x.ctx.op("np.det", x.value)
+
+
+@implements(np.linalg.solve)
+def solve(a, b):
+    ctx = context_of(a, b)
+    x = _linalg_operand(a, "np.linalg.solve")
+    y = ctx.lift(b)
+    x, y = _promote([x, y if y.dtype.kind == "f" else _as_dtype(y, np.float64)])
+    if y.ndim == 1:             # numpy 2: a 1-d b is one vector, solved against every matrix of a
+        if x.ndim == 2:
+            return ctx.op("np.solve", x.value, y.value)
+        return solve(x, y[:, None])[..., 0]
+    batch = np.broadcast_shapes(tuple(x.shape[:-2]), tuple(y.shape[:-2]))
+    x = np.broadcast_to(x, batch + tuple(x.shape[-2:]))
+    y = np.broadcast_to(y, batch + tuple(y.shape[-2:]))
+    return ctx.op("np.solve", x.value, y.value)

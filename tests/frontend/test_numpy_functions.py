@@ -149,7 +149,51 @@ def test_compiled_agrees_with_numpy(name, dtype, level):
     (lambda x: np.divide.reduce(x), "np.divide.reduce"),
     (lambda x: np.add.reduceat(x, [0]), "np.add.reduceat"),
     (lambda x: np.polyfit(x[0], x[1], 1), "np.polyfit"),
+    (lambda x: np.linalg.svd(x), "np.linalg.svd"),
+    (lambda x: np.linalg.eigh(x), "np.linalg.eigh"),
 ])
 def test_what_is_not_supported_is_refused_by_name(call, message):
     with pytest.raises(UnsupportedOp, match=message):
         jl.jit(call, level="O0")(np.ones((2, 3)))
+
+
+def _linalg(a, spd, b, v):
+    return (np.linalg.inv(a), np.linalg.det(a), np.linalg.cholesky(spd), np.linalg.solve(a, b),
+            np.linalg.solve(a[0], v), np.linalg.solve(a, v), np.linalg.solve(a, b[0]),
+            np.linalg.cholesky(spd, upper=True), np.linalg.inv(np.round(a[0] * 3).astype(np.int64) + 9 * np.eye(3, dtype=int)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("level", ["O0", "O1", "O2"])
+def test_linalg_library_kernels_agree_with_numpy(level, dtype):
+    rng = np.random.default_rng(2)
+    a = (rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)).astype(dtype)
+    spd = (a @ a.transpose(0, 2, 1) + np.eye(3)).astype(dtype)
+    check(_linalg, (a, spd, rng.standard_normal((2, 3, 2)).astype(dtype), rng.standard_normal(3).astype(dtype)),
+          level)
+
+
+def test_linalg_gradients_match_finite_differences():
+    rng = np.random.default_rng(3)
+    a, b, v = rng.standard_normal((3, 3)) + 3 * np.eye(3), rng.standard_normal((3, 2)), rng.standard_normal(3)
+
+    def loss(a, b, v):
+        return (np.sum(np.linalg.inv(a) * b[:, :1]) + np.linalg.det(a) + np.sum(np.linalg.solve(a, b) ** 2)
+                + np.sum(np.linalg.solve(a, v)))
+
+    grads = jl.grad(loss, argnums=(0, 1, 2), level="O0")(a, b, v)
+    args = [a, b, v]
+    for i, g in enumerate(grads):
+        numeric = np.zeros_like(args[i])
+        for idx in np.ndindex(numeric.shape):
+            step = np.zeros_like(args[i])
+            step[idx] = 1e-6
+            hi = [x + step if k == i else x for k, x in enumerate(args)]
+            lo = [x - step if k == i else x for k, x in enumerate(args)]
+            numeric[idx] = (loss(*hi) - loss(*lo)) / 2e-6
+        np.testing.assert_allclose(g, numeric, atol=1e-6)
+
+
+def test_cholesky_gradient_is_refused_with_a_reason():
+    with pytest.raises(UnsupportedOp, match="np.cholesky"):
+        jl.grad(lambda a: np.sum(np.linalg.cholesky(a)), level="O0")(np.eye(3) * 2)
