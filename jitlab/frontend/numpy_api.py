@@ -667,5 +667,4 @@ def view_of(x: Tracer, derive, write, what: str) -> Tracer:
     return inplace.view_of(x, derive, write, what)
 
 
-from . import inplace  # noqa: E402,F401  (registers np.copyto, np.put, ... into FUNCTIONS)
-from . import numpy_functions  # noqa: E402  (registers np.diff, np.roll, ... and the ufunc methods)
+from . import inplace, numpy_functions  # noqa: E402,F401  (register np.copyto, np.diff, ... and ufunc methods)

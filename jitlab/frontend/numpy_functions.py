@@ -15,8 +15,16 @@ import numpy as np
 from ..errors import TraceError, UnsupportedOp
 from ..ir.shapes import Sym
 from .numpy_api import (
-    _as_dtype, _promote, astype, concatenate, context_of, implements, normalize_axes,
-    normalize_axis, reshape, transpose,
+    _as_dtype,
+    _promote,
+    astype,
+    concatenate,
+    context_of,
+    implements,
+    normalize_axes,
+    normalize_axis,
+    reshape,
+    transpose,
 )
 from .tracer import Tracer
 

@@ -197,3 +197,17 @@ def test_linalg_gradients_match_finite_differences():
 def test_cholesky_gradient_is_refused_with_a_reason():
     with pytest.raises(UnsupportedOp, match="np.cholesky"):
         jl.grad(lambda a: np.sum(np.linalg.cholesky(a)), level="O0")(np.eye(3) * 2)
+
+
+LINALG_TEXT = """func @f(%a: f64[2,3,3], %b: f64[2,3,4]) -> (f64[2,3,4], f64[2]) {
+  %0 = np.solve(%a, %b) : f64[2,3,4]
+  %1 = np.det(%a) : f64[2]
+  func.return(%0, %1)
+}
+"""
+
+
+def test_linalg_ops_print_parse_and_check_square_operands():
+    assert str(jl.parse(LINALG_TEXT)) == LINALG_TEXT
+    with pytest.raises(jl.JitlabError, match=r"np.inv: the square dims of the operand f64\[2,3,4\]: 3 != 4"):
+        jl.parse(LINALG_TEXT.replace("np.solve(%a, %b)", "np.inv(%b)"))
