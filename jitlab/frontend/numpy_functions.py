@@ -15,8 +15,10 @@ import numpy as np
 from ..errors import TraceError, UnsupportedOp
 from ..ir.shapes import Sym
 from .numpy_api import (
+    _REDUCE_UFUNCS,
     _as_dtype,
     _promote,
+    _reduce,
     astype,
     concatenate,
     context_of,
@@ -377,7 +379,28 @@ def ufunc_accumulate(ctx, ufunc: np.ufunc, inputs, kwargs):
                         "add, multiply, maximum, minimum, fmax, fmin and the logical and bitwise and/or/xor")
 
 
-UFUNC_METHODS = {"outer": ufunc_outer, "accumulate": ufunc_accumulate}
+def ufunc_reduce(ctx, ufunc: np.ufunc, inputs, kwargs):
+    """ufunc.reduce as the matching reduction; where= fills the left-out elements with the
+    identity (or initial), and initial joins the result as one more element."""
+    name = ufunc.__name__
+    if ufunc not in _REDUCE_UFUNCS:
+        raise UnsupportedOp(f"np.{name}.reduce is not supported ({ctx.where()}); jitlab reduces add, multiply, "
+                            "maximum, minimum, logical_and and logical_or")
+    initial, where = kwargs.get("initial", np._NoValue), kwargs.get("where", True)
+    x = ctx.lift(inputs[0])
+    if where is not True:
+        fill = ufunc.identity if initial is np._NoValue else initial
+        if fill is None:
+            raise TraceError(f"np.{name}.reduce(where=...) needs initial=, as numpy does ({ctx.where()})")
+        x = np.where(where, x, _as_dtype(ctx.lift(fill, x), x.dtype))
+    result = _reduce(_REDUCE_UFUNCS[ufunc], x, kwargs.get("axis", 0), kwargs.get("keepdims", False),
+                     kwargs.get("dtype"))
+    if initial is np._NoValue or initial is None:
+        return result
+    return _as_dtype(ufunc(result, initial), result.dtype)
+
+
+UFUNC_METHODS = {"outer": ufunc_outer, "accumulate": ufunc_accumulate, "reduce": ufunc_reduce}
 
 
 # -- linear algebra: library kernels ------------------------------------------------------

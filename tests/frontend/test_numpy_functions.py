@@ -54,7 +54,9 @@ CASES = {
     "reduce": (NUMERIC, lambda rng, dt: (
         lambda x: (np.add.reduce(x), np.multiply.reduce(x, axis=1), np.maximum.reduce(x, axis=None),
                    np.minimum.reduce(x, axis=(0, 1), keepdims=True), np.logical_or.reduce(x, axis=1),
-                   np.logical_and.reduce(x)),
+                   np.logical_and.reduce(x), np.add.reduce(x, initial=3), np.maximum.reduce(x, axis=1, initial=1),
+                   np.add.reduce(x, axis=0, where=x > 0), np.multiply.reduce(x, where=x < 2, keepdims=True),
+                   np.minimum.reduce(x, axis=None, where=x > -1, initial=9)),
         (rand(rng, dims(rng, 2), dt),))),
     "accumulate": (NUMERIC, lambda rng, dt: (
         lambda x: (np.add.accumulate(x), np.multiply.accumulate(x, axis=1), np.maximum.accumulate(x, axis=1),
@@ -148,6 +150,7 @@ def test_compiled_agrees_with_numpy(name, dtype, level):
     (lambda x: np.subtract.accumulate(x), "np.subtract.accumulate"),
     (lambda x: np.divide.reduce(x), "np.divide.reduce"),
     (lambda x: np.add.reduceat(x, [0]), "np.add.reduceat"),
+    (lambda x: np.subtract.reduce(x), "np.subtract.reduce"),
     (lambda x: np.polyfit(x[0], x[1], 1), "np.polyfit"),
     (lambda x: np.linalg.svd(x), "np.linalg.svd"),
     (lambda x: np.linalg.eigh(x), "np.linalg.eigh"),
