@@ -214,3 +214,19 @@ def test_linalg_ops_print_parse_and_check_square_operands():
     assert str(jl.parse(LINALG_TEXT)) == LINALG_TEXT
     with pytest.raises(jl.JitlabError, match=r"np.inv: the square dims of the operand f64\[2,3,4\]: 3 != 4"):
         jl.parse(LINALG_TEXT.replace("np.solve(%a, %b)", "np.inv(%b)"))
+
+
+@pytest.mark.parametrize("call", [lambda x: np.roll(x, 1, axis=0), lambda x: np.tril(x), lambda x: np.trace(x),
+                                  lambda x: np.maximum.accumulate(x, axis=0), lambda x: np.cov(x, rowvar=False)])
+def test_a_symbolic_dim_where_a_static_length_is_needed_is_refused(call):
+    with pytest.raises(UnsupportedOp, match="along the symbolic dim B"):
+        jl.jit(call, level="O0", dynamic={"x": {0: "B"}})(np.ones((4, 3)))
+
+
+def test_symbolic_dims_flow_through_slices_and_reductions():
+    x = np.random.default_rng(4).standard_normal((5, 3))
+
+    def f(x):
+        return np.diff(x, axis=0), np.linalg.norm(x, axis=1), np.add.accumulate(x), np.searchsorted([0.0, 1.0], x)
+
+    assert_same(_flat(jl.jit(f, level="O0", dynamic={"x": {0: "B"}})(x)), _flat(f(x)))
