@@ -84,7 +84,7 @@ CASES = {
         (rng.integers(0, 8, dims(rng, 1, 1, 9)).astype(dt), None))),
     "histogram": (FLOATS + ["int64"], lambda rng, dt: (
         lambda x: (*np.histogram(x, 4, range=(-2, 2)), *np.histogram(x, 3, range=(-1, 5), density=True),
-                   *np.histogram(x, 2, range=(0, 0))),
+                   *np.histogram(x, 2, range=(0, 0)), np.histogram(x, 5, range=(-3, 2), weights=x * x)[0]),
         (np.concatenate([rand(rng, dims(rng, 1, 1, 9), dt), np.array([-2, 2, 0], dt)]),))),
     "searchsorted": (NUMERIC, lambda rng, dt: (
         lambda a, v: (np.searchsorted(a, v), np.searchsorted(a, v, side="right"), np.searchsorted(a, v[0]),
