@@ -337,9 +337,8 @@ def ufunc_outer(ctx, ufunc: np.ufunc, inputs, kwargs):
     """ufunc.outer(a, b): every pair, as the ufunc on a reshaped against b."""
     if len(inputs) != 2:
         raise TraceError(f"np.{ufunc.__name__}.outer takes two arrays ({ctx.where()})")
-    x, y = (ctx.lift(i) if isinstance(i, Tracer) or isinstance(i, np.ndarray) else i for i in inputs)
-    xs = x if not isinstance(x, Tracer) else reshape(x, x.shape + (1,) * np.ndim(y))
-    return ufunc(xs, y, **kwargs)
+    x, y = (ctx.lift(i) for i in inputs)      # numpy makes arrays of Python scalars here: int64, float64
+    return ufunc(reshape(x, x.shape + (1,) * y.ndim), y, **kwargs)
 
 
 def _scan_steps(x: Tracer, axis: int, ufunc: np.ufunc) -> Tracer:

@@ -49,7 +49,8 @@ CASES = {
     "outer": (NUMERIC, lambda rng, dt: (
         lambda a, b: (np.add.outer(a, b), np.multiply.outer(a, b), np.subtract.outer(a, b),
                       np.maximum.outer(a, b), np.minimum.outer(b, a), np.greater.outer(a, b),
-                      np.true_divide.outer(a, 2.0 + b * b)),
+                      np.true_divide.outer(a, 2.0 + b * b), np.add.outer([1, 2], b), np.multiply.outer(a, 3),
+                      np.add.outer(a, b, dtype=np.float64)),
         (rand(rng, dims(rng, 1), dt), rand(rng, dims(rng, 2), dt)))),
     "reduce": (NUMERIC, lambda rng, dt: (
         lambda x: (np.add.reduce(x), np.multiply.reduce(x, axis=1), np.maximum.reduce(x, axis=None),
