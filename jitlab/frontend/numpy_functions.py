@@ -160,9 +160,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         raise TraceError(f"np.cross of bool arrays: numpy has no subtract for bools ({ctx.where()})")
     c = [x[..., i] for i in range(x.shape[-1])]
     d = [y[..., i] for i in range(y.shape[-1])]
-    zero = 0
-    a0, a1, a2 = c + [zero] * (3 - len(c))
-    b0, b1, b2 = d + [zero] * (3 - len(d))
+    a0, a1, a2 = c + [0] * (3 - len(c))     # a 2-vector has z = 0
+    b0, b1, b2 = d + [0] * (3 - len(d))
     z = a0 * b1 - a1 * b0
     if len(c) == 2 and len(d) == 2:
         return z
