@@ -247,9 +247,14 @@ def norm(x, ord=None, axis=None, keepdims=False):
         out = (np.max if ord > 0 else np.min)(sums, axis=other, keepdims=True)
         if not keepdims:
             out = np.squeeze(out, axis=(row, col))
+    elif ord in (2, -2, "nuc"):
+        last = transpose(v, [d for d in range(v.ndim) if d not in (row, col)] + [row, col])
+        s = svdvals(last)
+        out = np.sum(s, axis=-1) if ord == "nuc" else (np.max if ord == 2 else np.min)(s, axis=-1)
+        if keepdims:
+            out = np.expand_dims(out, (row, col))
     else:
-        raise UnsupportedOp(f"np.linalg.norm(ord={ord!r}) of a matrix needs singular values, which jitlab "
-                            f"does not compute; use ord=None, 'fro', 1, -1, inf or -inf ({where})")
+        raise TraceError(f"np.linalg.norm: invalid norm order {ord!r} for matrices ({where})")
     return out
 
 
@@ -447,3 +452,17 @@ def solve(a, b):
     x = np.broadcast_to(x, batch + tuple(x.shape[-2:]))
     y = np.broadcast_to(y, batch + tuple(y.shape[-2:]))
     return ctx.op("np.solve", x.value, y.value)
+
+
+@implements(np.linalg.svdvals)
+def svdvals(x, /):
+    a = _linalg_operand(x, "np.linalg.svdvals")
+    return a.ctx.op("np.svdvals", a.value)
+
+
+@implements(np.linalg.svd)
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    if compute_uv:
+        raise UnsupportedOp(f"np.linalg.svd with compute_uv=True is not supported ({context_of(a).where()}); "
+                            "jitlab computes singular values only: np.linalg.svd(a, compute_uv=False)")
+    return svdvals(a)

@@ -37,3 +37,5 @@ def _solve(p: Primal, g):
 
 unsupported_gradient("the Cholesky factor's adjoint (a triangular solve of Phi(L^T g)) is not written yet",
                      "np.cholesky")
+unsupported_gradient("the singular values' adjoint U diag(g) V^T needs the singular vectors, which jitlab does "
+                     "not compute", "np.svdvals")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.opdef import Trait, defop
+from ...ir.shapes import Sym
 from ...ir.types import TensorType
 from .common import FLOAT, check_dtype, same_dtype
 
@@ -26,6 +27,19 @@ def _same_infer(ctx, types, attrs):
 def _det_infer(ctx, types, attrs):
     _square(ctx, types[0], "the operand")
     return [TensorType(types[0].shape[:-2], types[0].dtype)]
+
+
+def _svdvals_infer(ctx, types, attrs):
+    (t,) = types
+    check_dtype(ctx, t, FLOAT, "the operand")
+    if t.rank < 2:
+        raise ctx.error(f"the operand {t} must be a matrix (rank >= 2)")
+    m, n = t.shape[-2:]
+    if m == n:
+        return [TensorType(t.shape[:-1], t.dtype)]
+    if isinstance(m, Sym) or isinstance(n, Sym):
+        raise ctx.error(f"the number of singular values of {t}, min({m}, {n}), must be known while tracing")
+    return [TensorType(t.shape[:-2] + (min(m, n),), t.dtype)]
 
 
 def _solve_infer(ctx, types, attrs):
@@ -56,6 +70,9 @@ defop("np.inv", infer=_same_infer, traits=_LIB, reference=_typed(np.linalg.inv),
       doc="Matrix inverse of the last two axes (batched).")
 defop("np.det", infer=_det_infer, traits=_LIB, reference=_typed(np.linalg.det), operand_names=("a",),
       doc="Determinant of the last two axes (batched).")
+defop("np.svdvals", infer=_svdvals_infer, traits=_LIB,
+      reference=_typed(lambda a: np.linalg.svd(a, compute_uv=False)), operand_names=("a",),
+      doc="Singular values of the last two axes, largest first (batched).")
 defop("np.solve", operands=2, infer=_solve_infer, traits=_LIB, reference=_typed(np.linalg.solve),
       operand_names=("a", "b"),
       doc="x with a @ x == b: b a vector (one matrix a) or matrices with a's batch dims.")
