@@ -121,14 +121,39 @@ def triu(m, k=0):
     return _masked(x, _tri_mask(x, int(k) - 1, False))
 
 
-def _diagonal(x: Tracer, offset: int) -> Tracer:
-    """The diagonal of the last two axes, by masking: the off-diagonal terms add exact zeros."""
-    n, m = _static(x, x.ndim - 2, "np.trace"), _static(x, x.ndim - 1, "np.trace")
-    eye = x.ctx.constant(np.eye(n, m, offset, dtype=bool))
+def _diagonal(x: Tracer, offset: int, name: str = "np.diagonal") -> Tracer:
+    """The diagonal of the last two axes, gathered by constant index arrays."""
+    n, m = _static(x, x.ndim - 2, name), _static(x, x.ndim - 1, name)
     rows = builtins.max(0, builtins.min(n, m - offset) if offset >= 0 else builtins.min(n + offset, m))
-    start = builtins.max(0, -offset)
-    masked = _masked(x, eye)
-    return np.sum(masked[..., start:start + rows, :], axis=-1, dtype=x.dtype)
+    start = np.arange(rows) + builtins.max(0, -offset)
+    if rows == 0:
+        return reshape(x[..., :0, :0], tuple(x.shape[:-2]) + (0,))
+    return x[..., start, start + offset]
+
+
+@implements(np.diagonal)
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    x = context_of(a).lift(a)
+    if x.ndim < 2:
+        raise TraceError(f"np.diagonal needs an array of rank >= 2 ({x.ctx.where()})")
+    i, j = normalize_axis(x, axis1), normalize_axis(x, axis2)
+    if i == j:
+        raise TraceError(f"np.diagonal: axis1 and axis2 are the same ({x.ctx.where()})")
+    return _diagonal(transpose(x, [d for d in range(x.ndim) if d not in (i, j)] + [i, j]), int(offset))
+
+
+@implements(np.diag)
+def diag(v, k=0):
+    x = context_of(v).lift(v)
+    if x.ndim == 2:
+        return _diagonal(x, int(k), "np.diag")
+    if x.ndim != 1:
+        raise TraceError(f"np.diag: input must be 1- or 2-d, got rank {x.ndim} ({x.ctx.where()})")
+    n, k = _static(x, 0, "np.diag"), int(k)
+    size = n + abs(k)
+    # row i of the result holds v at column i + k: each column j takes v[j - k] (v[j] below the diagonal)
+    row = np.pad(x, (builtins.max(k, 0), builtins.max(-k, 0)))
+    return _masked(np.broadcast_to(row[None, :], (size, size)), x.ctx.constant(np.eye(size, size, k, dtype=bool)))
 
 
 @implements(np.trace)
@@ -143,7 +168,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
         raise TraceError(f"np.trace: axis1 and axis2 are the same ({x.ctx.where()})")
     rest = [d for d in range(x.ndim) if d not in (i, j)]
     moved = transpose(x, rest + [i, j])
-    return np.sum(_diagonal(moved, int(offset)), axis=-1, dtype=dtype)
+    return np.sum(_diagonal(moved, int(offset), "np.trace"), axis=-1, dtype=dtype)
 
 
 @implements(np.cross)

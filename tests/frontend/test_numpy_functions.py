@@ -37,6 +37,10 @@ CASES = {
         lambda x: (np.trace(x), np.trace(x, 1), np.trace(x, -1, axis1=1, axis2=2), np.trace(x, 5),
                    np.trace(x, dtype=np.float64)),
         (rand(rng, dims(rng, 3), dt),))),
+    "diagonal": (NUMERIC + ["bool"], lambda rng, dt: (
+        lambda x: (np.diagonal(x), np.diagonal(x, 1, axis1=2, axis2=0), np.diagonal(x, -2, 1, 2), np.diag(x[0]),
+                   np.diag(x[0], 1), np.diag(x[0, 0]), np.diag(x[0, :, 0], -2), np.diag(x[0, 0], 1), np.diagonal(x, 9)),
+        ((rng.random(dims(rng, 3)) > 0.5) if dt == "bool" else rand(rng, dims(rng, 3), dt),))),
     "tril_triu": (NUMERIC + ["bool"], lambda rng, dt: (
         lambda x: (np.tril(x), np.triu(x), np.tril(x, -1), np.triu(x, 2), np.tril(x[0], 1)),
         ((rng.random(dims(rng, 3)) > 0.5) if dt == "bool" else rand(rng, dims(rng, 3), dt),))),
