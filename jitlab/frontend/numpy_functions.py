@@ -1,9 +1,10 @@
-"""numpy functions traced as compositions of existing `np` ops: diff, roll, trace, tril/triu,
-cross, cov, corrcoef, linalg.norm, histogram, bincount, searchsorted, and the ufunc methods
-outer and accumulate.
+"""numpy functions traced as compositions of existing `np` ops (diff, roll, diagonal, diag, trace,
+tril/triu, cross, cov, corrcoef, linalg.norm, histogram, bincount, searchsorted, and the ufunc
+methods outer, reduce and accumulate), and np.linalg's inv, det, solve, cholesky and svdvals as
+library ops (jitlab/dialects/np/linalg.py).
 
-Each is exact where numpy's own definition is (slices, masks, comparisons); the sums follow
-the reduction ops' order, so float results agree with numpy to rounding.
+Each is exact where numpy's own definition is (slices, gathers, masks, comparisons); the sums
+follow the reduction ops' order, so float results agree with numpy to rounding.
 """
 
 from __future__ import annotations
