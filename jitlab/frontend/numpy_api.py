@@ -108,12 +108,13 @@ def apply_ufunc(ctx: TraceContext, ufunc: np.ufunc, method: str, inputs, kwargs)
     name = ufunc.__name__
     if method == "at":
         return inplace.ufunc_at(ctx, ufunc, inputs)
-    out, where = kwargs.pop("out", None), kwargs.pop("where", True)
+    # a reduction's where= picks the elements it reduces: ufunc_reduce takes it
+    out, where = kwargs.pop("out", None), True if method == "reduce" else kwargs.pop("where", True)
     if out is not None and all(o is None for o in out):
         out = None
     if where is not True and out is None:
         raise UnsupportedOp(f"np.{name}(..., where=...) without out= leaves elements unset ({ctx.where()}); "
-                            "use np.where(cond, np.{name}(...), other)")
+                            f"use np.where(cond, np.{name}(...), other)")
     result = _apply_ufunc(ctx, ufunc, method, inputs, kwargs)
     if out is None:
         return result
@@ -127,12 +128,8 @@ def _apply_ufunc(ctx: TraceContext, ufunc: np.ufunc, method: str, inputs, kwargs
         if method == "__call__" and kwargs.get(key) is not None:
             raise UnsupportedOp(f"np.{name}(..., {key}=...) is not supported ({ctx.where()})")
     kwargs.pop("casting", None)
-    if method == "reduce":
-        if ufunc not in _REDUCE_UFUNCS:
-            raise UnsupportedOp(f"np.{name}.reduce is not supported ({ctx.where()})")
-        x = ctx.lift(inputs[0])
-        return _reduce(_REDUCE_UFUNCS[ufunc], x, kwargs.get("axis", 0), kwargs.get("keepdims", False),
-                       kwargs.get("dtype"))
+    if method in numpy_functions.UFUNC_METHODS:
+        return numpy_functions.UFUNC_METHODS[method](ctx, ufunc, inputs, kwargs)
     if method != "__call__":
         raise UnsupportedOp(f"np.{name}.{method} is not supported ({ctx.where()})")
     if ufunc not in UFUNCS and ufunc not in RULES:
@@ -665,4 +662,4 @@ def view_of(x: Tracer, derive, write, what: str) -> Tracer:
     return inplace.view_of(x, derive, write, what)
 
 
-from . import inplace  # noqa: E402,F401  (registers np.copyto, np.put, ... into FUNCTIONS)
+from . import inplace, numpy_functions  # noqa: E402,F401  (register np.copyto, np.diff, ... and ufunc methods)

@@ -2,4 +2,18 @@
 inference and a numpy reference implementation (the O0 oracle)."""
 
 # Importing the modules registers their ops.
-from . import bits, composite, dims, elementwise, gradient, indexing, nn, reduction, scan, shape, signal, sorting  # noqa: F401  # noqa: F401
+from . import (  # noqa: F401
+    bits,
+    composite,
+    dims,
+    elementwise,
+    gradient,
+    indexing,
+    linalg,
+    nn,
+    reduction,
+    scan,
+    shape,
+    signal,
+    sorting,
+)
