@@ -1,6 +1,7 @@
-"""The runners a benchmark is timed with: numpy eager, numexpr, torch.compile, jax.jit and
-jitlab at each level. Each prepares a zero-argument call on inputs it has placed ahead of time;
-optional peers that are not installed say so instead of failing."""
+"""The runners a benchmark is timed with: numpy eager, numexpr, torch.compile, jax.jit, numba
+(the imperative benchmarks) and jitlab at each level. Each prepares a zero-argument call on
+inputs it has placed ahead of time; optional peers that are not installed say so instead of
+failing."""
 
 from __future__ import annotations
 
@@ -94,9 +95,16 @@ def torch_namespace():
         mean=lambda x, axis, keepdims: torch.mean(x, dim=axis, keepdim=keepdims))
 
 
+def _functional(bench: Benchmark) -> None:
+    """Refuses an imperative benchmark: torch.compile and jax.jit run the `xp` programs only."""
+    if bench.imperative:
+        raise NotImplementedError("in-place numpy writes (no xp form)")
+
+
 def _torch_compile(bench: Benchmark, inputs: tuple):
     import torch
 
+    _functional(bench)
     xp = torch_namespace()
     compiled = torch.compile(lambda *a: bench.fn(*a, xp=xp))
     tensors = [torch.from_numpy(a) for a in inputs]
@@ -107,9 +115,20 @@ def _jax_jit(bench: Benchmark, inputs: tuple):
     import jax
     import jax.numpy as jnp
 
+    _functional(bench)
     compiled = jax.jit(lambda *a: bench.fn(*a, xp=jnp))
     arrays = [jax.device_put(a) for a in inputs]
     return Prepared(lambda: jax.block_until_ready(compiled(*arrays)), np.asarray)
+
+
+def _numba(bench: Benchmark, inputs: tuple):
+    """numba.njit of the imperative benchmarks' own source; its first call (timed as such) compiles."""
+    import numba
+
+    if not bench.imperative:
+        raise NotImplementedError("written against xp=, which numba cannot take")
+    compiled = numba.njit(bench.fn)
+    return Prepared(lambda: compiled(*inputs), np.asarray)
 
 
 def _compile_seconds(fn, inputs) -> tuple[float, object]:
@@ -156,4 +175,5 @@ PEERS = {
     "numexpr": Runner("numexpr", "numexpr", _numexpr),
     "torch.compile": Runner("torch.compile", "torch", _torch_compile),
     "jax.jit": Runner("jax.jit", "jax", _jax_jit),
+    "numba": Runner("numba", "numba", _numba),
 }

@@ -68,6 +68,35 @@ def tiny_chain(x, xp=np):
     return x
 
 
+HEAT_K = 0.1
+HEAT_STEPS = 4
+
+
+def heat(u):
+    """Heat equation (Jacobi stencil) written imperatively: HEAT_STEPS explicit time steps,
+    each copying the grid and writing its interior in place (the boundary stays fixed)."""
+    for _ in range(HEAT_STEPS):
+        new = u.copy()
+        new[1:-1, 1:-1] = u[1:-1, 1:-1] + HEAT_K * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]
+                                                    - 4 * u[1:-1, 1:-1])
+        u = new
+    return u
+
+
+def conv_loop(x, w):
+    """A valid 2-D convolution (x: channels, height, width; w: out, in, k, k) filled pixel by
+    pixel into a preallocated output, as a numpy user without a conv function writes it."""
+    o, c, k, _ = w.shape
+    h, wd = x.shape[1] - k + 1, x.shape[2] - k + 1
+    flat = w.reshape(o, c * k * k)
+    out = np.zeros((o, h, wd), dtype=np.float32)
+    for i in range(h):
+        for j in range(wd):
+            # copy() before reshape: numba reshapes only contiguous arrays
+            out[:, i, j] = flat @ x[:, i:i + k, j:j + k].copy().reshape(c * k * k)
+    return out
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """One benchmark: its function, how to make its inputs, and its traffic."""
@@ -79,6 +108,7 @@ class Benchmark:
     rtol: float = 1e-4                 # result tolerance against numpy (float32 arithmetic)
     atol: float = 1e-5
     weights: bool = False              # 2-D inputs after the first are weights, scaled by 1/sqrt(fan-in)
+    imperative: bool = False           # plain numpy with in-place writes (no xp=): numpy, numba and jitlab run it
 
     def inputs(self, quick: bool, seed: int = 0) -> tuple[np.ndarray, ...]:
         rng = np.random.default_rng(seed)
@@ -108,6 +138,10 @@ SUITE = [
                                        True: [(32, 64), (32, 64), (64, 256), (256,), (256, 64), (64,)]}, False,
               rtol=1e-3, atol=1e-3, weights=True),
     Benchmark("tiny_500", tiny_chain, {False: [(64,)], True: [(64,)]}, False),
+    Benchmark("heat", heat, {False: [(2048, 2048)], True: [(128, 128)]}, True, imperative=True),
+    # 8x8 output pixels at both sizes: the loop is unrolled, 64 writes, so compile time stays small
+    Benchmark("conv_loop", conv_loop, {False: [(128, 10, 10), (128, 128, 3, 3)], True: [(8, 10, 10), (16, 8, 3, 3)]},
+              False, rtol=1e-3, atol=1e-3, imperative=True),
 ]
 
 

@@ -135,3 +135,26 @@ def test_device_targets_bound_by_the_device_peak_not_the_host(monkeypatch):
     bench = suite.by_name(["chain"])[0]
     result = cli.run_benchmark(bench, [PEERS["numpy"]], type("Args", (), {"quick": True, "repeats": 1})(), None)
     assert result["lower_bound_ms"] is None
+
+
+def test_imperative_benchmarks_run_on_numba_and_are_na_on_functional_peers():
+    heat, chain = suite.by_name(["heat", "chain"])
+    inputs = heat.inputs(quick=True)
+    result = cli._prepare(PEERS["numba"], heat, inputs, heat.fn(*inputs))
+    assert result["status"] == "ok", result
+    assert cli._prepare(PEERS["numba"], chain, chain.inputs(quick=True), None)["status"] == "n/a"
+    for peer in ("torch.compile", "jax.jit"):
+        assert cli._prepare(PEERS[peer], heat, inputs, None)["status"] in ("n/a", "not installed")
+
+
+def test_imperative_benchmarks_match_their_loop_free_forms():
+    u = np.random.default_rng(0).standard_normal((6, 7)).astype(np.float32)
+    expected = u.copy()
+    for _ in range(suite.HEAT_STEPS):
+        expected[1:-1, 1:-1] = expected[1:-1, 1:-1] + suite.HEAT_K * (
+            np.roll(expected, 1, 0) + np.roll(expected, -1, 0) + np.roll(expected, 1, 1) + np.roll(expected, -1, 1)
+            - 4 * expected)[1:-1, 1:-1]
+    np.testing.assert_allclose(suite.heat(u), expected, rtol=1e-5, atol=1e-6)
+    x, w = suite.by_name(["conv_loop"])[0].inputs(quick=True)
+    windows = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))   # c, i, j, kh, kw
+    np.testing.assert_allclose(suite.conv_loop(x, w), np.einsum("cijab,ocab->oij", windows, w), rtol=1e-4, atol=1e-4)
