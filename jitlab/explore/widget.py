@@ -42,7 +42,8 @@ class Explorer(anywidget.AnyWidget):
     def save(self, path: str | pathlib.Path) -> pathlib.Path:
         """Writes the same views as one self-contained offline HTML file."""
         # The widget's own data: a comparison's is not its first session's.
-        state = {"data": self.session.static_data(dict(self.data)), "view": self.view, "selection": dict(self.selection)}
+        state = {"data": self.session.static_data(dict(self.data)), "view": self.view,
+                 "selection": dict(self.selection)}
         return html.write(path, state, self.data.get("title", "jitlab explorer"))
 
     def repro(self, path: str | pathlib.Path, inputs, *, group: int | None = None,
