@@ -27,6 +27,7 @@ from .numpy_api import (
     normalize_axes,
     normalize_axis,
     reshape,
+    take,
     transpose,
 )
 from .tracer import Tracer
@@ -300,11 +301,17 @@ def bincount(x, weights=None, minlength=0):
     if minlength is None or isinstance(minlength, Tracer) or int(minlength) <= 0:
         raise UnsupportedOp(f"np.bincount's result length is max(x) + 1, known only from the data "
                             f"({ctx.where()}); write np.bincount(x, minlength=N) with N a Python int greater "
-                            "than every value of x (values >= N are then not counted)")
+                            "than every value of x (a value >= N is then an InputError)")
     if v.ndim != 1 or v.dtype.kind not in "biu":
         raise TraceError(f"np.bincount needs a 1-d array of non-negative ints, got {v.value.type} ({ctx.where()})")
-    bins = ctx.constant(np.arange(int(minlength), dtype=np.int64))
-    onehot = _as_dtype(v, np.int64)[:, None] == bins[None, :]
+    n = int(minlength)
+    bins = ctx.constant(np.arange(n, dtype=np.int64))
+    # numpy would lengthen the result for a value >= N and refuses negatives; with a static
+    # length both must fail, not go uncounted: a gather of bins at such a value is out of range
+    # (negatives sent to N), an InputError at run time, and it gives back x where x is valid.
+    v = _as_dtype(v, np.int64)
+    checked = take(bins, np.where(v < 0, n, v))
+    onehot = checked[:, None] == bins[None, :]
     if weights is None:
         return _counts(onehot, None, np.int64)
     w = ctx.lift(weights)

@@ -164,6 +164,15 @@ def test_what_is_not_supported_is_refused_by_name(call, message):
         jl.jit(call, level="O0")(np.ones((2, 3)))
 
 
+@pytest.mark.parametrize("level", ["O0", "O1", "O2"])
+def test_bincount_values_outside_its_static_length_are_an_error_not_uncounted(level):
+    counted = jl.jit(lambda x: np.bincount(x, minlength=5), level=level)
+    np.testing.assert_array_equal(counted(np.array([0, 1, 1, 4])), np.bincount([0, 1, 1, 4], minlength=5))
+    for bad in ([0, 5], [-1, 0]):
+        with pytest.raises(jl.InputError, match="out of range"):
+            counted(np.array(bad))
+
+
 def _linalg(a, spd, b, v):
     return (np.linalg.inv(a), np.linalg.det(a), np.linalg.cholesky(spd), np.linalg.solve(a, b),
             np.linalg.solve(a[0], v), np.linalg.solve(a, v), np.linalg.solve(a, b[0]),
