@@ -45,13 +45,14 @@ def _common(scopes: list[tuple[str, ...]]) -> tuple[str, ...]:
 
 
 def group_scopes(graph: GraphSnapshot) -> dict[int, tuple[str, ...]]:
-    """Each group's place: the deepest scope holding all its ops that have one (constants and
-    weights aside)."""
+    """Each group's place: the deepest scope holding all its ops that have a place (constants and
+    weights aside); an op written at the traced function's top level (a source line, no scope)
+    puts its group at the top."""
     members: dict[int, list[tuple[str, ...]]] = {}
     for n in graph.nodes:
         if n.group is not None and n.name != "jit.group":
             members.setdefault(n.group, [])
-            if n.scope and n.name not in SHARED:
+            if (n.scope or n.loc) and n.name not in SHARED:
                 members[n.group].append(tuple(n.scope))
     return {gid: _common(scopes) for gid, scopes in members.items()}
 

@@ -203,3 +203,13 @@ def test_compare_columns_carry_per_scope_figures_and_profiled_time():
     assert blocks["block"]["groups"] >= 1 and blocks["block"]["seconds"] > 0
     assert columns[0]["scopes"]["block"]["groups"] == 0
     assert blocks["block"]["op_count"] > 0 and "block/attn" in blocks
+
+
+def _exp_helper(x):
+    return np.exp(x)
+
+
+def test_a_group_holding_a_top_level_op_sits_at_the_top():
+    exe = jl.compile(jl.trace(lambda x: _exp_helper(x) + 1.0, np.ones((4, 4), np.float32)), level="O1")
+    tree = scope_tree(exe.report.graph, exe.report.memory)[0]
+    assert "group 0" in tree and not any(k.startswith("_exp_helper/group") for k in tree)
