@@ -67,13 +67,15 @@ _SMALL = {"chain": [(96,), (96,)], "tanh_gelu": [(96,)], "softmax": [(6, 40)], "
 
 
 def suite(scale: str = "full", seed: int = 0) -> list[Program]:
-    """The bench suite's programs (`jitlab bench`), at full size or tiny (`small`) for the simulator;
+    """The bench suite's array programs (`jitlab bench`), at full size or tiny (`small`) for the simulator;
     each with its PyTorch twin, the same function over torch's namespace."""
     from ...bench.peers import torch_namespace
     from ...bench.suite import SUITE, Benchmark
 
     programs = []
-    for b in SUITE:
+    # The imperative programs have no torch twin, and their slice updates run as host library
+    # kernels on cuda (docs/imperative-numpy.md): no figure of theirs would be the GPU's.
+    for b in (b for b in SUITE if not b.imperative):
         sized = Benchmark(b.name, b.fn, {False: b.shapes[False], True: _SMALL[b.name]}, b.memory_bound,
                           weights=b.weights)
         twin = (lambda fn: lambda *a: fn(*a, xp=torch_namespace()))(b.fn)
