@@ -3,10 +3,11 @@
 A program grows one statement at a time: a candidate (an op, its operands, its arguments) is
 evaluated by numpy on the concrete inputs, and kept only if numpy computes it without an
 error and it stays inside the fuzzed domain (see `docs/fuzzing.md`). Every value carries an
-`exact` flag: whether two correct implementations must agree on it bit for bit. Ops whose
-result depends on rounding (transcendentals, float sums, matmul) make inexact values, and
-ops that jump on a tiny change of their input (comparisons, floor, casts to int) only take
-exact ones, so a float tolerance on the outputs never hides a flipped branch.
+`rtol`: 0 where two correct implementations must agree on it bit for bit, else the relative
+tolerance it is compared with. Ops whose result depends on rounding (transcendentals, float
+sums, matmul) make inexact values (with the tolerance of the dtype they compute in, kept
+through later casts), and ops that jump on a tiny change of their input (comparisons, floor,
+casts to int) only take exact ones, so a tolerance never hides a flipped branch.
 
 All choices go through a `Choices` object: `SeededChoices` for `jitlab fuzz`, and a
 hypothesis strategy (`programs()` in tests) that draws them, so failures shrink.
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+
+from .compare import RTOL
 
 DTYPES = ("float32", "float64", "int32", "int64", "bool")
 MAX_ELEMENTS = 256          # per value: kernels stay cheap and reductions short
@@ -88,15 +91,19 @@ class Var:
     """A named value of the program with the numpy result it has on the inputs."""
     name: str
     value: np.ndarray
-    exact: bool = True
+    rtol: float = 0.0           # 0: exact; else the tolerance of its least precise inexact step
+
+    @property
+    def exact(self) -> bool:
+        return self.rtol == 0.0
 
 
 @dataclass
 class Case:
-    """One generated program: its source, its inputs and which outputs must match bit for bit."""
+    """One generated program: its source, its inputs and each output's tolerance (0: bit for bit)."""
     source: str
     inputs: list[np.ndarray]
-    exact: list[bool] = field(default_factory=list)
+    rtols: list[float] = field(default_factory=list)
     label: str = ""
 
     def function(self):
@@ -238,7 +245,8 @@ class Builder:
         if value is None or value.size > MAX_ELEMENTS or value.ndim > MAX_RANK:
             return False
         name = f"v{len(self.lines)}"
-        self.vars.append(Var(name, value, exact and all(v.exact for v in operands)))
+        own = 0.0 if exact else RTOL.get(value.dtype, 0.0)
+        self.vars.append(Var(name, value, max([own] + [v.rtol for v in operands])))
         self.lines.append(f"    {name} = {expr}")
         return True
 
@@ -433,7 +441,7 @@ def build(c: Choices, label: str = "") -> Case:
     body = "\n".join(b.lines)
     returns = ", ".join(v.name for v in outputs)
     source = f"def program({params}):\n{body}\n    return ({returns},)\n"
-    return Case(source, inputs, [v.exact for v in outputs], label)
+    return Case(source, inputs, [v.rtol for v in outputs], label)
 
 
 def generate(seed: int) -> Case:

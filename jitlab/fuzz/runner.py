@@ -88,7 +88,7 @@ def run_case(case: Case, level: str, target: str = "cpu") -> Outcome:
         return Outcome("refused", case, f"{type(error).__name__}: {error}")
     except Exception:       # anything but a JitlabError is a crash: that is what the fuzzer looks for
         return Outcome("crash", case, traceback.format_exc(limit=-8))
-    problems = differences(got, want, case.exact)
+    problems = differences(got, want, case.rtols)
     return Outcome("mismatch", case, "\n".join(problems)) if problems else Outcome("pass", case)
 
 

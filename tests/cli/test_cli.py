@@ -142,7 +142,7 @@ def test_fuzz_runs_programs_against_numpy_and_reports_each_failure(capsys, tmp_p
     assert cli.main(args) == 0
     assert "O0 seed 7: 5 tried: 5 pass, 0 refused, 0 mismatch, 0 crash" in capsys.readouterr().out
     assert report.read_text().startswith("O0 seed 7: 5 tried")
-    monkeypatch.setattr("jitlab.fuzz.runner.differences", lambda got, want, exact: ["output 0: planted"])
+    monkeypatch.setattr("jitlab.fuzz.runner.differences", lambda got, want, rtols: ["output 0: planted"])
     assert cli.main(args) == 1
     assert "mismatch at seed 7: output 0: planted" in capsys.readouterr().out
     text = report.read_text()
