@@ -6,10 +6,8 @@ programs that verify are also compiled and run at O0."""
 
 from __future__ import annotations
 
-import contextlib
 import pathlib
 import re
-import signal
 import tracemalloc
 from collections import Counter
 
@@ -24,6 +22,7 @@ from jitlab.ir.verifier import verify
 from jitlab.passes.pipelines import pipeline_for
 from tests.explore.fixtures import GROUPED
 from tests.ir.test_text import HAND_WRITTEN
+from tests.limits import time_limit
 from tests.programs import programs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -137,24 +136,6 @@ def mutated_texts(draw) -> str:
     for _ in range(draw(st.integers(1, 3))):
         text = draw(_mutate(text))
     return text
-
-
-class Hang(Exception):
-    """An example ran past SECONDS."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds: int):
-    def alarm(signum, frame):
-        raise Hang(f"ran past {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def read(text: str) -> jl.Program | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import signal
 import tempfile
 from collections import Counter
 from unittest import mock
@@ -27,6 +26,7 @@ from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 import jitlab as jl
 from jitlab.errors import JitlabError
+from tests.limits import time_limit
 from tests.onnx.models import onnxruntime_worker
 
 EXAMPLES = int(os.environ.get("JITLAB_ONNX_FUZZ_EXAMPLES", "200"))
@@ -394,25 +394,6 @@ def mutated_models(draw) -> bytes:
     if draw(st.integers(0, 3)) == 0:
         data = _mutate_bytes(draw, data)
     return data
-
-
-class Hang(Exception):
-    """An example ran past SECONDS."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds: int):
-    def alarm(signum, frame):
-        signal.alarm(1)         # again, should this one land where Python ignores it (a gc callback)
-        raise Hang(f"ran past {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @contextlib.contextmanager
