@@ -1,5 +1,7 @@
 """Saved explorer pages of real models in Chromium: onnx's light ResNet-50 at O1 and a traced 12-layer transformer."""
 
+import re
+
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -154,6 +156,7 @@ def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts)
     rows = pane.locator(".jl-peaklist li").all_inner_texts()
     assert rows and all(r.startswith("%") and " · " in r for r in rows)
     assert any("conv2d (n" in r for r in rows)         # the op and the ONNX node that made it
+    assert any(re.search(r" · res2_\d/branch2\w · group", r) for r in rows)      # and where in the model
     assert "weight: " in pane.locator(".jl-fixed").inner_text()
     def peaks():
         text = pane.inner_text()
