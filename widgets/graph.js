@@ -208,7 +208,7 @@ export class GraphView {
       while (stem(kids[k]) !== null && e < kids.length && stem(kids[e]) === stem(kids[k])) e += 1;
       const run = kids.slice(k, e);
       if (run.length >= 2 && run.length < kids.length && !kids.some((c) => c.kind === "scope" && c.name === stem(run[0]) && !run.includes(c))) {
-        const path = node.path ? `${node.path}/${stem(run[0])}` : stem(run[0]);
+        const path = node.path ? `${node.path}/${stem(run[0])}` : node === this.root ? stem(run[0]) : `${node.id}/${stem(run[0])}`;     // unique under a part too
         const stage = { id: `st_${path}`, kind: "scope", stage: true, name: stem(run[0]), path, children: run, parent: node, order: run[0].order };
         for (const c of run) c.parent = stage;
         stage.label = this.scopeLabel(stage);
@@ -712,9 +712,13 @@ export class GraphView {
   }
 
   // What the data says about a scope (bytes, bytes live at the peak, measured time), when it says it.
+  // A stage gathered in the browser has no entry of its own: its blocks' figures summed.
   scopeFigures(c) {
-    const sc = c.kind === "scope" ? (this.data.scopes || {})[c.path] : null;
-    if (!sc) return null;
+    const scopes = this.data.scopes || {};
+    const each = c.stage ? c.children.map((x) => scopes[x.path]) : [c.kind === "scope" ? scopes[c.path] : null];
+    if (!each.length || !each.every(Boolean)) return null;
+    const sum = (key) => (each.every((x) => typeof x[key] === "number") ? each.reduce((a, x) => a + x[key], 0) : null);
+    const sc = { op_count: sum("op_count"), bytes: sum("bytes"), peak_bytes: sum("peak_bytes"), seconds: sum("seconds") };
     const parts = [`${sc.op_count ?? "?"} ops`];
     if (typeof sc.bytes === "number") parts.push(`writes ${fmtBytes(sc.bytes)}`);
     if (typeof sc.peak_bytes === "number") parts.push(`${fmtBytes(sc.peak_bytes)} live at the peak`);

@@ -62,6 +62,8 @@ def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, arti
     stages = pane.locator("g.node.scopenode")
     assert [stages.nth(k).get_attribute("id") for k in range(4)] == ["st_res2", "st_res3", "st_res4", "st_res5"]
     assert "res2_0 … res2_2" in stages.first.text_content()
+    page.mouse.move(*centre(stages.first))         # a stage's figures: its blocks' from the data, summed
+    assert "82 ops · writes 17.7 MiB · 7.73 MiB live at the peak" in pane.locator(".jl-tip").inner_text()
     assert pane.locator("g.node.bookkeeping").count() == 0
     assert pane.locator(".jl-legend-item").count() == 0 and pane.locator(".jl-legend").bounding_box()["height"] < 60
     root.screenshot(path=str(artifacts / "resnet_graph_open.png"))
