@@ -58,6 +58,7 @@ def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, arti
     pane.locator("svg[data-layout=browser]").wait_for()
     _, nodes, label_px = graph_state(page)
     assert 3 <= nodes <= 60 and label_px >= 10
+    root.screenshot(path=str(artifacts / "resnet_graph_open.png"))
     # The stages gathered from the blocks' scope names (res2_0 … res2_2 under res2), named by their first and last block.
     stages = pane.locator("g.node.scopenode")
     assert [stages.nth(k).get_attribute("id") for k in range(4)] == ["st_res2", "st_res3", "st_res4", "st_res5"]
@@ -66,7 +67,6 @@ def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, arti
     assert "82 ops · writes 17.7 MiB · 7.73 MiB live at the peak" in pane.locator(".jl-tip").inner_text()
     assert pane.locator("g.node.bookkeeping").count() == 0
     assert pane.locator(".jl-legend-item").count() == 0 and pane.locator(".jl-legend").bounding_box()["height"] < 60
-    root.screenshot(path=str(artifacts / "resnet_graph_open.png"))
     canvas = pane.locator(".jl-canvas").bounding_box()
     # Expand stage, block, branch and one of its fusion groups, each in place: the clicked node's cluster stays under the pointer.
     groups = page.evaluate("""() => {
