@@ -155,9 +155,14 @@ export class MemoryView {
     const live = mem.buffers.filter((b) => b.first <= step && step <= b.last && b.kind !== "view" && !b.alias_of);
     const fixed = live.filter((b) => FIXED.has(b.kind));
     const moving = live.filter((b) => !FIXED.has(b.kind)).sort((a, b) => b.bytes - a.bytes);
-    const rows = moving.slice(0, 10).map((b) => h("li", {},
+    const row = (b) => h("li", {},
       chip(this.ctx.data.colors[String(b.group)] || "var(--jl-neutral)", `${bufferLabel(this.ctx.data, b)} · ${fmtBytes(b.bytes)}`), " ",
-      b.producer !== null ? opLink(this.ctx, b.producer) : null));
+      b.producer !== null ? opLink(this.ctx, b.producer) : null);
+    if (mem.largest) {      // a plan for another size lists only its largest buffers live at the peak, with their bytes at that size
+      return h("div", {}, h("h4", {}, `largest buffers live at the peak (step ${step}, planned)`),
+        h("ul", { class: "jl-peaklist" }, mem.largest.map(row)));
+    }
+    const rows = moving.slice(0, 10).map(row);
     const total = (bs) => fmtBytes(bs.reduce((a, b) => a + b.bytes, 0));
     const rest = moving.length > 10 ? h("li", { class: "jl-muted" }, `and ${moving.length - 10} smaller: ${total(moving.slice(10))}`) : null;
     const kinds = [...new Set(fixed.map((b) => b.kind))].join(", ");
@@ -188,10 +193,11 @@ export class MemoryView {
   }
 
   planMemory(plan) {
-    const bytes = plan.buffer_bytes || {};
-    return { ...this.mem, planned: plan.scale !== 1, peak_bytes: plan.peak_bytes, peak_step: plan.peak_step, lower_bound_bytes: plan.lower_bound_bytes,
+    const byName = new Map(this.mem.buffers.map((b) => [b.name, b]));
+    const largest = (plan.live_at_peak || []).map((name, k) => ({ ...(byName.get(name) || { name, kind: "buffer", producer: null }), bytes: plan.live_at_peak_bytes[k] }));
+    return { ...this.mem, largest: plan.scale !== 1 ? largest : null, planned: plan.scale !== 1, peak_bytes: plan.peak_bytes, peak_step: plan.peak_step, lower_bound_bytes: plan.lower_bound_bytes,
       naive_bytes: plan.naive_bytes, overhead_bytes: plan.overhead_bytes, live_bytes: plan.live_bytes || [], pool: {},
-      live_at_peak: plan.live_at_peak || [], buffers: this.mem.buffers.map((b) => ({ ...b, bytes: bytes[b.name] ?? b.bytes })) };
+      live_at_peak: plan.live_at_peak || [] };
   }
 
   dryRun() {

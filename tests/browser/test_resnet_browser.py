@@ -175,6 +175,9 @@ def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts)
     assert "gpu_0_data_0.0 = 8" in pane.locator(".jl-dryrun").inner_text()
     assert peaks() == 1 and "peak (planned; nothing ran)" in pane.locator(".jl-stats").inner_text()
     assert "181.9 MiB" in pane.locator(".jl-stats").inner_text()
+    # and what is live at its peak at that size: r13 is 8 x 3.06 MiB there.
+    assert "largest buffers live at the peak" in pane.inner_text()
+    assert pane.locator(".jl-peaklist li").first.inner_text().startswith("%r13 · res2_0/branch1 · group 16: conv2d (n13) · 24.5 MiB")
     assert page.errors == []
 
 
