@@ -84,7 +84,9 @@ export function bufferLabel(data, b) {
     kind = `group ${g.id}: ${main ? main.name.replace(/^\w+\./, "") : "fused"}`;
     place = place || (main ? where(main) : "");
   }
-  return `%${b.name} · ${kind}${place ? ` (${place})` : ""}`;
+  // Where in the model it was made: the scope path of its op, without the group level named already.
+  const scope = String(b.path || "").split("/").filter((p) => p && !/^group \d+$/.test(p)).join("/");
+  return `%${b.name} · ${scope ? `${scope} · ` : ""}${kind}${place ? ` (${place})` : ""}`;
 }
 
 // More groups than the palette has colours: hues a golden angle apart, so no two groups share one

@@ -125,7 +125,10 @@ export class GraphView {
     };
     const scopeNode = (path) => {
       let node = root;
-      path.forEach((name, k) => { node = container(`sc_${path.slice(0, k + 1).join("/")}`, "scope", name, node); });
+      path.forEach((name, k) => {
+        node = container(`sc_${path.slice(0, k + 1).join("/")}`, "scope", name, node);
+        Object.assign(node, { name, path: path.slice(0, k + 1).join("/") });
+      });
       return node;
     };
     const groupScopes = new Map();
@@ -156,6 +159,7 @@ export class GraphView {
     first(root);
     this.groupIds = [...this.containers.values()].filter((c) => c.kind === "group").map((c) => Number(c.id.slice(4))).sort((a, b) => a - b);
     this.groupLabels();
+    for (const c of this.containers.values()) if (c.kind === "scope") c.label = this.scopeLabel(c);
     this.parts = 0;
     // Seven parts stacked, with the inputs above and the results below, fit a 620 px canvas at scale 1 (10 px labels).
     this.maxChildren = 7;
@@ -180,52 +184,84 @@ export class GraphView {
     return out;
   }
 
-  // Splits a container with too many children into parts cut where the fewest values flow on.
+  // Splits a container with too many children: numbered sibling scopes (res2_0, res2_1…) gathered
+  // under their stem first, then the smallest neighbours merged into parts until few enough remain.
   split(node) {
     if (!node.children || node.kind === "group" || node.bundle) return;
     const ends = node === this.root ? node.children.filter((c) => c.kind === "input" || c.kind === "output") : [];
     const keep = ["input", "output"].flatMap((kind) => this.bundle(node, ends.filter((c) => c.kind === kind), kind));
-    const kids = node.children.filter((c) => !ends.includes(c)).sort((a, b) => a.order - b.order);
-    const weight = (c) => (c.children ? 1 : c.book ? 0 : 1);
-    const n = kids.reduce((a, c) => a + weight(c), 0);
-    if (n > this.maxChildren) {
-      const index = new Map();
-      kids.forEach((c, k) => { for (const l of this.leavesOf(c)) index.set(l.id, k); });
-      const lastUse = kids.map((_, k) => k);
-      for (const [a, b] of this.edges) {
-        const ka = index.get(a);
-        const kb = index.get(b);
-        if (ka !== undefined && kb !== undefined && kb > lastUse[ka]) lastUse[ka] = kb;
-      }
-      const crossing = new Array(kids.length + 1).fill(0);       // sources still used past each cut
-      lastUse.forEach((last, k) => { for (let b = k + 1; b <= last; b += 1) crossing[b] += 1; });
-      const m = Math.min(this.maxChildren, Math.ceil(n / this.maxChildren));
-      const cuts = [0];
-      for (let k = 1; k < m; k += 1) {
-        const ideal = Math.round((k * kids.length) / m);
-        const span = Math.max(1, Math.floor(kids.length / (2 * m)));
-        let best = null;
-        for (let b = Math.max(cuts[cuts.length - 1] + 1, ideal - span); b <= Math.min(kids.length - 1, ideal + span); b += 1) {
-          const score = crossing[b] * 1000 + Math.abs(b - ideal);
-          if (best === null || score < best[0]) best = [score, b];
-        }
-        if (best) cuts.push(best[1]);
-      }
-      cuts.push(kids.length);
-      const parts = [];
-      for (let k = 0; k + 1 < cuts.length; k += 1) {
-        const members = kids.slice(cuts[k], cuts[k + 1]);
-        if (!members.length) continue;
-        this.parts += 1;
-        const part = { id: `part_${this.parts}`, kind: "part", children: members, parent: node, order: members[0].order };
-        for (const c of members) c.parent = part;
-        part.label = this.partLabel(part);
-        this.containers.set(part.id, part);
-        parts.push(part);
-      }
-      node.children = [...keep, ...parts];
-    }
+    let kids = node.children.filter((c) => !ends.includes(c)).sort((a, b) => a.order - b.order);
+    const shown = (list) => list.reduce((a, c) => a + (c.children || !c.book ? 1 : 0), 0);
+    if (shown(kids) > this.maxChildren) kids = this.stages(node, kids);
+    if (shown(kids) > this.maxChildren) kids = this.merge(node, kids);
+    node.children = [...keep, ...kids];
     for (const c of node.children) if (c.children) this.split(c);
+  }
+
+  // Runs of sibling scopes named stem_0, stem_1… (or stem, stem_1… for repeated calls) under one scope named stem.
+  stages(node, all) {
+    const kids = all.filter((c) => c.children || !c.book);
+    const stem = (c) => (c.kind === "scope" ? (/^(.+?)_\d+$/.exec(c.name) || [null, c.name])[1] : null);
+    const out = [];
+    for (let k = 0; k < kids.length;) {
+      let e = k + 1;
+      while (stem(kids[k]) !== null && e < kids.length && stem(kids[e]) === stem(kids[k])) e += 1;
+      const run = kids.slice(k, e);
+      if (run.length >= 2 && run.length < kids.length && !kids.some((c) => c.kind === "scope" && c.name === stem(run[0]) && !run.includes(c))) {
+        const path = node.path ? `${node.path}/${stem(run[0])}` : node === this.root ? stem(run[0]) : `${node.id}/${stem(run[0])}`;     // unique under a part too
+        const stage = { id: `st_${path}`, kind: "scope", stage: true, name: stem(run[0]), path, children: run, parent: node, order: run[0].order };
+        for (const c of run) c.parent = stage;
+        stage.label = this.scopeLabel(stage);
+        this.containers.set(stage.id, stage);
+        out.push(stage);
+      } else out.push(...run);
+      k = e;
+    }
+    return [...out, ...all.filter((c) => !c.children && c.book)].sort((a, b) => a.order - b.order);
+  }
+
+  // Merges the neighbours holding the fewest ops (where more values flow between them first) until maxChildren remain.
+  // Bookkeeping ops (hidden by default) go into the part whose span holds them, else stay where they were.
+  merge(node, all) {
+    const kids = all.filter((c) => c.children || !c.book);
+    const index = new Map();
+    kids.forEach((c, k) => { for (const l of this.leavesOf(c)) index.set(l.id, k); });
+    const lastUse = kids.map((_, k) => k);
+    for (const [a, b] of this.edges) {
+      const ka = index.get(a);
+      const kb = index.get(b);
+      if (ka !== undefined && kb !== undefined && kb > lastUse[ka]) lastUse[ka] = kb;
+    }
+    const crossing = new Array(kids.length + 1).fill(0);       // sources still used past each cut
+    lastUse.forEach((last, k) => { for (let b = k + 1; b <= last; b += 1) crossing[b] += 1; });
+    const size = (c) => Math.max(1, this.leavesOf(c).filter((l) => l.op && !l.book).length);
+    const runs = kids.map((c, k) => ({ members: [c], ops: size(c), start: k }));
+    while (runs.length > this.maxChildren) {
+      let best = 0;
+      const score = (k) => [runs[k].ops + runs[k + 1].ops, -crossing[runs[k + 1].start]];
+      for (let k = 1; k + 1 < runs.length; k += 1) {
+        const [a, b] = score(k);
+        const [c, d] = score(best);
+        if (a < c || (a === c && b < d)) best = k;
+      }
+      const [x, y] = [runs[best], runs[best + 1]];
+      runs.splice(best, 2, { members: [...x.members, ...y.members], ops: x.ops + y.ops, start: x.start });
+    }
+    const loose = [];
+    for (const leaf of all.filter((c) => !c.children && c.book)) {
+      const r = runs.findLast((x) => x.members[0].order <= leaf.order);
+      if (r && r.members.length > 1 && leaf.order < r.members[r.members.length - 1].order) r.members.push(leaf); else loose.push(leaf);
+    }
+    return [...loose, ...runs.map((r) => {
+      r.members.sort((a, b) => a.order - b.order);
+      if (r.members.length === 1) return r.members[0];
+      this.parts += 1;
+      const part = { id: `part_${this.parts}`, kind: "part", children: r.members, parent: node, order: r.members[0].order };
+      for (const c of r.members) c.parent = part;
+      part.label = this.partLabel(part);
+      this.containers.set(part.id, part);
+      return part;
+    })].sort((a, b) => a.order - b.order);
   }
 
   // Many inputs (weights passed as arguments) or results: one part holding them, not a row of hundreds.
@@ -239,11 +275,24 @@ export class GraphView {
     return [part];
   }
 
+  // A scope's name (a stage's: with its first and last member), then its size and the kinds of its ops.
+  scopeLabel(c) {
+    const ops = this.leavesOf(c).filter((l) => l.op && !l.book);
+    const groups = new Set(ops.map((l) => l.group).filter((g) => g !== null && g !== undefined)).size;
+    const head = c.stage ? `${c.name} (${c.children[0].name} … ${c.children[c.children.length - 1].name})` : c.name;
+    const written = ops.filter((l) => !l.op.origin || l.op.origin.pass === "trace");
+    return `${head} · ${ops.length} ops${groups ? `, ${groups} groups` : ""}\n${kindsSummary((written.length ? written : ops).map((l) => l.op.name.replace(/^\w+\./, "")))}`;
+  }
+
   partLabel(part) {
     const ops = this.leavesOf(part).filter((l) => l.op && !l.book);
+    const named = part.children.map((c) => (c.kind === "scope" ? c.name : c.kind === "group" ? c.label.split("\n")[0] : null));
     const onnx = ops.filter((l) => l.op.onnx || /node '/.test(l.op.loc || "")).map((l) => where(l.op));
     // Imported: the span of ONNX node names. Traced: the functions the ops were written in, and their lines.
-    let span = onnx.length ? (onnx[0] === onnx[onnx.length - 1] ? onnx[0] : `${onnx[0]} … ${onnx[onnx.length - 1]}`) : "";
+    // Scopes: the names of its first and last members.
+    let span = named.some((n, k) => n && part.children[k].kind === "scope") && named[0] && named[named.length - 1]
+      ? `${named[0]} … ${named[named.length - 1]}` : "";
+    if (!span && onnx.length) span = onnx[0] === onnx[onnx.length - 1] ? onnx[0] : `${onnx[0]} … ${onnx[onnx.length - 1]}`;
     if (!span) {
       const fns = [...new Set(ops.map((l) => (/\sin\s+(\S+)\s*$/.exec(l.op.loc || "") || [])[1]).filter(Boolean))];
       const lines = ops.map((l) => Number((/:(\d+)\b/.exec(l.op.loc || "") || [])[1])).filter((n) => n > 0);
@@ -557,7 +606,7 @@ export class GraphView {
     const start = this.focus && (this.containers.get(this.focus) || this.leaves.get(this.focus));
     for (let c = start; c && c !== this.root; c = c.parent) chain.unshift(c);
     const link = (label, fn, id) => h("a", { href: "#", class: "jl-crumb", "data-id": id, onclick: (e) => { e.preventDefault(); fn(); } }, label);
-    const short = (c) => { const l = c.label.split("\n")[0]; return l.length > 32 ? `${l.slice(0, 31)}…` : l; };
+    const short = (c) => { const l = c.kind === "scope" ? c.name : c.label.split("\n")[0]; return l.length > 32 ? `${l.slice(0, 31)}…` : l; };
     this.crumbEl.replaceChildren(link("top", () => { this.focus = null; this.openToFit(); this.render(false); this.fit(); }, "root"),
       ...chain.flatMap((c) => [" › ", link(short(c), () => this.back(c), c.id)]));
   }
@@ -663,9 +712,13 @@ export class GraphView {
   }
 
   // What the data says about a scope (bytes, bytes live at the peak, measured time), when it says it.
+  // A stage gathered in the browser has no entry of its own: its blocks' figures summed.
   scopeFigures(c) {
-    const sc = c.kind === "scope" ? (this.data.scopes || {})[c.id.slice(3)] : null;
-    if (!sc) return null;
+    const scopes = this.data.scopes || {};
+    const each = c.stage ? c.children.map((x) => scopes[x.path]) : [c.kind === "scope" ? scopes[c.path] : null];
+    if (!each.length || !each.every(Boolean)) return null;
+    const sum = (key) => (each.every((x) => typeof x[key] === "number") ? each.reduce((a, x) => a + x[key], 0) : null);
+    const sc = { op_count: sum("op_count"), bytes: sum("bytes"), peak_bytes: sum("peak_bytes"), seconds: sum("seconds") };
     const parts = [`${sc.op_count ?? "?"} ops`];
     if (typeof sc.bytes === "number") parts.push(`writes ${fmtBytes(sc.bytes)}`);
     if (typeof sc.peak_bytes === "number") parts.push(`${fmtBytes(sc.peak_bytes)} live at the peak`);

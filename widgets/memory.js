@@ -138,7 +138,7 @@ export class MemoryView {
   summary(mem) {
     const item = (label, value) => h("div", { class: "jl-stat" }, h("div", { class: "jl-muted" }, label), h("b", {}, value));
     return h("div", { class: "jl-stats" },
-      item("peak", fmtBytes(this.peak(mem))),
+      item(mem.planned ? "peak (planned; nothing ran)" : "peak", fmtBytes(mem.peak_bytes)),
       typeof mem.overhead_bytes === "number" ? item("of it, pool or arena overhead", fmtBytes(mem.overhead_bytes)) : null,
       item("lower bound (largest live set)", fmtBytes(mem.lower_bound_bytes)),
       item("naive (every buffer apart)", fmtBytes(mem.naive_bytes)),
@@ -148,12 +148,6 @@ export class MemoryView {
       Object.keys(mem.heuristics || {}).length ? item("heuristics", Object.entries(mem.heuristics).map(([k, v]) => `${k} ${fmtBytes(v)}`).join(" · ")) : null);
   }
 
-  // The one peak figure: the page's own when the data carries it, else the plan's.
-  peak(mem) {
-    const top = this.ctx.data.peak_bytes;
-    return mem === this.mem && typeof top === "number" ? top : mem.peak_bytes;
-  }
-
   // What is live at the peak: activations and temporaries by name, largest first; weights and inputs summed apart.
   atPeak(mem) {
     const step = mem.peak_step;
@@ -161,9 +155,14 @@ export class MemoryView {
     const live = mem.buffers.filter((b) => b.first <= step && step <= b.last && b.kind !== "view" && !b.alias_of);
     const fixed = live.filter((b) => FIXED.has(b.kind));
     const moving = live.filter((b) => !FIXED.has(b.kind)).sort((a, b) => b.bytes - a.bytes);
-    const rows = moving.slice(0, 10).map((b) => h("li", {},
+    const row = (b) => h("li", {},
       chip(this.ctx.data.colors[String(b.group)] || "var(--jl-neutral)", `${bufferLabel(this.ctx.data, b)} · ${fmtBytes(b.bytes)}`), " ",
-      b.producer !== null ? opLink(this.ctx, b.producer) : null));
+      b.producer !== null ? opLink(this.ctx, b.producer) : null);
+    if (mem.largest) {      // a plan for another size lists only its largest buffers live at the peak, with their bytes at that size
+      return h("div", {}, h("h4", {}, `largest buffers live at the peak (step ${step}, planned)`),
+        h("ul", { class: "jl-peaklist" }, mem.largest.map(row)));
+    }
+    const rows = moving.slice(0, 10).map(row);
     const total = (bs) => fmtBytes(bs.reduce((a, b) => a + b.bytes, 0));
     const rest = moving.length > 10 ? h("li", { class: "jl-muted" }, `and ${moving.length - 10} smaller: ${total(moving.slice(10))}`) : null;
     const kinds = [...new Set(fixed.map((b) => b.kind))].join(", ");
@@ -182,7 +181,8 @@ export class MemoryView {
     const show = (k, redraw) => {
       const plan = plans[k];
       label.textContent = Object.entries(plan.values || {}).map(([n, v]) => `${n} = ${v}`).join(", ");
-      status.textContent = ` peak ${fmtBytes(plan.peak_bytes)} (planned; nothing ran)`;
+      // The peak is stated once, in the summary below, which shows the plan picked here.
+      status.textContent = plan.scale === 1 ? " the compiled size" : " planned for this size; nothing ran";
       this.el.dataset.plan = String(k);
       if (redraw) this.drawCharts(this.planMemory(plan));
     };
@@ -193,10 +193,11 @@ export class MemoryView {
   }
 
   planMemory(plan) {
-    const bytes = plan.buffer_bytes || {};
-    return { ...this.mem, peak_bytes: plan.peak_bytes, peak_step: plan.peak_step, lower_bound_bytes: plan.lower_bound_bytes,
+    const byName = new Map(this.mem.buffers.map((b) => [b.name, b]));
+    const largest = (plan.live_at_peak || []).map((name, k) => ({ ...(byName.get(name) || { name, kind: "buffer", producer: null }), bytes: plan.live_at_peak_bytes[k] }));
+    return { ...this.mem, largest: plan.scale !== 1 ? largest : null, planned: plan.scale !== 1, peak_bytes: plan.peak_bytes, peak_step: plan.peak_step, lower_bound_bytes: plan.lower_bound_bytes,
       naive_bytes: plan.naive_bytes, overhead_bytes: plan.overhead_bytes, live_bytes: plan.live_bytes || [], pool: {},
-      live_at_peak: plan.live_at_peak || [], buffers: this.mem.buffers.map((b) => ({ ...b, bytes: bytes[b.name] ?? b.bytes })) };
+      live_at_peak: plan.live_at_peak || [] };
   }
 
   dryRun() {
@@ -227,8 +228,8 @@ export class MemoryView {
   onReply(msg) {
     if (msg.type !== "dry_run") return;
     if (msg.error) { this.dryStatus.textContent = ` ${msg.error}`; return; }
-    this.dryStatus.textContent = ` plan for ${Object.entries(msg.values).map(([k, v]) => `${k}=${v}`).join(", ")}: peak ${fmtBytes(msg.memory.peak_bytes)} (nothing ran)`;
-    this.drawCharts(msg.memory);
+    this.dryStatus.textContent = ` plan for ${Object.entries(msg.values).map(([k, v]) => `${k}=${v}`).join(", ")} below (nothing ran)`;
+    this.drawCharts({ ...msg.memory, planned: true });
   }
 
   // The live curve without what is held for the whole run (weights, inputs): on a real model that is most
