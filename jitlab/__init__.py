@@ -8,6 +8,7 @@ from .errors import (
                      DTypeError,
                      InputError,
                      JitlabError,
+                     LongTraceWarning,
                      ModelError,
                      OutOfMemoryError,
                      ParseError,
@@ -38,9 +39,9 @@ def load_ipython_extension(ipython) -> None:
     load(ipython)
 
 
-__all__ = ["CompileError", "CompileReport", "DTypeError", "Executable", "InputError", "JitFunction",
-           "JitlabError", "MemoryPlan", "ModelError", "OutOfMemoryError", "ParseError", "PassError", "PluginError",
-           "Program", "ShapeError", "Spec", "Sym", "TensorType", "TraceError", "UnknownOpError",
+__all__ = ["CompileError", "CompileReport", "DTypeError", "Executable", "InputError", "JitFunction", "JitlabError",
+           "LongTraceWarning", "MemoryPlan", "ModelError", "OutOfMemoryError", "ParseError", "PassError",
+           "PluginError", "Program", "ShapeError", "Spec", "Sym", "TensorType", "TraceError", "UnknownOpError",
            "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "dry_run", "explore", "jit", "opt",
            "parse", "profile", "spec", "sym", "trace", "verify"]
 __all__ += ["grad", "value_and_grad"]

@@ -68,3 +68,7 @@ class PluginError(JitlabError):
 
 class ModelError(JitlabError):
     """A model file that cannot be read: corrupt, truncated, or referring to data outside its folder."""
+
+
+class LongTraceWarning(UserWarning):
+    """Tracing has recorded so many ops that compiling will be slow; names the line that made most."""

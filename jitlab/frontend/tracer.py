@@ -9,12 +9,14 @@ tables in `numpy_api`; operators and methods route to the same implementations.
 from __future__ import annotations
 
 import sys
+import warnings
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..errors import JitlabError, TraceError
+from ..errors import JitlabError, LongTraceWarning, TraceError
 from ..ir.attributes import Dense
 from ..ir.builder import Builder
 from ..ir.core import Location, Value
@@ -24,6 +26,9 @@ from ..ir.types import TensorType
 from .trace_errors import is_user_file
 
 CONSTANT_LIMIT = 16  # captured arrays with more elements become weights instead of constants
+# Past this many ops a program takes minutes to compile at O1/O2 (each op is lowered and the
+# fusion search grows with the graph): tracing warns once, naming the line that recorded most.
+LONG_TRACE = 5000
 
 
 class TraceContext:
@@ -41,6 +46,7 @@ class TraceContext:
         self._caller = sys._getframe(1)
         self._frame_scopes: dict[int, tuple[Any, tuple[str, ...]]] = {}   # id(frame) -> (frame, its scope)
         self._calls: dict[tuple[str, ...], int] = {}     # scope -> calls so far: later calls get _1, _2...
+        self._ops_per_line: Counter[tuple[str, int]] = Counter()
 
     # -- emitting ops -------------------------------------------------------------
     def location(self) -> Location | None:
@@ -78,11 +84,25 @@ class TraceContext:
 
     def emit(self, name: str, operands: Sequence[Value], **attrs: Any) -> list[Tracer]:
         """Records op `name` and returns tracers for its results."""
+        loc = self.location()
         try:
-            op = self.builder.create(name, list(operands), attrs, loc=self.location())
+            op = self.builder.create(name, list(operands), attrs, loc=loc)
         except JitlabError as e:
             raise type(e)(f"{e} ({self.where()})") from None
+        self._count(loc)
         return [Tracer(r, self) for r in op.results]
+
+    def _count(self, loc: Location | None) -> None:
+        """Warns once when the program passes LONG_TRACE ops: an unrolled loop, most likely."""
+        self._ops_per_line[(loc.file, loc.line) if loc else ("?", 0)] += 1
+        if self._ops_per_line.total() != LONG_TRACE:
+            return
+        (file, line), n = self._ops_per_line.most_common(1)[0]
+        warnings.warn_explicit(
+            f"tracing {self.function_name} has recorded {LONG_TRACE} ops, {n} of them at {file}:{line}: "
+            "Python loops are unrolled while tracing, so the program and its compile time grow with the "
+            "trip count; give the loop fewer iterations, or write its body over whole arrays (one op per "
+            "step instead of one per element)", LongTraceWarning, file, line)
 
     def op(self, name: str, *operands: Value, **attrs: Any) -> Tracer:
         return self.emit(name, operands, **attrs)[0]

@@ -190,3 +190,19 @@ def test_static_argnums_are_python_values_while_tracing():
     assert jl.trace(f, x, np.int64(3), (4,), static_argnums=(1, 2)).input_names == ["x"]
     with pytest.raises(InputError, match="static_argnums"):
         jl.jit(f, static_argnums=5)(x, 3, (4,))
+
+
+def test_a_long_unrolled_loop_warns_once_naming_its_line(monkeypatch):
+    from jitlab.frontend import tracer
+
+    monkeypatch.setattr(tracer, "LONG_TRACE", 50)
+
+    def stencil(u):
+        for _ in range(40):
+            u = 0.5 * (u + 1.0)             # every op of the program is made here
+        return u
+
+    with pytest.warns(jl.LongTraceWarning, match=r"recorded 50 ops, 50 of them at .*test_trace.py:\d+") as seen:
+        program = jl.trace(stencil, np.ones(4, np.float32))
+    assert len([w for w in seen if w.category is jl.LongTraceWarning]) == 1
+    np.testing.assert_allclose(jl.compile(program, level="O0")(np.ones(4, np.float32))[0], stencil(np.ones(4)))
