@@ -47,6 +47,7 @@ class TraceContext:
         self._frame_scopes: dict[int, tuple[Any, tuple[str, ...]]] = {}   # id(frame) -> (frame, its scope)
         self._calls: dict[tuple[str, ...], int] = {}     # scope -> calls so far: later calls get _1, _2...
         self._ops_per_line: Counter[tuple[str, int]] = Counter()
+        self._ops = 0
 
     # -- emitting ops -------------------------------------------------------------
     def location(self) -> Location | None:
@@ -95,7 +96,8 @@ class TraceContext:
     def _count(self, loc: Location | None) -> None:
         """Warns once when the program passes LONG_TRACE ops: an unrolled loop, most likely."""
         self._ops_per_line[(loc.file, loc.line) if loc else ("?", 0)] += 1
-        if self._ops_per_line.total() != LONG_TRACE:
+        self._ops += 1
+        if self._ops != LONG_TRACE:
             return
         (file, line), n = self._ops_per_line.most_common(1)[0]
         warnings.warn_explicit(
