@@ -240,3 +240,12 @@ def test_symbolic_dims_flow_through_slices_and_reductions():
 def test_an_order_numpy_rejects_is_a_trace_error():
     with pytest.raises(jl.JitlabError, match="invalid norm order 'max' for matrices"):
         jl.jit(lambda x: np.linalg.norm(x, "max"), level="O0")(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("level", ["O0", "O2"])
+def test_a_singular_matrix_is_a_jitlab_error_and_numpys_linalg_error(level):
+    for call in (np.linalg.inv, lambda a: np.linalg.cholesky(a - 2)):
+        with pytest.raises(jl.JitlabError, match=r"np.(inv: Singular matrix|cholesky: Matrix is not positive)"):
+            jl.jit(lambda a, call=call: call(a) * 2, level=level)(np.ones((3, 3)))
+    with pytest.raises(np.linalg.LinAlgError):
+        jl.jit(lambda a, b: np.linalg.solve(a, b), level=level)(np.zeros((2, 2)), np.ones(2))
