@@ -1,11 +1,12 @@
 """Dense linear algebra of the `np` dialect: library kernels on the last two axes (LAPACK
-through numpy), batched over the leading ones. A singular matrix raises numpy's LinAlgError
-when the program runs, as numpy does."""
+through numpy), batched over the leading ones. A singular matrix raises LinAlgError when the
+program runs: an InputError that is numpy's LinAlgError too."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...errors import InputError
 from ...ir.opdef import Trait, defop
 from ...ir.shapes import Sym
 from ...ir.types import TensorType
@@ -59,20 +60,32 @@ def _solve_infer(ctx, types, attrs):
     return [TensorType(b.shape, dtype)]
 
 
-def _typed(fn):
-    return lambda *xs: np.asarray(fn(*xs)).astype(xs[0].dtype, copy=False)
+class LinAlgError(InputError, np.linalg.LinAlgError):
+    """A matrix the kernel cannot take (singular, not positive-definite): a jitlab error that
+    code catching numpy's LinAlgError still catches."""
+
+
+def _typed(name: str, fn):
+    def run(*xs):
+        try:
+            return np.asarray(fn(*xs)).astype(xs[0].dtype, copy=False)
+        except np.linalg.LinAlgError as e:
+            raise LinAlgError(f"{name}: {e}") from None
+
+    return run
 
 
 _LIB = (Trait.PURE,)
-defop("np.cholesky", infer=_same_infer, traits=_LIB, reference=_typed(np.linalg.cholesky), operand_names=("a",),
+defop("np.cholesky", infer=_same_infer, traits=_LIB, reference=_typed("np.cholesky", np.linalg.cholesky),
+      operand_names=("a",),
       doc="Lower-triangular L with L @ L.T == a, for symmetric positive-definite a (batched).")
-defop("np.inv", infer=_same_infer, traits=_LIB, reference=_typed(np.linalg.inv), operand_names=("a",),
+defop("np.inv", infer=_same_infer, traits=_LIB, reference=_typed("np.inv", np.linalg.inv), operand_names=("a",),
       doc="Matrix inverse of the last two axes (batched).")
-defop("np.det", infer=_det_infer, traits=_LIB, reference=_typed(np.linalg.det), operand_names=("a",),
+defop("np.det", infer=_det_infer, traits=_LIB, reference=_typed("np.det", np.linalg.det), operand_names=("a",),
       doc="Determinant of the last two axes (batched).")
 defop("np.svdvals", infer=_svdvals_infer, traits=_LIB,
-      reference=_typed(lambda a: np.linalg.svd(a, compute_uv=False)), operand_names=("a",),
+      reference=_typed("np.svdvals", lambda a: np.linalg.svd(a, compute_uv=False)), operand_names=("a",),
       doc="Singular values of the last two axes, largest first (batched).")
-defop("np.solve", operands=2, infer=_solve_infer, traits=_LIB, reference=_typed(np.linalg.solve),
-      operand_names=("a", "b"),
+defop("np.solve", operands=2, infer=_solve_infer, traits=_LIB,
+      reference=_typed("np.solve", np.linalg.solve), operand_names=("a", "b"),
       doc="x with a @ x == b: b a vector (one matrix a) or matrices with a's batch dims.")
