@@ -160,7 +160,9 @@ def _passes_under_limit(program: Program, level: str, target: str, engine_passes
         planned = report.memory.peak_bytes if report.memory is not None else None
         attempts.append({"target_bytes": target_bytes, "planned_peak_bytes": planned})
         record = report.recompute or {}
-        if planned is None or planned <= limit or not record.get("reached") or len(attempts) == RECOMPUTE_ATTEMPTS:
+        # a target lowered to nothing is out of reach (the plan's overhead alone is over the limit)
+        if planned is None or planned <= limit or not record.get("reached") or len(attempts) == RECOMPUTE_ATTEMPTS \
+                or target_bytes <= planned - limit:
             break
         target_bytes -= planned - limit
     if report.recompute is not None:
