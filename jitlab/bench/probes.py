@@ -10,22 +10,18 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
+
+from ..runtime.profile import timed
 
 LANES = 16
 
 
 def median_ms(fn: Callable, *args, repeats: int = 11) -> float:
     fn(*args)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e3
+    return float(np.median(timed(lambda: fn(*args), repeats))) * 1e3
 
 
 def _lanes_kernel(kind: str) -> Callable:

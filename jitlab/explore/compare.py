@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 import statistics
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from ..ir.dtypes import as_dtype
 from ..report import CompileReport, GraphSnapshot, OpNode
+from ..runtime.profile import timed
 
 _TYPE = re.compile(r"^(\w+)\[(.*)\]$")
 NO_LAUNCH = ("np.weight", "np.constant", "jit.group")
@@ -65,12 +65,7 @@ def bytes_moved(graph: GraphSnapshot, bindings: dict[str, int]) -> int | None:
 def time_call(exe, args: Sequence[Any], repeat: int = 5) -> float:
     """Median seconds of `exe(*args)` after one warm-up call."""
     exe(*args)
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        exe(*args)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return statistics.median(timed(lambda: exe(*args), repeat))
 
 
 def figures(report: CompileReport, run_seconds: float | None = None) -> dict[str, Any]:

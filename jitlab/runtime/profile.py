@@ -97,6 +97,16 @@ def profile(target, *args, repeats: int = 5, warmup: int = 1, **kwargs) -> dict[
     return _profile(exe, args, kwargs, repeats, warmup)
 
 
+def timed(call: Callable[[], Any], repeats: int) -> list[float]:
+    """Wall-clock seconds of each of `repeats` calls of `call` (warm it up first)."""
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
 def _profile(exe, args: tuple, kwargs: dict, repeats: int, warmup: int) -> dict[str, Any]:
     from .signature import bind_keywords, check_inputs
 
@@ -104,11 +114,7 @@ def _profile(exe, args: tuple, kwargs: dict, repeats: int, warmup: int) -> dict[
         args = tuple(bind_keywords(exe.input_names, args, kwargs, f"@{exe.program.name}"))
     for _ in range(warmup):
         exe(*args)
-    total = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        exe(*args)
-        total.append(time.perf_counter() - start)
+    total = timed(lambda: exe(*args), repeats)
     _, bindings = check_inputs(exe.program, args, exe.input_names)
     mode, recorder = _steps(exe, args, bindings, repeats, warmup)
     record = {"level": exe.level, "target": exe.target, "mode": mode, "repeats": repeats, "warmup": warmup,
