@@ -77,6 +77,14 @@ def _array_index(x: Tracer, k) -> Tracer:
 
 def getitem(x: Tracer, key) -> Tracer:
     """x[key] for basic indexing plus at most one integer-array index; basic indexing gives a view."""
+    mask = _traced_mask(key)
+    if mask is not None:
+        from .selection import select
+
+        rest = key[1:] if isinstance(key, tuple) else ()
+        if not all(k is Ellipsis or isinstance(k, slice) and k == slice(None) for k in rest):
+            raise UnsupportedOp(f"a traced bool mask is supported as the only index (x[mask]) ({x.ctx.where()})")
+        return select(x, x.ctx.lift(mask))
     key = _expand_key(x, key)
     arrays = sum(1 for k in key if _is_array_index(k))
     if arrays > 1 or arrays and any(isinstance(k, (int, np.integer)) for k in key):
@@ -90,6 +98,12 @@ def getitem(x: Tracer, key) -> Tracer:
 
     return make_view(out, x, lambda base: _getitem(base, key), lambda base, new: write_basic(base, key, new),
                      f"x[{key_text(key)}]", key)
+
+
+def _traced_mask(key) -> Tracer | None:
+    """The traced bool mask that leads `key`, if it has one."""
+    first = key[0] if isinstance(key, tuple) and key else key
+    return first if isinstance(first, Tracer) and first.dtype.kind == "b" else None
 
 
 def key_text(key: tuple) -> str:

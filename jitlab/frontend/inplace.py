@@ -224,6 +224,13 @@ def _masked(x: Tracer, key: tuple, v) -> Tracer:
     mask, rest = key[0], key[1:]
     if not all(k is Ellipsis or isinstance(k, slice) and k == slice(None) for k in rest):
         raise UnsupportedOp(f"a bool mask is supported as the only index (x[mask] = v) ({ctx.where()})")
+    from .selection import Selection, written
+
+    if isinstance(v, Selection):
+        if not isinstance(mask, Tracer):
+            raise UnsupportedOp(f"x[static_mask] = y[traced_mask] ({ctx.where()}): the selections may differ in "
+                                "length; write x = np.where(mask, values, x)")
+        return written(x, ctx.lift(mask), v)
     scalar = not isinstance(v, (Tracer, np.ndarray, list)) or int(np.prod(np.shape(v))) == 1
     if not isinstance(mask, Tracer) and not scalar:
         return scattered(x, _expand_key(x, np.nonzero(np.asarray(mask))), v)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, JitlabError, TraceError
+from ..errors import InputError, JitlabError, TraceError, UnsupportedOp
 from ..ir.dtypes import as_dtype
 from ..ir.program import Program
 from ..ir.shapes import sym
@@ -23,6 +23,7 @@ from . import recompiles
 from .creation import TRACING_LOCK, routed_creation
 from .pytree import TreeDef, flatten, unflatten
 from .trace_errors import defined_at, located
+from .selection import Selection
 from .tracer import TraceContext, Tracer
 
 
@@ -174,6 +175,10 @@ def _results(fn: Callable, fn_name: str, ctx: TraceContext, result) -> tuple[lis
             outputs.append(ctx.lift(leaf).value)
         elif isinstance(leaf, (np.ndarray, np.generic, int, float, bool)):
             outputs.append(ctx.lift(np.asarray(leaf)).value)
+        elif isinstance(leaf, Selection):
+            raise UnsupportedOp(f"{fn_name}{defined_at(fn)} returned x[mask] with a traced mask (output {i}): it has a "
+                                "data-dependent shape; return np.where(mask, x, fill) and the "
+                                "mask, or pass the mask with static_argnums")
         else:
             raise TraceError(f"{fn_name}{defined_at(fn)} returned a {type(leaf).__name__} (output {i}); "
                              "return arrays, or tuples, lists and dicts of arrays")

@@ -237,12 +237,18 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
     # -- numpy dispatch -----------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from . import numpy_api
+        from .selection import Selection
 
+        if any(isinstance(x, Selection) for x in inputs):
+            return NotImplemented       # numpy asks the selection next
         return numpy_api.apply_ufunc(self.ctx, ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         from . import numpy_api
+        from .selection import Selection
 
+        if any(issubclass(t, Selection) for t in types):
+            return NotImplemented
         return numpy_api.apply_function(self.ctx, func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
