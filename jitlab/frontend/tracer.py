@@ -23,6 +23,7 @@ from ..ir.core import Location, Value
 from ..ir.program import Program
 from ..ir.shapes import Dim
 from ..ir.types import TensorType
+from .loops import LoopTracker
 from .trace_errors import is_user_file
 
 CONSTANT_LIMIT = 16  # captured arrays with more elements become weights instead of constants
@@ -46,38 +47,43 @@ class TraceContext:
         self._caller = sys._getframe(1)
         self._frame_scopes: dict[int, tuple[Any, tuple[str, ...]]] = {}   # id(frame) -> (frame, its scope)
         self._calls: dict[tuple[str, ...], int] = {}     # scope -> calls so far: later calls get _1, _2...
+        self._loops = LoopTracker()
         self._ops_per_line: Counter[tuple[str, int]] = Counter()
         self._ops = 0
 
     # -- emitting ops -------------------------------------------------------------
     def location(self) -> Location | None:
-        frame, user = sys._getframe(1), []
+        frame, user, callee = sys._getframe(1), [], None
         while frame is not None and frame is not self._caller:
             if is_user_file(frame.f_code.co_filename):
-                user.append(frame)
+                user.append((frame, callee))
+            callee = frame
             frame = frame.f_back
         if not user:            # traced code that is not the user's (a jitlab wrapper): the caller's line
             while frame is not None and not is_user_file(frame.f_code.co_filename):
                 frame = frame.f_back
             return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name) if frame else None
-        inner = user[0]
-        scope = self._scope(user[-2::-1]) if frame is not None else ()     # user[-1]: the traced function
+        inner = user[0][0]
+        scope = self._scope(user[::-1]) if frame is not None else ()
         return Location(inner.f_code.co_filename, inner.f_lineno, inner.f_code.co_name, scope)
 
     def _scope(self, frames: list) -> tuple[str, ...]:
-        """The scope of the innermost of `frames` (outermost first): one name per function call."""
+        """The scope of the innermost of `frames` (outermost first, each with the frame it calls): one name
+        per function call below the traced function, then the loops (and their iterations) that the
+        innermost function is running. A call made inside a loop is a scope of its own (`block_3`), which
+        reads better than `for L12 / #3 / block` for the common loop over layers."""
         path: tuple[str, ...] = ()
-        for f in frames:
+        for depth, (f, _) in enumerate(frames):
             name = f.f_code.co_name
-            if name.startswith("<"):        # comprehensions and lambdas belong to their function
-                continue
-            known = self._frame_scopes.get(id(f))
-            if known is None or known[0] is not f:
-                n = self._calls.get(path + (name,), 0)
-                self._calls[path + (name,)] = n + 1
-                known = self._frame_scopes[id(f)] = (f, path + (name if n == 0 else f"{name}_{n}",))
-            path = known[1]
-        return path
+            if depth > 0 and not name.startswith("<"):     # comprehensions and lambdas belong to their function
+                known = self._frame_scopes.get(id(f))
+                if known is None or known[0] is not f:
+                    n = self._calls.get(path + (name,), 0)
+                    self._calls[path + (name,)] = n + 1
+                    known = self._frame_scopes[id(f)] = (f, path + (name if n == 0 else f"{name}_{n}",))
+                path = known[1]
+        f, callee = frames[-1]
+        return path + self._loops.scope(f, callee)
 
     def where(self) -> str:
         loc = self.location()

@@ -51,6 +51,44 @@ def test_tracing_records_the_call_stack_inside_the_traced_function():
     assert [s for n, s in got if n == "np.exp"] == [("block", "attn", "softmax"), ("block_1", "attn", "softmax")]
 
 
+def stencil_rows(x):
+    out = np.zeros((3, 4), np.float32)
+    for i in range(3):
+        for j in range(2):
+            out[i, j] = 0.0                     # one instruction per iteration
+            out[i] = out[i] + x[j]
+    k = 0
+    while k < 2:
+        out = out * 2
+        k += 1
+    return out + sum(np.tanh(out[r]) for r in range(2))
+
+
+def only_inner_loop(x):
+    for _ in range(2):
+        for j in range(3):
+            x = x + j
+    return x
+
+
+def test_loop_iterations_are_scopes_of_the_ops_their_body_records():
+    line = stencil_rows.__code__.co_firstlineno
+    outer, inner, loop = f"for L{line + 2}", f"for L{line + 3}", f"while L{line + 7}"
+    got = scopes_of(jl.trace(stencil_rows, X))
+    writes = [s for n, s in got if n == "np.update_slice"]
+    assert writes == [(outer, f"#{i}", inner, f"#{j}") for i in range(3) for j in range(2) for _ in range(2)]
+    assert [s for n, s in got if n == "np.mul"] == [(loop, "#0"), (loop, "#1")]
+    assert [s for n, s in got if n == "np.tanh"] == [(f"for L{line + 10}", "#0"), (f"for L{line + 10}", "#1")]
+    line = only_inner_loop.__code__.co_firstlineno
+    adds = [s for n, s in scopes_of(jl.trace(only_inner_loop, X)) if n == "np.add"]
+    assert adds == [(f"for L{line + 1}", f"#{i}", f"for L{line + 2}", f"#{j}") for i in range(2) for j in range(3)]
+
+
+def test_a_call_inside_a_loop_is_its_own_numbered_scope():
+    got = scopes_of(jl.trace(model, X))
+    assert not any(s and s[0].startswith("for ") for _, s in got)
+
+
 def test_scopes_print_and_parse_back():
     program = jl.trace(model, X)
     text = jl.ir.print_program(program, locs=True)
