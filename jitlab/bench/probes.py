@@ -1,5 +1,6 @@
-"""Probes for how generated kernels should be written on this machine (PERF-NOTES 3 and 4):
-how a row reduction vectorizes, and which numba threading layer coexists with BLAS.
+"""Probes for how generated kernels should be written on this machine: how a row reduction
+vectorizes, and which numba threading layer coexists with BLAS (docs/performance.md,
+"What decides speed", 3 and 4).
 
 `python -m jitlab.bench.probes [reduction|threading]` prints the measurements.
 """

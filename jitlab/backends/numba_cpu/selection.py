@@ -1,6 +1,6 @@
 """Kernel selection: a group's generated kernel or its numpy library kernel.
 
-The cost model estimates both from what decides speed on a CPU (PERF-NOTES): bytes
+The cost model estimates both from what decides speed on a CPU (docs/performance.md, "What decides speed"): bytes
 moved through memory and the per-element cost of transcendental functions. A
 generated kernel reads its inputs and writes its outputs once; the library kernel runs
 op by op, so every intermediate goes to memory and back. `autotune=True` measures
