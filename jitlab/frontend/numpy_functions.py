@@ -286,12 +286,12 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 # -- counting ---------------------------------------------------------------------------
-def _counts(onehot: Tracer, weights: Tracer | None, dtype) -> Tracer:
-    """Sums over the leading axis of a (N, K) bool one-hot: counts, or the weights' sums."""
-    if weights is None:
-        return np.sum(onehot, axis=0, dtype=dtype)
-    w = np.broadcast_to(weights[:, None], onehot.shape)
-    return np.sum(np.where(onehot, w, 0), axis=0, dtype=dtype)
+def _scatter_add(ctx, n: int, index: Tracer, weights: Tracer | None, dtype) -> Tracer:
+    """Sums of `weights` (or counts) per value of `index`, into a length-n array: one pass over the data."""
+    from .inplace import scattered
+
+    zeros = np.broadcast_to(ctx.constant(0, dtype), (n,))
+    return scattered(zeros, (index,), 1 if weights is None else weights, "add")
 
 
 @implements(np.bincount)
@@ -305,49 +305,73 @@ def bincount(x, weights=None, minlength=0):
     if v.ndim != 1 or v.dtype.kind not in "biu":
         raise TraceError(f"np.bincount needs a 1-d array of non-negative ints, got {v.value.type} ({ctx.where()})")
     n = int(minlength)
-    bins = ctx.constant(np.arange(n, dtype=np.int64))
     # numpy would lengthen the result for a value >= N and refuses negatives; with a static
-    # length both must fail, not go uncounted: a gather of bins at such a value is out of range
-    # (negatives sent to N), an InputError at run time, and it gives back x where x is valid.
+    # length both must fail, not go uncounted: the scatter's bounds check makes them an
+    # InputError at run time (negatives sent to N first, since a scatter wraps them).
     v = _as_dtype(v, np.int64)
-    checked = take(bins, np.where(v < 0, n, v))
-    onehot = checked[:, None] == bins[None, :]
+    checked = np.where(v < 0, n, v)
     if weights is None:
-        return _counts(onehot, None, np.int64)
+        return _scatter_add(ctx, n, checked, None, np.int64)
     w = ctx.lift(weights)
-    return _counts(onehot, _as_dtype(w, np.result_type(w.dtype, np.float64)), None)
+    return _scatter_add(ctx, n, checked, _as_dtype(w, np.result_type(w.dtype, np.float64)), np.float64)
+
+
+def _outer_edges(ctx, x: Tracer, range_):
+    """histogram's first and last edge: Python floats from `range`, else the data's min and max."""
+    if range_ is None:
+        if x.shape == (0,):
+            return 0.0, 1.0
+        lo, hi = np.min(x), np.max(x)
+        same = lo == hi
+        return np.where(same, lo - 0.5, lo), np.where(same, hi + 0.5, hi)
+    if any(isinstance(r, Tracer) for r in range_):
+        raise UnsupportedOp(f"np.histogram with a traced range is not supported ({ctx.where()}); pass Python "
+                            "numbers, or leave range out for the data's min and max")
+    lo, hi = float(range_[0]), float(range_[1])
+    if not lo <= hi:
+        raise TraceError(f"np.histogram: max must be larger than min in range parameter ({ctx.where()})")
+    return (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
 
 
 @implements(np.histogram)
 def histogram(a, bins=10, range=None, density=None, weights=None):
+    """numpy's uniform-bin histogram: each value's bin from its offset, corrected against the edges as numpy
+    does, then one scatter-add; values outside the range go to a bin past the end that is dropped."""
     ctx = context_of(a, weights)
-    where = ctx.where()
-    if not isinstance(bins, (int, np.integer)):
-        raise UnsupportedOp(f"np.histogram with explicit bin edges is not supported ({where}); "
-                            "pass bins=<int> and range=(lo, hi)")
-    if range is None or any(isinstance(r, Tracer) for r in range):
-        raise UnsupportedOp(f"np.histogram's default range is the data's min and max, known only at run time "
-                            f"({where}); write np.histogram(x, bins={int(bins)}, range=(lo, hi)) with Python "
-                            "numbers")
-    lo, hi = float(range[0]), float(range[1])
-    if not lo <= hi:
-        raise TraceError(f"np.histogram: max must be larger than min in range parameter ({where})")
-    if lo == hi:
-        lo, hi = lo - 0.5, hi + 0.5
+    if not isinstance(bins, (int, np.integer)) or bins < 1:
+        raise UnsupportedOp(f"np.histogram with explicit bin edges is not supported ({ctx.where()}); "
+                            "pass bins=<positive int>, and range=(lo, hi) or none")
+    n = int(bins)
     x = reshape(ctx.lift(a), (-1,))
-    edge_dtype = np.result_type(lo, hi, x.dtype)
-    edge_dtype = edge_dtype if edge_dtype.kind == "f" else np.dtype(np.float64)
-    edges = np.linspace(lo, hi, int(bins) + 1, dtype=edge_dtype)
-    x = _as_dtype(x, edge_dtype)
-    left, right = ctx.constant(edges[:-1]), ctx.constant(edges[1:])
-    col = x[:, None]
-    inside = (col >= left[None, :]) & (col < right[None, :])
-    last = ctx.constant(np.arange(int(bins)) == int(bins) - 1)
-    onehot = inside | ((col == right[None, :]) & last[None, :])
-    w = None if weights is None else reshape(ctx.lift(weights), (-1,))
-    counts = _counts(onehot, w, np.int64 if w is None else None)
+    lo, hi = _outer_edges(ctx, x, range)
+    static = isinstance(lo, float)
+    bin_dtype = np.result_type(lo, hi, x.dtype) if static else np.result_type(lo.dtype, x.dtype)
+    bin_dtype = bin_dtype if bin_dtype.kind == "f" else np.dtype(np.float64)
+    if static:
+        edges = ctx.constant(np.linspace(lo, hi, n + 1, dtype=bin_dtype))
+        denom = hi - lo                                     # numpy divides by the Python float
+    else:
+        lo, hi = _as_dtype(lo, bin_dtype), _as_dtype(hi, bin_dtype)
+        steps = ctx.constant(np.arange(n + 1, dtype=bin_dtype))
+        edges = np.concatenate([(steps * ((hi - lo) / n) + lo)[:n], hi[None]])
+        denom = hi - lo
+    keep = (x >= lo) & (x <= hi)
+    xf = _as_dtype(x, bin_dtype)
+    f = (xf - lo) / denom * n
+    index = np.where(keep, f, 0).astype(np.int64)
+    index = np.where(index == n, n - 1, index)
+    index = index - (xf < np.take(edges, index))
+    index = index + ((xf >= np.take(edges, index + 1)) & (index != n - 1))
+    index = np.where(keep, index, n)
+    if weights is None:
+        counts = _scatter_add(ctx, n + 1, index, None, np.int64)[:n]
+    else:
+        w = reshape(ctx.lift(weights), (-1,))
+        counts = _scatter_add(ctx, n + 1, index, _as_dtype(w, np.float64), np.float64)[:n]
+        counts = _as_dtype(counts, w.dtype)
     if density:
-        counts = counts / ctx.constant(np.diff(edges).astype(np.float64)) / np.sum(counts)
+        widths = _as_dtype(edges[1:] - edges[:-1], np.float64)
+        counts = counts / widths / np.sum(counts)
     return counts, edges
 
 

@@ -15,6 +15,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from ..errors import InputError
 from ..ir.program import Program
 from ..report import CompileReport, MemoryPlan
 from .donation import hand_back
@@ -120,6 +121,8 @@ class Executable:
             except MemoryError as e:
                 plan = plan_for_level(self.program, self.level, bindings)
                 raise out_of_memory(plan, self._where, f"does not fit ({e})", self._input_copies(arrays)) from e
+            except InputError as e:
+                raise located(e, self.program) from None
             donated = set()
             if self.donations:
                 results = hand_back(arrays, results, self.donations)
@@ -175,3 +178,16 @@ class Executable:
         return (f"<Executable @{self.program.name} {self.level} on {self.target}: "
                 f"inputs ({', '.join(self.input_names)})>")
 
+
+def located(error: InputError, program: Program) -> InputError:
+    """A run-time InputError raised by an op's check (`np.take: an index is out of range`) with the
+    source lines of the ops of that name appended, since a kernel's check cannot know its op's line."""
+    text = str(error)
+    name = text.split(":", 1)[0]
+    if " from " in text or not name.startswith(("np.", "jit.", "mem.")):
+        return error
+    lines = sorted({f"{op.loc.file}:{op.loc.line}" for op in program.walk() if op.name == name and op.loc})
+    if not lines:
+        return error
+    shown = ", ".join(lines[:3]) + (f" and {len(lines) - 3} more" if len(lines) > 3 else "")
+    return type(error)(f"{text} (from the {name} at {shown})")
