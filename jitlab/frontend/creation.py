@@ -5,6 +5,10 @@ imported from numpy) are pointed at traced versions for the duration of the trac
 so are those of the functions of the user's code it calls by name (helpers in other
 modules, jitted helpers); library code (site-packages) is left alone.
 
+Python's `max` and `min` are routed the same way (added to those globals unless the module
+defines its own): on traced scalars they compare through `np.where`, keeping Python's
+result (the first of equal values) where the builtin would need the comparison's value.
+
 Globals are shared by every thread, so tracing holds `TRACING_LOCK` while they are
 patched, and the patched functions act as numpy's own in other threads; they are
 restored when tracing ends, however it ends.
@@ -12,6 +16,7 @@ restored when tracing ends, however it ends.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import inspect
 import threading
@@ -108,21 +113,77 @@ def creation_functions(ctx: TraceContext) -> dict[str, Callable]:
 
     traced = dict(zeros=zeros, ones=ones, full=full, empty=zeros, zeros_like=zeros_like,
                   ones_like=ones_like, full_like=full_like, empty_like=zeros_like, arange=arange,
-                  linspace=linspace, eye=eye, identity=identity)
+                  linspace=linspace, eye=eye, identity=identity, ndarray=_traced_ndarray(zeros))
     return {name: _in_tracing_thread(name, f) for name, f in traced.items()}
 
 
-def _in_tracing_thread(name: str, traced: Callable) -> Callable:
-    """`traced` in the thread that traces; numpy's own function in any other thread (which may
-    be running the same module's code untraced meanwhile)."""
-    owner, original = threading.get_ident(), getattr(np, name)
+def builtin_functions(ctx: TraceContext) -> dict[str, Callable]:
+    """Python's builtins that take traced scalars while tracing, by name."""
+    return {name: _in_tracing_thread(name, _python_extreme(ctx, name), builtins) for name in ("max", "min")}
+
+
+class _NdarrayType(type):
+    """isinstance and issubclass against the traced `np.ndarray` answer as numpy's ndarray does."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, np.ndarray)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, np.ndarray)
+
+
+def _traced_ndarray(zeros: Callable) -> type:
+    """`np.ndarray(shape, dtype)` (an uninitialized array, as np.empty) while tracing; a class, for isinstance."""
+    owner = threading.get_ident()
+
+    def new(cls, shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
+        if threading.get_ident() != owner:
+            return np.ndarray(shape, dtype, buffer, offset, strides, order)
+        if buffer is not None:
+            raise TraceError("np.ndarray(..., buffer=) while tracing: an array over existing memory cannot be "
+                             "traced; pass the array as an argument")
+        return zeros(shape, dtype)
+
+    return _NdarrayType("ndarray", (), {"__new__": new, "__doc__": "np.ndarray while tracing: np.empty's array."})
+
+
+def _in_tracing_thread(name: str, traced: Callable, home=np) -> Callable:
+    """`traced` in the thread that traces; numpy's own function (or the builtin) in any other thread
+    (which may be running the same module's code untraced meanwhile)."""
+    owner, original = threading.get_ident(), getattr(home, name)
+    if isinstance(traced, type):        # np.ndarray: a class, so that isinstance keeps working
+        return traced
 
     def creation(*args, **kwargs):
         return (traced if threading.get_ident() == owner else original)(*args, **kwargs)
 
-    creation.__name__, creation.__doc__ = name, f"np.{name} while tracing: a traced array."
+    creation.__name__, creation.__doc__ = name, f"{home.__name__}.{name} while tracing: takes traced values."
     creation._jitlab_creation = name
     return creation
+
+
+def _python_extreme(ctx: TraceContext, name: str) -> Callable:
+    """The builtin `max` or `min` that also takes traced scalars."""
+    builtin = getattr(builtins, name)
+    better = np.greater if name == "max" else np.less
+
+    def extreme(*args, key=None, **kwargs):
+        items = list(args[0]) if len(args) == 1 else list(args)
+        if key is not None or not items or not any(isinstance(v, Tracer) for v in items):
+            return builtin(items, key=key, **kwargs) if key is not None else builtin(items, **kwargs)
+        for v in items:
+            if isinstance(v, Tracer) and any(d != 1 for d in v.shape):
+                raise TraceError(f"{name}() of traced arrays of shape {v.shape} ({ctx.where()}): Python's {name} "
+                                 f"compares whole arrays, which numpy refuses as ambiguous; use "
+                                 f"np.{'maximum' if name == 'max' else 'minimum'} for elementwise, "
+                                 f"np.{name} for the largest element")
+        best = items[0]
+        for v in items[1:]:
+            best = np.where(better(v, best), v, best)       # strict: the first of equal values stays, as Python's
+        return best
+
+    extreme.__name__ = name
+    return extreme
 
 
 def _static_args(ctx: TraceContext, name: str, args) -> None:
@@ -230,8 +291,10 @@ def routed_creation(fn: Callable, ctx: TraceContext) -> Iterator[None]:
     """While the block runs, fn's globals see numpy's creation functions traced into `ctx`."""
     functions = creation_functions(ctx)
     module = TracingNumpy(functions)
+    added_builtins = builtin_functions(ctx)
     with TRACING_LOCK:
         saved: list[tuple] = []
+        added: list[tuple[dict, str]] = []
         try:
             for namespace, field in _namespaces(fn):
                 for name, value in _entries(namespace, field):
@@ -239,15 +302,22 @@ def routed_creation(fn: Callable, ctx: TraceContext) -> Iterator[None]:
                     if replacement is not None:
                         saved.append((namespace, field, name, value))
                         _set(namespace, field, name, replacement)
+                if field is None:
+                    for name, f in added_builtins.items():
+                        if name not in namespace:
+                            added.append((namespace, name))
+                            namespace[name] = f
             yield
         finally:
+            for namespace, name in added:
+                namespace.pop(name, None)
             for namespace, field, name, value in reversed(saved):
                 _set(namespace, field, name, value)
 
 
 _ORIGINALS = {id(getattr(np, name)): name for name in (
     "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange",
-    "linspace", "eye", "identity")}
+    "linspace", "eye", "identity", "ndarray")}
 
 
 def _replacement(value, module: TracingNumpy, functions: dict):

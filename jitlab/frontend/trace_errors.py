@@ -110,7 +110,8 @@ def located(e: Exception, fn) -> Exception:
     if frame is None:
         fn_name += defined_at(fn)
     if _NUMPY_SETITEM in str(e) or frame is not None and assigns_into_an_element(frame) and \
-            isinstance(e, TraceError) and any(words in str(e) for words in _NO_VALUE):
+            isinstance(e, TraceError) and any(words in str(e) for words in _NO_VALUE) and \
+            "the truth value" not in str(e):         # `a[i] = max(p, q)`: the max, not the write, needs a value
         out = TraceError(f"a traced value cannot be written into a numpy array "
                          f"({_where(frame, fn_name)}):{_source(frame)}\n{SETITEM_ADVICE}")
     elif isinstance(e, JitlabError):

@@ -579,3 +579,43 @@ def test_written_arguments_are_updated_in_place_where_the_plan_allows():
         np.testing.assert_allclose(w, 1 - 0.1 * np.arange(8.0))
         (donation,) = jitted.last.report.donations
         assert (donation["output_name"], donation["input_name"], donation["mode"]) == ("w_new", "w", mode)
+
+
+# -- np.ndarray(...) and Python's max/min on traced scalars ----------------------------------
+def columns_by_ndarray(x):
+    out = np.ndarray((x.shape[0], 2), dtype=x.dtype)
+    assert isinstance(out, np.ndarray) == isinstance(x, np.ndarray)     # both numpy, or both traced
+    out[:, 0] = x.sum(axis=1)
+    out[:, 1] = x.max(axis=1)
+    return out
+
+
+def running_best(table):
+    n = table.shape[0]
+    for i in range(1, n):
+        for j in range(n):
+            table[i, j] = max(table[i, j], table[i - 1, j] + 1, min(table[i, j] * 2, 3))
+    return max(t for t in table[0])
+
+
+def test_np_ndarray_and_python_max_min_on_traced_scalars():
+    check(columns_by_ndarray, rand(4, 3), levels=ALL_LEVELS)
+    check(running_best, np.random.default_rng(0).integers(-3, 5, (4, 4)), levels=ALL_LEVELS)
+    # Python's max keeps the first of values that do not compare greater: NaN first stays NaN
+    pick = jl.jit(lambda a, b: (max(a[0], b[0]), max(b[0], a[0]), min(a[0], b[0])))
+    got = pick(np.array([np.nan]), np.array([1.0]))
+    want = (max(np.nan, 1.0), max(1.0, np.nan), min(np.nan, 1.0))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_python_max_of_whole_arrays_is_refused_as_numpy_does():
+    with pytest.raises(jl.TraceError, match=r"max\(\) of traced arrays of shape \(3,\).*np.maximum"):
+        jl.jit(lambda a, b: max(a, b))(np.ones(3), np.zeros(3))
+
+
+def test_a_module_s_own_max_is_left_alone_and_builtins_come_back():
+    import tests.frontend._imperative_helpers as helpers
+
+    assert "max" not in vars(helpers)
+    jl.jit(helpers.rows_times)(np.ones((2, 3)), 2.0)
+    assert "max" not in vars(helpers) and "min" not in globals()
