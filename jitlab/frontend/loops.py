@@ -90,35 +90,33 @@ class LoopTracker:
     """Counts the iterations of the loops that tracing runs, from the offsets that ops are recorded at."""
 
     def __init__(self):
-        self._state: dict[tuple[int, int], _Iteration] = {}
+        # by (code, loop start): a code's loops bound the table; a new frame of the code starts afresh
+        self._state: dict[tuple[CodeType, int], _Iteration] = {}
 
     def scope(self, frame: FrameType, callee: object) -> tuple[str, ...]:
         """The loop scopes of the op `frame` records now (through `callee`, the frame it is calling)."""
-        offset = frame.f_lasti
-        enclosing = [loop for loop in loops_of(frame.f_code) if loop.start <= offset <= loop.end]
+        offset, code = frame.f_lasti, frame.f_code
+        loops = loops_of(code)
+        enclosing = [loop for loop in loops if loop.start <= offset <= loop.end]
+        if not enclosing:
+            return ()
+        names = frame.f_locals if any(loop.targets for loop in enclosing) else {}
         path: list[str] = []
         for depth, loop in enumerate(enclosing):
             inner = enclosing[depth + 1] if depth + 1 < len(enclosing) else None
             position = inner.start if inner is not None else offset
-            key = (id(frame), loop.start)
-            bound = _bound(frame, loop)
-            it = self._state.get(key)
+            bound = tuple(names.get(name) for name in loop.targets)
+            it = self._state.get((code, loop.start))
             if it is None or it.frame is not frame:
-                it = self._state[key] = _Iteration(frame, position, None, bound)
+                it = self._state[(code, loop.start)] = _Iteration(frame, position, None, bound)
             elif _next_iteration(it, loop, position, callee if inner is None else None, bound):
                 it.count += 1
-                for other in [k for k in self._state if k[0] == id(frame) and loop.start < k[1] <= loop.end]:
-                    del self._state[other]
+                for nested in loops:
+                    if loop.start < nested.start <= loop.end:
+                        self._state.pop((code, nested.start), None)
             it.position, it.caller, it.bound = position, callee if inner is None else None, bound
             path += [loop.label, f"#{it.count}"]
         return tuple(path)
-
-
-def _bound(frame: FrameType, loop: Loop) -> tuple:
-    if not loop.targets:
-        return ()
-    names = frame.f_locals
-    return tuple(names.get(name) for name in loop.targets)
 
 
 def _next_iteration(it: _Iteration, loop: Loop, position: int, callee: object, bound: tuple) -> bool:
