@@ -8,6 +8,7 @@ tracing never silently drops a call from the graph.
 from __future__ import annotations
 
 import builtins
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -99,7 +100,7 @@ def _input_dtype(x):
         return x.dtype
     if isinstance(x, bool):
         return np.dtype(bool)
-    if isinstance(x, (int, float)):
+    if isinstance(x, (int, float, complex)):
         return type(x)
     return np.asarray(x).dtype
 
@@ -164,12 +165,18 @@ def _as_dtype(x: Tracer, dtype) -> Tracer:
 @implements(np.astype)
 def astype(x, dtype, copy=True):
     ctx = context_of(x)
-    out = _as_dtype(ctx.lift(x), as_dtype(dtype, "astype"))
+    x, dtype = ctx.lift(x), as_dtype(dtype, "astype")
+    if x.dtype.kind == "c" and dtype.kind in "iuf":
+        # numpy warns here; so does tracing, once, at the user's line
+        loc = ctx.location()
+        warnings.warn_explicit("Casting complex values to real discards the imaginary part",
+                               np.exceptions.ComplexWarning, loc.file if loc else "<traced>", loc.line if loc else 0)
+    out = _as_dtype(x, dtype)
     return Tracer(out.value, ctx) if out is x else out      # numpy copies: a write to it leaves x alone
 
 
 def _float_of(x: Tracer) -> Tracer:
-    return x if x.dtype.kind == "f" else _as_dtype(x, np.float64)
+    return x if x.dtype.kind in "fc" else _as_dtype(x, np.float64)
 
 
 # -- reductions -------------------------------------------------------------------
@@ -243,7 +250,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True, 
     x = _float_of(ctx.lift(a)) if dtype is None else astype(ctx.lift(a), dtype)
     axes = normalize_axes(x, axis)
     centered = x - ctx.op("np.mean", x.value, axes=axes, keepdims=True)
-    total = ctx.op("np.sum", (centered * centered).value, axes=axes, keepdims=bool(keepdims))
+    # numpy's variance of complex numbers is that of their magnitudes: real, of the parts' dtype
+    squares = np.real(centered * np.conj(centered)) if x.dtype.kind == "c" else centered * centered
+    total = ctx.op("np.sum", squares.value, axes=axes, keepdims=bool(keepdims))
     count = num_elements(tuple(x.shape[i] for i in axes))
     ddof = correction if correction is not None else ddof
     if isinstance(count, Sym):
@@ -534,6 +543,42 @@ def flip(m, axis=None):
 
 
 # -- elementwise functions that are not ufuncs -------------------------------------------
+@implements(np.real)
+def real(val):
+    x = context_of(val).lift(val)
+    return x.ctx.op("np.real", x.value) if x.dtype.kind == "c" else x
+
+
+@implements(np.imag)
+def imag(val):
+    x = context_of(val).lift(val)
+    return x.ctx.op("np.imag", x.value) if x.dtype.kind == "c" else fill(x.ctx, x.shape, 0, x.dtype)
+
+
+@implements(np.angle)
+def angle(z, deg=False):
+    x = context_of(z).lift(z)
+    # numpy's angle of a real array is arctan2(0, x): 0 or pi, in the float dtype arctan2 gives
+    a = x.ctx.op("np.angle", x.value) if x.dtype.kind == "c" else np.arctan2(0, _float_of(x))
+    return a * (180 / np.pi) if deg else a
+
+
+@implements(np.iscomplexobj)
+def iscomplexobj(x):
+    return x.dtype.kind == "c"
+
+
+@implements(np.isrealobj)
+def isrealobj(x):
+    return x.dtype.kind != "c"
+
+
+def set_part(z: Tracer, part: str, value) -> None:
+    """`z.real = v` and `z.imag = v`: refused, as jitlab has no op that writes one part."""
+    raise UnsupportedOp(f"assigning z.{part} is not supported ({z.ctx.where()}); build the array anew, "
+                        f"e.g. z = re + 1j * im (exact for finite parts)")
+
+
 @implements(np.where)
 def where(condition, x=None, y=None):
     ctx = context_of(condition, x, y)
