@@ -628,6 +628,9 @@ def round_(a, decimals=0, out=None):
             raise DTypeError(f"np.round of a bool array with decimals={decimals}: numpy has no loop for it "
                              f"({ctx.where()})")
         return _as_dtype(x, np.float16)          # numpy rounds bools in its float16 loop
+    if x.dtype.kind == "c":
+        raise UnsupportedOp(f"np.round of complex dtype {x.dtype} is not supported by jitlab ({ctx.where()}); "
+                            "round the parts: np.round(z.real) + 1j * np.round(z.imag)")
     if x.dtype.kind != "f":
         # integers round to tens, hundreds... in float64, half to even, as numpy does
         return Tracer(x.value, ctx) if decimals >= 0 else _as_dtype(round_(_as_dtype(x, np.float64), decimals), x.dtype)

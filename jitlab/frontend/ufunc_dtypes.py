@@ -80,7 +80,7 @@ def _bool_matmul(ctx, operands, loop):
 
 def _integer_reciprocal(ctx, operands, loop):
     # numpy's integer loop computes 1.0 / x and truncates (0 for |x| > 1; 1 / 0 is undefined)
-    if loop[0].kind == "f":
+    if loop[0].kind in "fc":
         return None
     return _cast(np.divide(1.0, _cast(operands[0], np.float64)), loop[-1])
 
