@@ -504,8 +504,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
         return x
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
     value = kwargs.pop("constant_values", 0)
-    if kwargs or np.ndim(value) != 0:
-        raise UnsupportedOp(f"np.pad with per-side values or {sorted(kwargs)} is not supported "
+    if kwargs or np.ndim(value) != 0 or np.iscomplexobj(value):
+        raise UnsupportedOp(f"np.pad with per-side or complex values or {sorted(kwargs)} is not supported "
                             f"({x.ctx.where()})")
     return x.ctx.op("np.pad", x.value, pads=tuple(int(v) for v in widths.reshape(-1)), mode=mode,
                     value=float(value))

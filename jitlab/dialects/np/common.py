@@ -42,8 +42,7 @@ def check_dtype(ctx: InferCtx, t: TensorType, kinds: str, what: str) -> None:
     if t.dtype.kind == "c" and "c" not in kinds:
         why = COMPLEX_REFUSALS.get(ctx.op_name, "jitlab supports complex numbers in arithmetic, abs, angle, "
                                    "real, imag, conj, exp, log, sqrt, ==, !=, where, sum, prod, mean and matmul")
-        raise UnsupportedOp(f"{ctx.op_name}: {what} has complex dtype {dtype_name(t.dtype)}, which this op "
-                            f"does not take: {why}")
+        raise UnsupportedOp(f"{ctx.op_name}: complex dtype {dtype_name(t.dtype)} is not supported for {what}: {why}")
     if t.dtype.kind not in kinds:
         raise DTypeError(f"{ctx.op_name}: {what} must have {_KIND_NAMES[kinds]} dtype, got {dtype_name(t.dtype)}")
 
