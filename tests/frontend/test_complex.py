@@ -38,7 +38,7 @@ def run_numpy(fn, args):
     return out if isinstance(out, tuple) else (out,)
 
 
-def check(fn, *args, levels=LEVELS, rtol=None):
+def check(fn, *args, levels=LEVELS, rtol=None, bitwise=False):
     """fn jitted at each level gives numpy's results: same dtypes and shapes, close values."""
     want = run_numpy(fn, args)
     precision = max((a.dtype for a in args if a.dtype.kind == "c"), key=lambda d: d.itemsize, default=None)
@@ -53,6 +53,9 @@ def check(fn, *args, levels=LEVELS, rtol=None):
             g, w = np.asarray(g), np.asarray(w)
             assert (g.dtype, g.shape) == (w.dtype, w.shape), f"output {i} at {level}"
             np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol, equal_nan=True, err_msg=f"output {i} at {level}")
+            if bitwise:     # signed zeros and infinite parts too
+                np.testing.assert_array_equal(np.signbit(g.real), np.signbit(w.real), err_msg=f"output {i}")
+                np.testing.assert_array_equal(np.signbit(np.imag(g)), np.signbit(np.imag(w)), err_msg=f"output {i}")
 
 
 # -- the IR ----------------------------------------------------------------------------------
@@ -117,9 +120,10 @@ def test_special_values():
                   -1 + 0j, -0.0 - 0j], dtype=np.complex128)
 
     def f(z):
-        return np.isnan(z), np.isinf(z), np.isfinite(z), z == z, np.abs(z), z.real, z.imag, np.conj(z)
+        return (np.isnan(z), np.isinf(z), np.isfinite(z), z == z, np.abs(z), z.real, z.imag, np.conj(z),
+                z * 1, z / 1, z + 0, z * -1, z - 0)
 
-    check(f, z, levels=SOME)
+    check(f, z, levels=SOME, bitwise=True)
 
 
 def test_reductions():
