@@ -167,12 +167,16 @@ def astype(x, dtype, copy=True):
     ctx = context_of(x)
     x, dtype = ctx.lift(x), as_dtype(dtype, "astype")
     if x.dtype.kind == "c" and dtype.kind in "iuf":
-        # numpy warns here; so does tracing, once, at the user's line
-        loc = ctx.location()
-        warnings.warn_explicit("Casting complex values to real discards the imaginary part",
-                               np.exceptions.ComplexWarning, loc.file if loc else "<traced>", loc.line if loc else 0)
+        warn_complex_to_real(ctx)
     out = _as_dtype(x, dtype)
     return Tracer(out.value, ctx) if out is x else out      # numpy copies: a write to it leaves x alone
+
+
+def warn_complex_to_real(ctx: TraceContext) -> None:
+    """numpy warns when a cast drops imaginary parts; so does tracing, at the user's line."""
+    loc = ctx.location()
+    warnings.warn_explicit("Casting complex values to real discards the imaginary part",
+                           np.exceptions.ComplexWarning, loc.file if loc else "<traced>", loc.line if loc else 0)
 
 
 def _float_of(x: Tracer) -> Tracer:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jitlab as jl
-from jitlab.errors import ParseError, UnsupportedError
+from jitlab.errors import JitlabError, ParseError, UnsupportedError
 
 LEVELS = ("O0", "O1", "O2")
 # Each level compiles its own kernels (seconds each on a cold cache): by default the complex128
@@ -276,3 +276,26 @@ def test_gradients_through_complex_values_are_refused():
 
     with pytest.raises(UnsupportedError, match="complex"):
         jl.grad(loss)(RNG.standard_normal(3))
+
+
+def test_writing_complex_values_into_a_real_array_is_numpys():
+    def scalar(x):
+        x[0] = 1j
+        return x
+
+    def augmented(x):
+        x += 1j
+        return x
+
+    def array(x, z):
+        x[:] = z
+        return x
+
+    x, z = RNG.standard_normal(3), crand(3)
+    with pytest.raises(JitlabError, match="complex number 1j"):
+        jl.trace(scalar, x)
+    with pytest.raises(JitlabError, match="complex128 to the out= array's float64"):
+        jl.trace(augmented, x)
+    with pytest.warns(np.exceptions.ComplexWarning):
+        got = jl.jit(array)(x.copy(), z)
+    np.testing.assert_array_equal(got, z.real)
