@@ -138,7 +138,7 @@ def assert_same(actual, expected, rtol: float = 1e-5, atol: float = 1e-6) -> Non
         a, e = np.asarray(a), np.asarray(e)
         assert a.shape == e.shape, f"output {i}: shape {a.shape} != {e.shape}"
         assert a.dtype == e.dtype, f"output {i}: dtype {a.dtype} != {e.dtype}"
-        if a.dtype.kind == "f":
+        if a.dtype.kind in "fc":
             np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True, err_msg=f"output {i}")
         else:
             np.testing.assert_array_equal(a, e, err_msg=f"output {i}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import DTypeError, JitlabError, PassError, ShapeError
+from ..errors import DTypeError, JitlabError, PassError, ShapeError, UnsupportedOp
 from ..frontend.tracer import Tracer
 from ..ir.builder import Builder
 from ..ir.core import Operation, Value
@@ -40,8 +40,18 @@ def _active(ops: Sequence[Operation], wrt: Sequence[Value]) -> set[Value]:
     active = set(wrt)
     for op in ops:
         if any(v in active for v in op.operands):
+            _refuse_complex(op)
             active.update(r for r in op.results if r.dtype.kind == "f")
     return active
+
+
+def _refuse_complex(op: Operation) -> None:
+    """A complex value on the path from an input would drop its gradient: refuse instead."""
+    complex_results = [r for r in op.results if r.dtype.kind == "c"]
+    if complex_results:
+        where = f" at {op.loc.file}:{op.loc.line}" if op.loc is not None else ""
+        raise UnsupportedOp(f"{op.name}{where} makes a complex value ({complex_results[0].type}) from a "
+                            "differentiated input: gradients through complex numbers are not supported")
 
 
 def _pull_back(ctx: BackwardContext, op: Operation, cotangents: dict[Value, Tracer], active: set[Value]) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import DTypeError, TraceError, UnsupportedOp
 from ..ir.shapes import num_elements
 from .indexing import _array_index, _expand_key, _getitem, _is_array_index, bounds
-from .numpy_api import context_of, implements
+from .numpy_api import context_of, implements, warn_complex_to_real
 from .tracer import TraceContext, Tracer, weak_dtype
 
 
@@ -110,6 +110,11 @@ def value_for(x: Tracer, v, shape: tuple) -> Tracer:
     """`v` as numpy writes it into x[...] of `shape`: cast to x's dtype, broadcast."""
     ctx = x.ctx
     u = ctx.lift(_stacked(v), x)
+    if u.dtype.kind == "c" and x.dtype.kind != "c":
+        if isinstance(v, complex):
+            raise DTypeError(f"cannot write the complex number {v!r} into a {x.dtype} array, as numpy refuses "
+                             f"({ctx.where()})")
+        warn_complex_to_real(ctx)       # numpy keeps the real parts, warning
     if u.dtype != x.dtype:
         u = ctx.op("np.cast", u.value, dtype=x.dtype)
     while u.ndim > len(shape) and u.shape[0] == 1:       # numpy drops the value's leading unit dims

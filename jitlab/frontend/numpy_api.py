@@ -8,6 +8,7 @@ tracing never silently drops a call from the graph.
 from __future__ import annotations
 
 import builtins
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -99,7 +100,7 @@ def _input_dtype(x):
         return x.dtype
     if isinstance(x, bool):
         return np.dtype(bool)
-    if isinstance(x, (int, float)):
+    if isinstance(x, (int, float, complex)):
         return type(x)
     return np.asarray(x).dtype
 
@@ -164,12 +165,22 @@ def _as_dtype(x: Tracer, dtype) -> Tracer:
 @implements(np.astype)
 def astype(x, dtype, copy=True):
     ctx = context_of(x)
-    out = _as_dtype(ctx.lift(x), as_dtype(dtype, "astype"))
+    x, dtype = ctx.lift(x), as_dtype(dtype, "astype")
+    if x.dtype.kind == "c" and dtype.kind in "iuf":
+        warn_complex_to_real(ctx)
+    out = _as_dtype(x, dtype)
     return Tracer(out.value, ctx) if out is x else out      # numpy copies: a write to it leaves x alone
 
 
+def warn_complex_to_real(ctx: TraceContext) -> None:
+    """numpy warns when a cast drops imaginary parts; so does tracing, at the user's line."""
+    loc = ctx.location()
+    warnings.warn_explicit("Casting complex values to real discards the imaginary part",
+                           np.exceptions.ComplexWarning, loc.file if loc else "<traced>", loc.line if loc else 0)
+
+
 def _float_of(x: Tracer) -> Tracer:
-    return x if x.dtype.kind == "f" else _as_dtype(x, np.float64)
+    return x if x.dtype.kind in "fc" else _as_dtype(x, np.float64)
 
 
 # -- reductions -------------------------------------------------------------------
@@ -243,7 +254,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True, 
     x = _float_of(ctx.lift(a)) if dtype is None else astype(ctx.lift(a), dtype)
     axes = normalize_axes(x, axis)
     centered = x - ctx.op("np.mean", x.value, axes=axes, keepdims=True)
-    total = ctx.op("np.sum", (centered * centered).value, axes=axes, keepdims=bool(keepdims))
+    # numpy's variance of complex numbers is that of their magnitudes: real, of the parts' dtype
+    squares = np.real(centered * np.conj(centered)) if x.dtype.kind == "c" else centered * centered
+    total = ctx.op("np.sum", squares.value, axes=axes, keepdims=bool(keepdims))
     count = num_elements(tuple(x.shape[i] for i in axes))
     ddof = correction if correction is not None else ddof
     if isinstance(count, Sym):
@@ -495,8 +508,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
         return x
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
     value = kwargs.pop("constant_values", 0)
-    if kwargs or np.ndim(value) != 0:
-        raise UnsupportedOp(f"np.pad with per-side values or {sorted(kwargs)} is not supported "
+    if kwargs or np.ndim(value) != 0 or np.iscomplexobj(value):
+        raise UnsupportedOp(f"np.pad with per-side or complex values or {sorted(kwargs)} is not supported "
                             f"({x.ctx.where()})")
     return x.ctx.op("np.pad", x.value, pads=tuple(int(v) for v in widths.reshape(-1)), mode=mode,
                     value=float(value))
@@ -534,6 +547,42 @@ def flip(m, axis=None):
 
 
 # -- elementwise functions that are not ufuncs -------------------------------------------
+@implements(np.real)
+def real(val):
+    x = context_of(val).lift(val)
+    return x.ctx.op("np.real", x.value) if x.dtype.kind == "c" else x
+
+
+@implements(np.imag)
+def imag(val):
+    x = context_of(val).lift(val)
+    return x.ctx.op("np.imag", x.value) if x.dtype.kind == "c" else fill(x.ctx, x.shape, 0, x.dtype)
+
+
+@implements(np.angle)
+def angle(z, deg=False):
+    x = context_of(z).lift(z)
+    # numpy's angle of a real array is arctan2(0, x): 0 or pi, in the float dtype arctan2 gives
+    a = x.ctx.op("np.angle", x.value) if x.dtype.kind == "c" else np.arctan2(0, _float_of(x))
+    return a * (180 / np.pi) if deg else a
+
+
+@implements(np.iscomplexobj)
+def iscomplexobj(x):
+    return x.dtype.kind == "c"
+
+
+@implements(np.isrealobj)
+def isrealobj(x):
+    return x.dtype.kind != "c"
+
+
+def set_part(z: Tracer, part: str, value) -> None:
+    """`z.real = v` and `z.imag = v`: refused, as jitlab has no op that writes one part."""
+    raise UnsupportedOp(f"assigning z.{part} is not supported ({z.ctx.where()}); build the array anew, "
+                        f"e.g. z = re + 1j * im (exact for finite parts)")
+
+
 @implements(np.where)
 def where(condition, x=None, y=None):
     ctx = context_of(condition, x, y)
@@ -583,6 +632,9 @@ def round_(a, decimals=0, out=None):
             raise DTypeError(f"np.round of a bool array with decimals={decimals}: numpy has no loop for it "
                              f"({ctx.where()})")
         return _as_dtype(x, np.float16)          # numpy rounds bools in its float16 loop
+    if x.dtype.kind == "c":
+        raise UnsupportedOp(f"np.round of complex dtype {x.dtype} is not supported by jitlab ({ctx.where()}); "
+                            "round the parts: np.round(z.real) + 1j * np.round(z.imag)")
     if x.dtype.kind != "f":
         # integers round to tens, hundreds... in float64, half to even, as numpy does
         return Tracer(x.value, ctx) if decimals >= 0 else _as_dtype(round_(_as_dtype(x, np.float64), decimals), x.dtype)

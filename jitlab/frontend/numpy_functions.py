@@ -33,6 +33,13 @@ from .numpy_api import (
 from .tracer import Tracer
 
 
+def _no_complex(x: Tracer, name: str) -> Tracer:
+    """Refuses a complex operand where the traced version would compute something else than numpy."""
+    if x.dtype.kind == "c":
+        raise UnsupportedOp(f"{name} of complex dtype {x.dtype} is not supported by jitlab ({x.ctx.where()})")
+    return x
+
+
 def _static(x: Tracer, axis: int, name: str) -> int:
     n = x.shape[axis]
     if isinstance(n, Sym):
@@ -219,13 +226,13 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     ddof = (0 if bias else 1) if ddof is None else ddof
     n = _static(x, 1, "np.cov")
     centered = x - np.mean(x, axis=1, keepdims=True)
-    c = np.matmul(centered, centered.T) / builtins.max(n - ddof, 0)
+    c = np.matmul(centered, np.conj(centered).T) / builtins.max(n - ddof, 0)
     return np.squeeze(c)
 
 
 @implements(np.corrcoef)
 def corrcoef(x, y=None, rowvar=True, *, dtype=None):
-    c = cov(x, y, rowvar, dtype=dtype)
+    c = _no_complex(cov(x, y, rowvar, dtype=dtype), "np.corrcoef")
     if c.ndim == 0:
         return c / c
     stddev = np.sqrt(_diagonal(c, 0))
@@ -235,7 +242,7 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
 
 @implements(np.linalg.norm)
 def norm(x, ord=None, axis=None, keepdims=False):
-    v = context_of(x).lift(x)
+    v = _no_complex(context_of(x).lift(x), "np.linalg.norm")
     where = v.ctx.where()
     if v.dtype.kind not in "f":
         v = astype(v, np.float64)
@@ -312,7 +319,7 @@ def bincount(x, weights=None, minlength=0):
     checked = np.where(v < 0, n, v)
     if weights is None:
         return _scatter_add(ctx, n, checked, None, np.int64)
-    w = ctx.lift(weights)
+    w = _no_complex(ctx.lift(weights), "np.bincount's weights")
     return _scatter_add(ctx, n, checked, _as_dtype(w, np.result_type(w.dtype, np.float64)), np.float64)
 
 
@@ -342,7 +349,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         raise UnsupportedOp(f"np.histogram with explicit bin edges is not supported ({ctx.where()}); "
                             "pass bins=<positive int>, and range=(lo, hi) or none")
     n = int(bins)
-    x = reshape(ctx.lift(a), (-1,))
+    x = reshape(_no_complex(ctx.lift(a), "np.histogram"), (-1,))
     lo, hi = _outer_edges(ctx, x, range)
     static = isinstance(lo, float)
     bin_dtype = np.result_type(lo, hi, x.dtype) if static else np.result_type(lo.dtype, x.dtype)
@@ -366,7 +373,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     if weights is None:
         counts = _scatter_add(ctx, n + 1, index, None, np.int64)[:n]
     else:
-        w = reshape(ctx.lift(weights), (-1,))
+        w = reshape(_no_complex(ctx.lift(weights), "np.histogram's weights"), (-1,))
         counts = _scatter_add(ctx, n + 1, index, _as_dtype(w, np.float64), np.float64)[:n]
         counts = _as_dtype(counts, w.dtype)
     if density:
@@ -465,7 +472,7 @@ UFUNC_METHODS = {"outer": ufunc_outer, "accumulate": ufunc_accumulate, "reduce":
 
 # -- linear algebra: library kernels ------------------------------------------------------
 def _linalg_operand(a, name: str) -> Tracer:
-    x = context_of(a).lift(a)
+    x = _no_complex(context_of(a).lift(a), name)
     if x.dtype.kind == "f" and x.dtype.itemsize < 4:
         raise TraceError(f"{name}: array type {x.dtype} is unsupported in linalg ({x.ctx.where()})")
     if x.dtype.kind not in "f":
@@ -499,7 +506,7 @@ def det(a):
 def solve(a, b):
     ctx = context_of(a, b)
     x = _linalg_operand(a, "np.linalg.solve")
-    y = ctx.lift(b)
+    y = _no_complex(ctx.lift(b), "np.linalg.solve")
     x, y = _promote([x, y if y.dtype.kind == "f" else _as_dtype(y, np.float64)])
     if y.ndim == 1:             # numpy 2: a 1-d b is one vector, solved against every matrix of a
         if x.ndim == 2:

@@ -118,7 +118,7 @@ class TraceContext:
     # -- constants and captured arrays --------------------------------------------
     def constant(self, value, dtype=None) -> Tracer:
         array = np.asarray(value, dtype=dtype)
-        if array.dtype == object or array.dtype.kind not in "biuf":
+        if array.dtype == object or array.dtype.kind not in "biufc":
             raise TraceError(f"cannot use a value of type {type(value).__name__} as an array ({self.where()})")
         key = (array.dtype.str, array.shape, array.tobytes())
         if key not in self._constants:
@@ -154,9 +154,9 @@ class TraceContext:
             return x
         if isinstance(x, np.ndarray):
             return self.capture(x, _find_name(x))
-        if isinstance(x, (bool, int, float)) and dtype_like is not None:
+        if isinstance(x, (bool, int, float, complex)) and dtype_like is not None:
             return self.constant(x, weak_dtype(dtype_like.dtype, x))
-        if isinstance(x, (bool, int, float, np.generic, list, tuple)):
+        if isinstance(x, (bool, int, float, complex, np.generic, list, tuple)):
             return self.constant(x)
         raise TraceError(f"cannot use a {type(x).__name__} as an array ({self.where()})")
 
@@ -297,7 +297,7 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         # round differently from np.power; the traced program must compute what numpy computes.
         # On integers and bools only the Python int 2 takes its fast path (bool ** 2 is int8).
         fast = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal, 1: np.positive}
-        if self.dtype.kind == "f" and isinstance(exponent, (int, float)) and not isinstance(exponent, bool) \
+        if self.dtype.kind in "fc" and isinstance(exponent, (int, float)) and not isinstance(exponent, bool) \
                 and exponent in fast:
             return fast[exponent](self)
         if type(exponent) is int and exponent == 2:
@@ -334,6 +334,31 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
 
     def ravel(self, order="C"):
         return self.reshape(-1, order=order)
+
+    @property
+    def real(self) -> Tracer:
+        return np.real(self)
+
+    @real.setter
+    def real(self, value):
+        from . import numpy_api
+
+        numpy_api.set_part(self, "real", value)
+
+    @property
+    def imag(self) -> Tracer:
+        return np.imag(self)
+
+    @imag.setter
+    def imag(self, value):
+        from . import numpy_api
+
+        numpy_api.set_part(self, "imag", value)
+
+    def conj(self):
+        return np.conjugate(self)
+
+    conjugate = conj
 
     def copy(self, order="C"):
         return Tracer(self.value, self.ctx)

@@ -36,12 +36,12 @@ def _bool_unchanged(ctx, operands, loop):
 def _never_for_integers(ctx, operands, loop):
     # isnan, isinf: an integer or bool is never NaN or infinite
     x = operands[0]
-    return np.not_equal(x, x) if loop[0].kind != "f" else None
+    return np.not_equal(x, x) if loop[0].kind in "iub" else None
 
 
 def _always_for_integers(ctx, operands, loop):
     x = operands[0]
-    return np.equal(x, x) if loop[0].kind != "f" else None
+    return np.equal(x, x) if loop[0].kind in "iub" else None
 
 
 def _signbit(ctx, operands, loop):
@@ -80,7 +80,7 @@ def _bool_matmul(ctx, operands, loop):
 
 def _integer_reciprocal(ctx, operands, loop):
     # numpy's integer loop computes 1.0 / x and truncates (0 for |x| > 1; 1 / 0 is undefined)
-    if loop[0].kind == "f":
+    if loop[0].kind in "fc":
         return None
     return _cast(np.divide(1.0, _cast(operands[0], np.float64)), loop[-1])
 
@@ -107,12 +107,30 @@ def _identity(ctx, operands, loop):
     return operands[0]
 
 
+def _conjugate(ctx, operands, loop):
+    return ctx.op("np.conj", operands[0].value) if loop[0].kind == "c" else operands[0]
+
+
+def _by_parts(test: np.ufunc, either: bool) -> Rule:
+    """isnan and isinf of a complex hold if they hold of either part; isfinite, of both."""
+    def rule(ctx, operands, loop):
+        if loop[0].kind in "iub":
+            return (_never_for_integers if either else _always_for_integers)(ctx, operands, loop)
+        if loop[0].kind != "c":
+            return None
+        z = operands[0]
+        parts = test(np.real(z)), test(np.imag(z))
+        return np.logical_or(*parts) if either else np.logical_and(*parts)
+
+    return rule
+
+
 RULES: dict[np.ufunc, Rule] = {
     np.floor: _integers_unchanged, np.ceil: _integers_unchanged, np.trunc: _integers_unchanged,
-    np.absolute: _bool_unchanged, np.isnan: _never_for_integers, np.isinf: _never_for_integers,
-    np.isfinite: _always_for_integers, np.signbit: _signbit,
+    np.absolute: _bool_unchanged, np.isnan: _by_parts(np.isnan, True), np.isinf: _by_parts(np.isinf, True),
+    np.isfinite: _by_parts(np.isfinite, False), np.signbit: _signbit,
     np.logical_and: _logical(np.logical_and), np.logical_or: _logical(np.logical_or),
     np.logical_xor: _logical(np.logical_xor), np.logical_not: _logical(np.logical_not),
     np.fmax: _nan_ignoring(np.fmax), np.fmin: _nan_ignoring(np.fmin), np.matmul: _bool_matmul,
-    np.reciprocal: _integer_reciprocal, np.power: _integer_power, np.positive: _identity, np.conjugate: _identity,
+    np.reciprocal: _integer_reciprocal, np.power: _integer_power, np.positive: _identity, np.conjugate: _conjugate,
 }

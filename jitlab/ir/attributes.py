@@ -182,6 +182,8 @@ def _format_scalar(v: Any, dtype: np.dtype | None = None) -> str:
         return repr(float(v)) if v.dtype == np.float64 else _short_float(v)
     if isinstance(v, float):
         return format_float(v)
+    if isinstance(v, np.complexfloating):
+        return f"({_format_scalar(v.real)}, {_format_scalar(v.imag)})"
     raise TypeError(type(v))
 
 

@@ -19,6 +19,8 @@ _NAMES = {
     "f16": np.dtype(np.float16),
     "f32": np.dtype(np.float32),
     "f64": np.dtype(np.float64),
+    "c64": np.dtype(np.complex64),
+    "c128": np.dtype(np.complex128),
 }
 _BY_DTYPE = {dt: name for name, dt in _NAMES.items()}
 
@@ -56,6 +58,15 @@ def as_dtype(dtype, what: str = "dtype") -> np.dtype:
 
 def is_float(dtype: np.dtype) -> bool:
     return dtype.kind == "f"
+
+
+def is_complex(dtype: np.dtype) -> bool:
+    return dtype.kind == "c"
+
+
+def real_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype of a complex dtype's parts (f32 for c64); any other dtype unchanged."""
+    return np.dtype(f"f{dtype.itemsize // 2}") if dtype.kind == "c" else dtype
 
 
 def is_int(dtype: np.dtype) -> bool:

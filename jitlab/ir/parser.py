@@ -386,7 +386,7 @@ class Parser:
         self.expect(">", "'>' closing the dense constant")
         try:
             array = np.array(data, dtype=t.dtype)
-        except (ValueError, OverflowError) as e:
+        except (ValueError, OverflowError, TypeError) as e:      # TypeError: a complex value in a real dtype
             raise self.error(f"dense values do not fit {t}: {e}", start) from None
         if array.shape != t.shape:
             raise self.error(f"dense values have shape {list(array.shape)} but the type says {t}", start)
@@ -396,6 +396,15 @@ class Parser:
         if self.accept("["):
             with self.nested():
                 return self.comma_list("]", self.parse_nested)
+        if self.accept("("):        # a complex number: (real, imaginary)
+            real = self.parse_number()
+            self.expect(",", "',' between the real and imaginary parts")
+            imag = self.parse_number()
+            self.expect(")", "')' closing the complex number")
+            return complex(real, imag)
+        return self.parse_number()
+
+    def parse_number(self) -> Any:
         negative = self.accept("-")
         tok = self.next()
         if tok.kind == "float":

@@ -247,7 +247,11 @@ def const_array(v: Value) -> np.ndarray | None:
 
 
 def is_splat_of(array: np.ndarray, value: float) -> bool:
-    """Every element equals `value`; zeros must also match its sign."""
+    """Every element equals `value`; zeros must also match its sign. Never for complex constants:
+    numpy's complex product and quotient mix the parts, so z * 1, z / -1 or z + 0 can differ from
+    z or -z in a zero's sign or an infinite part (inf * 0 is NaN), and no rule may fold them."""
+    if array.dtype.kind == "c":
+        return False
     with np.errstate(all="ignore"):
         target = np.asarray(value).astype(array.dtype)
     if array.size == 0 or not np.all(array == target):

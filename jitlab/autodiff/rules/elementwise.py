@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..emit import scalar_constant, sum_to
-from ..registry import Primal, no_gradient, vjp
+from ..registry import Primal, no_gradient, unsupported_gradient, vjp
 
 # d out / d x in terms of the operand x and the result y.
 DERIVATIVES = {
@@ -140,3 +140,5 @@ no_gradient("the result is not a float", "np.isnan", "np.isinf", "np.isfinite", 
             "np.right_shift", "np.logical_and", "np.logical_or", "np.logical_xor", "np.equal",
             "np.not_equal", "np.less", "np.less_equal", "np.greater", "np.greater_equal")
 no_gradient("no operands", "np.constant", "np.weight")
+unsupported_gradient("gradients through complex numbers are not supported", "np.real", "np.imag", "np.angle",
+                     "np.conj")

@@ -31,7 +31,7 @@ from .selection import select
 PARALLEL_THRESHOLD = 1 << 15           # elements below which threads cost more than they save
 FASTMATH = {"reassoc", "contract"}     # vectorizes reductions; keeps NaN, inf and signed zeros exact
 NUMBA_DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                                 "uint64", "float32", "float64")}
+                                 "uint64", "float32", "float64", "complex64", "complex128")}
 HELPER_NAMES = sorted(n for n in vars(helpers) if n.startswith("_") and not n.startswith("__")
                       and callable(getattr(helpers, n)))
 

@@ -50,7 +50,8 @@ def scalar(*names: str):
 
 def _wrap(t: TypeNames, expr: str) -> str:
     """Keeps integer results in their dtype (numba widens small ints to int64)."""
-    return f"{t.out_ctor}({expr})" if t.out not in ("float32", "float64", "bool") else expr
+    return f"{t.out_ctor}({expr})" if t.out not in ("float32", "float64", "complex64", "complex128", "bool") \
+        else expr
 
 
 def _binop(symbol: str) -> Rule:
@@ -216,16 +217,40 @@ def _clip(a, attrs, t):
     return expr
 
 
+@scalar("real")
+def _real(a, attrs, t):
+    return f"{a[0]}.real"
+
+
+@scalar("imag")
+def _imag(a, attrs, t):
+    return f"{a[0]}.imag"
+
+
+@scalar("conj")
+def _conj(a, attrs, t):
+    return f"{a[0]}.conjugate()"
+
+
+@scalar("angle")
+def _angle(a, attrs, t):
+    return f"np.arctan2({a[0]}.imag, {a[0]}.real)"
+
+
 @scalar("cast")
 def _cast(a, attrs, t):
-    target = np.dtype(attrs["dtype"])
-    if target.kind in "iu" and t.arg.startswith("float"):
+    target, x, source = np.dtype(attrs["dtype"]), a[0], t.arg
+    if source.startswith("complex") and target.kind in "iuf":
+        x, source = f"{x}.real", "float"      # numpy drops the imaginary part
+    if target.kind == "c" and source == "bool":
+        return f"{t.out_ctor}(np.float32({x}))"
+    if target.kind in "iu" and source.startswith("float"):
         info = np.iinfo(target)
-        return (f"_float_to_int({a[0]}, {float(info.min)!r}, {float(info.max)!r}, "
+        return (f"_float_to_int({x}, {float(info.min)!r}, {float(info.max)!r}, "
                 f"{literal(info.min, target)}, {literal(info.max, target)})")
     if target.kind == "b":
-        return f"({a[0]} != 0)"
-    return f"{t.out_ctor}({a[0]})"
+        return f"({x} != 0)"
+    return f"{t.out_ctor}({x})"
 
 
 def _gelu_libm(a, attrs, t):
@@ -247,7 +272,12 @@ def literal(value, dtype: np.dtype) -> str:
     if dtype.kind == "b":
         return "True" if bool(value) else "False"
     if dtype.kind == "f":
-        v = float(value)
-        text = repr(v) if np.isfinite(v) else ("np.nan" if np.isnan(v) else ("np.inf" if v > 0 else "-np.inf"))
-        return f"np.{dtype.name}({text})"
+        return f"np.{dtype.name}({_float_text(float(value))})"
+    if dtype.kind == "c":
+        value = complex(value)
+        return f"np.{dtype.name}(complex({_float_text(value.real)}, {_float_text(value.imag)}))"
     return f"np.{dtype.name}({int(value)})"
+
+
+def _float_text(v: float) -> str:
+    return repr(v) if np.isfinite(v) else ("np.nan" if np.isnan(v) else ("np.inf" if v > 0 else "-np.inf"))

@@ -64,6 +64,8 @@ class NumbaCUDABackend(Backend):
             return reason.replace("numba_cpu", "numba_cuda")
         kind = self.fusion_kind(op)
         dtype = np.dtype(op.results[0].type.dtype)
+        if op.name == "np.pow" and dtype.kind == "c":
+            return "complex power has no device function in numba.cuda; it runs as a library kernel"
         if kind == "reduction" and op.name not in ("np.any", "np.all") and dtype not in _SHUFFLED:
             return f"block reductions shuffle 32- and 64-bit values; {dtype} runs as a library kernel"
         if kind == "contraction" and dtype not in _CONTRACTED:

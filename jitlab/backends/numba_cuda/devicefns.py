@@ -14,6 +14,7 @@ times, which the barriers need (and which the real shuffles do not mind).
 
 from __future__ import annotations
 
+import cmath
 import math
 
 import numpy as np
@@ -110,6 +111,13 @@ else:
     @device
     def _shfl_down(v, delta, scratch):
         return cuda.shfl_down_sync(FULL_MASK, v, delta)
+
+
+# Complex operands take cmath's functions on the device (math's take only reals); numpy's on the simulator.
+if SIMULATOR:
+    _cexp, _clog, _csqrt = np.exp, np.log, np.sqrt
+else:
+    _cexp, _clog, _csqrt = cmath.exp, cmath.log, cmath.sqrt
 
 
 # One definition for the GPU and the simulator, so that the simulator's tests check the GPU's code.

@@ -19,14 +19,19 @@ DEVICE_NAMES = {f"np.{n}": f"_{n}" for n in (
 _CALL = re.compile(r"\bnp\.(\w+)\(")
 
 
-def _device_spelling(expr: str) -> str:
-    return _CALL.sub(lambda m: DEVICE_NAMES.get(f"np.{m.group(1)}", m.group(0)[:-1]) + "(", expr)
+# The complex forms: cmath's functions on the device (math's take only reals).
+COMPLEX_DEVICE_NAMES = {**DEVICE_NAMES, "np.exp": "_cexp", "np.log": "_clog", "np.sqrt": "_csqrt"}
+
+
+def _device_spelling(expr: str, names: dict[str, str] = DEVICE_NAMES) -> str:
+    return _CALL.sub(lambda m: names.get(f"np.{m.group(1)}", m.group(0)[:-1]) + "(", expr)
 
 
 def _on_device(rule: Rule) -> Rule:
     def device_rule(a, attrs, t):
         t.host_math = False          # the CPU's intrinsics and fastmath table do not exist on the device
-        return _device_spelling(rule(a, attrs, t))
+        names = COMPLEX_DEVICE_NAMES if t.out.startswith("complex") else DEVICE_NAMES
+        return _device_spelling(rule(a, attrs, t), names)
 
     return device_rule
 

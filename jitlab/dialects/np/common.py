@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ...errors import DTypeError
+from ...errors import DTypeError, UnsupportedOp
 from ...ir.attributes import Attr
 from ...ir.dtypes import BOOL, dtype_name
 from ...ir.opdef import InferCtx, OpDef, Trait, defop
@@ -21,12 +21,28 @@ NUMERIC = "iuf"
 BOOLEAN = "b"
 INTEGRAL = "iub"
 ANY = "iufb"
+COMPLEX = "c"
+INEXACT = "fc"             # float or complex
+NUMBER = "iufc"            # numeric, complex included
+EQUATABLE = "iufbc"        # any dtype, complex included: what == and != take
 
 _KIND_NAMES = {FLOAT: "a float", INT: "an integer", NUMERIC: "a numeric (int or float)",
-               BOOLEAN: "a bool", INTEGRAL: "an int or bool", ANY: "any"}
+               BOOLEAN: "a bool", INTEGRAL: "an int or bool", ANY: "any", COMPLEX: "a complex",
+               INEXACT: "a float or complex", NUMBER: "a numeric", EQUATABLE: "any"}
+# Why an op refuses complex operands that numpy accepts: numpy orders complex numbers
+# lexicographically (real part first), which is rarely what a comparison of them means.
+_ORDERING = ("numpy orders complex numbers lexicographically (by real part, then imaginary part); "
+             "compare magnitudes (np.abs(z)) or parts (z.real) instead")
+COMPLEX_REFUSALS = {f"np.{n}": _ORDERING for n in (
+    "less", "less_equal", "greater", "greater_equal", "maximum", "minimum", "max", "min", "argmax",
+    "argmin", "clip", "topk", "relu")}
 
 
 def check_dtype(ctx: InferCtx, t: TensorType, kinds: str, what: str) -> None:
+    if t.dtype.kind == "c" and "c" not in kinds:
+        why = COMPLEX_REFUSALS.get(ctx.op_name, "jitlab supports complex numbers in arithmetic, abs, angle, "
+                                   "real, imag, conj, exp, log, sqrt, ==, !=, where, sum, prod, mean and matmul")
+        raise UnsupportedOp(f"{ctx.op_name}: complex dtype {dtype_name(t.dtype)} is not supported for {what}: {why}")
     if t.dtype.kind not in kinds:
         raise DTypeError(f"{ctx.op_name}: {what} must have {_KIND_NAMES[kinds]} dtype, got {dtype_name(t.dtype)}")
 
@@ -60,17 +76,23 @@ def quiet(fn: Callable) -> Callable:
     return run
 
 
-def unary(name: str, fn: Callable, kinds: str = FLOAT, out_dtype: np.dtype | None = None,
+def unary(name: str, fn: Callable, kinds: str = FLOAT, out_dtype: np.dtype | Callable | None = None,
           traits: Sequence[Trait] = (), doc: str = "") -> OpDef:
-    """An elementwise op of one operand: result has the operand's shape."""
+    """An elementwise op of one operand: result has the operand's shape. `out_dtype` is the
+    result's dtype, or a function of the operand's (the real dtype of a complex one)."""
+
+    def result_dtype(dtype: np.dtype) -> np.dtype:
+        if out_dtype is None:
+            return dtype
+        return out_dtype if isinstance(out_dtype, np.dtype) else out_dtype(dtype)
 
     def infer(ctx, types, attrs):
         (t,) = types
         check_dtype(ctx, t, kinds, "the operand")
-        return [t if out_dtype is None else t.with_dtype(out_dtype)]
+        return [t.with_dtype(result_dtype(t.dtype))]
 
     def reference(x):
-        return np.asarray(fn(x), dtype=out_dtype or x.dtype)
+        return np.asarray(fn(x), dtype=result_dtype(x.dtype))
 
     return defop(f"np.{name}", operands=1, traits=(Trait.PURE, Trait.ELEMENTWISE, *traits),
                  infer=infer, reference=quiet(reference), operand_names=("x",), doc=doc)

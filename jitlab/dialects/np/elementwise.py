@@ -5,13 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.attributes import DENSE, DTYPE, OPT_FLOAT, STR
-from ...ir.dtypes import BOOL
+from ...ir.dtypes import BOOL, real_dtype
 from ...ir.opdef import Trait, defop
 from ...ir.types import TensorType
 from .common import (
     BOOLEAN,
+    COMPLEX,
+    EQUATABLE,
     FLOAT,
+    INEXACT,
     INTEGRAL,
+    NUMBER,
     NUMERIC,
     attr,
     binary,
@@ -37,11 +41,11 @@ def _int_div(x, y):
 
 
 def _div(x, y):
-    return x / y if x.dtype.kind == "f" else _int_div(x, y)
+    return x / y if x.dtype.kind in "fc" else _int_div(x, y)
 
 
 def _pow(x, y):
-    if x.dtype.kind == "f":
+    if x.dtype.kind in "fc":
         return np.power(x, y)
     positive = np.power(x, np.maximum(y, 0))
     # An integer to a negative power truncates toward zero: only |x| == 1 survives.
@@ -50,33 +54,40 @@ def _pow(x, y):
     return np.where(y >= 0, positive, negative.astype(positive.dtype))
 
 
-for _name, _fn in [("exp", np.exp), ("expm1", np.expm1), ("exp2", np.exp2), ("log", np.log),
-                   ("log1p", np.log1p), ("log2", np.log2), ("log10", np.log10), ("sqrt", np.sqrt),
+for _name, _fn in [("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("reciprocal", np.reciprocal)]:
+    unary(_name, _fn, INEXACT, doc=f"Elementwise {_name} of a float or complex tensor.")
+for _name, _fn in [("expm1", np.expm1), ("exp2", np.exp2),
+                   ("log1p", np.log1p), ("log2", np.log2), ("log10", np.log10),
                    ("rsqrt", lambda x: 1 / np.sqrt(x)), ("tanh", np.tanh), ("erf", erf),
                    ("sin", np.sin), ("cos", np.cos), ("tan", np.tan), ("asin", np.arcsin),
                    ("acos", np.arccos), ("atan", np.arctan), ("sinh", np.sinh), ("cosh", np.cosh),
                    ("asinh", np.arcsinh), ("acosh", np.arccosh), ("atanh", np.arctanh),
-                   ("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc), ("round", np.round),
-                   ("reciprocal", np.reciprocal)]:
+                   ("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc), ("round", np.round)]:
     unary(_name, _fn, FLOAT, doc=f"Elementwise {_name} of a float tensor.")
 
 unary("sigmoid", _sigmoid, FLOAT, traits=(Trait.COMPOSITE,), doc="1 / (1 + exp(-x)).")
-for _name, _fn in [("neg", np.negative), ("abs", np.abs), ("sign", np.sign), ("square", np.square),
-                   ("relu", lambda x: np.maximum(x, 0))]:
+for _name, _fn in [("neg", np.negative), ("square", np.square)]:
+    unary(_name, _fn, NUMBER, doc=f"Elementwise {_name}.")
+for _name, _fn in [("sign", np.sign), ("relu", lambda x: np.maximum(x, 0))]:
     unary(_name, _fn, NUMERIC, doc=f"Elementwise {_name}.")
+unary("abs", np.abs, NUMBER, real_dtype, doc="Elementwise absolute value; the magnitude (real) of a complex.")
+unary("real", np.real, COMPLEX, real_dtype, doc="The real part of a complex tensor.")
+unary("imag", np.imag, COMPLEX, real_dtype, doc="The imaginary part of a complex tensor.")
+unary("angle", np.angle, COMPLEX, real_dtype, doc="The argument of a complex tensor: atan2(imag, real).")
+unary("conj", np.conjugate, COMPLEX, doc="The complex conjugate.")
 unary("logical_not", np.logical_not, BOOLEAN, doc="Elementwise not of a bool tensor.")
 unary("bitwise_not", np.invert, INTEGRAL, doc="Elementwise bitwise not.")
 for _name, _fn in [("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)]:
     unary(_name, _fn, FLOAT, BOOL, doc=f"Elementwise {_name}, giving bool.")
 
-binary("add", np.add, traits=(Trait.COMMUTATIVE,), doc="x + y.")
-binary("sub", np.subtract, doc="x - y.")
-binary("mul", np.multiply, traits=(Trait.COMMUTATIVE,), doc="x * y.")
-binary("div", _div, doc="x / y; truncating for integers (x/0 gives 0).")
+binary("add", np.add, NUMBER, traits=(Trait.COMMUTATIVE,), doc="x + y.")
+binary("sub", np.subtract, NUMBER, doc="x - y.")
+binary("mul", np.multiply, NUMBER, traits=(Trait.COMMUTATIVE,), doc="x * y.")
+binary("div", _div, NUMBER, doc="x / y; truncating for integers (x/0 gives 0).")
 binary("floordiv", np.floor_divide, doc="numpy's x // y (x//0 gives 0 for integers).")
 binary("mod", np.mod, doc="numpy's x % y: the result takes the divisor's sign.")
 binary("fmod", np.fmod, doc="C's fmod: the result takes the dividend's sign.")
-binary("pow", _pow, doc="x ** y.")
+binary("pow", _pow, NUMBER, doc="x ** y.")
 binary("maximum", np.maximum, traits=(Trait.COMMUTATIVE,), doc="Elementwise max; NaN propagates.")
 binary("minimum", np.minimum, traits=(Trait.COMMUTATIVE,), doc="Elementwise min; NaN propagates.")
 binary("atan2", np.arctan2, FLOAT, doc="Elementwise arctan(x / y) in the right quadrant.")
@@ -88,8 +99,8 @@ binary("right_shift", np.right_shift, "iu", doc="x >> y.")
 for _name, _fn in [("logical_and", np.logical_and), ("logical_or", np.logical_or),
                    ("logical_xor", np.logical_xor)]:
     binary(_name, _fn, BOOLEAN, traits=(Trait.COMMUTATIVE,), doc=f"Elementwise {_name} of bools.")
-compare("equal", np.equal, traits=(Trait.COMMUTATIVE,))
-compare("not_equal", np.not_equal, traits=(Trait.COMMUTATIVE,))
+compare("equal", np.equal, EQUATABLE, traits=(Trait.COMMUTATIVE,))
+compare("not_equal", np.not_equal, EQUATABLE, traits=(Trait.COMMUTATIVE,))
 for _name, _fn in [("less", np.less), ("less_equal", np.less_equal), ("greater", np.greater),
                    ("greater_equal", np.greater_equal)]:
     compare(_name, _fn)
@@ -133,6 +144,8 @@ def _cast_infer(ctx, types, attrs):
 
 
 def _cast(x, dtype):
+    if x.dtype.kind == "c" and dtype.kind in "iuf":
+        x = x.real          # numpy drops the imaginary part (with a ComplexWarning)
     if dtype.kind in "iu" and x.dtype.kind == "f":
         # Out-of-range float to int is undefined in C and varies by platform in numpy;
         # defining it as saturation with NaN -> 0 keeps every backend in agreement.
@@ -146,7 +159,8 @@ def _cast(x, dtype):
 
 defop("np.cast", operands=1, attrs={"dtype": attr(DTYPE)}, traits=(Trait.PURE, Trait.ELEMENTWISE),
       infer=_cast_infer, reference=quiet(_cast), operand_names=("x",),
-      doc="Converts to another dtype; float to int truncates and saturates (NaN -> 0).")
+      doc="Converts to another dtype; float to int truncates and saturates (NaN -> 0); complex to real "
+          "keeps the real part.")
 
 
 def _constant_infer(ctx, types, attrs):

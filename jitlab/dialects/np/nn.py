@@ -7,13 +7,13 @@ import numpy as np
 from ...ir.attributes import BOOL, INT, INTS
 from ...ir.opdef import Trait, defop, static_int
 from ...ir.types import TensorType
-from .common import FLOAT, NUMERIC, attr, check_dtype, same_dtype
+from .common import FLOAT, NUMBER, NUMERIC, attr, check_dtype, same_dtype
 
 
 def _matmul_infer(ctx, types, attrs):
     a, b = types
     dtype = same_dtype(ctx, types)
-    check_dtype(ctx, a, NUMERIC, "the operands")
+    check_dtype(ctx, a, NUMBER, "the operands")
     if a.rank == 0 or b.rank == 0:
         raise ctx.error("matmul needs operands of rank >= 1 (use np.mul for scalars)")
     a_shape = a.shape if a.rank > 1 else (1,) + a.shape

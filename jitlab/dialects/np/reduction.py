@@ -8,7 +8,7 @@ from ...ir.attributes import BOOL, INT, INTS
 from ...ir.dtypes import I64
 from ...ir.opdef import Trait, defop
 from ...ir.types import TensorType
-from .common import ANY, BOOLEAN, NUMERIC, attr, check_axes, check_dtype, normalize_axis, quiet
+from .common import ANY, BOOLEAN, INEXACT, NUMBER, attr, check_axes, check_dtype, normalize_axis, quiet
 
 
 def reduced_shape(shape, axes, keepdims: bool) -> tuple:
@@ -36,11 +36,11 @@ def _reduction(name: str, fn, kinds: str, out_dtype=None, traits=(), doc: str = 
                  reference=quiet(reference), operand_names=("x",), doc=doc)
 
 
-_reduction("sum", np.sum, NUMERIC, doc="Sum along axes.")
-_reduction("prod", np.prod, NUMERIC, doc="Product along axes.")
+_reduction("sum", np.sum, NUMBER, doc="Sum along axes.")
+_reduction("prod", np.prod, NUMBER, doc="Product along axes.")
 _reduction("max", np.max, ANY, doc="Maximum along axes; NaN propagates.")
 _reduction("min", np.min, ANY, doc="Minimum along axes; NaN propagates.")
-_reduction("mean", np.mean, "f", traits=(Trait.COMPOSITE,), doc="Mean along axes: sum / count.")
+_reduction("mean", np.mean, INEXACT, traits=(Trait.COMPOSITE,), doc="Mean along axes: sum / count.")
 _reduction("any", np.any, BOOLEAN, doc="Logical or along axes.")
 _reduction("all", np.all, BOOLEAN, doc="Logical and along axes.")
 
@@ -70,7 +70,7 @@ _arg_reduction("argmin", np.argmin)
 
 def _cumsum_infer(ctx, types, attrs):
     (t,) = types
-    check_dtype(ctx, t, NUMERIC, "the operand")
+    check_dtype(ctx, t, NUMBER, "the operand")
     if normalize_axis(ctx, attrs["axis"], t.rank) != attrs["axis"]:
         raise ctx.error(f"axis must be stored non-negative, got {attrs['axis']}")
     return [t]
