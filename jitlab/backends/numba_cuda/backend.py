@@ -63,6 +63,8 @@ class NumbaCUDABackend(Backend):
         if reason is not None:
             return reason.replace("numba_cpu", "numba_cuda")
         kind = self.fusion_kind(op)
+        if kind == "write":
+            return "writes (update_slice, scatters) run as library kernels on numba_cuda"
         dtype = np.dtype(op.results[0].type.dtype)
         if kind == "reduction" and op.name not in ("np.any", "np.all") and dtype not in _SHUFFLED:
             return f"block reductions shuffle 32- and 64-bit values; {dtype} runs as a library kernel"
