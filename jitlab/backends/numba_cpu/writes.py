@@ -60,20 +60,30 @@ class WriteSource(KernelSource):
         self._close(len(shape) + guarded)
 
     def _update(self, w: Operation, parallel: bool) -> None:
-        ranges = region(w)
-        self._loops([str(len(r)) for r in ranges], 0, parallel and math.prod(map(len, ranges)) >= PARALLEL_THRESHOLD)
-        m = tuple(Coord(f"i{d}") for d in range(len(ranges)))
-        self._store(w.operands[1], m, ", ".join(Coord(f"i{d}", r.step, r.start).text() for d, r in enumerate(ranges)))
-        self._close(len(ranges))
+        """A loop per dim the region spans more than one index of. Trip counts are spelled from the
+        dims passed in (`n1 - 2`), not as literals: LLVM unrolls literal trip counts, which made
+        a fill loop's kernel take seconds to compile per dozen rows."""
+        ranges, shape = region(w), w.operands[0].type.shape
+        looped = [d for d, r in enumerate(ranges) if len(r) != 1]
+        bounds = [f"n{d}" if len(ranges[d]) == shape[d] else f"(n{d} - {shape[d] - len(ranges[d])})" for d in looped]
+        big = parallel and math.prod(map(len, ranges)) >= PARALLEL_THRESHOLD
+        for k, (d, n) in enumerate(zip(looped, bounds)):
+            self.open([f"i{d}"], f"for i{d} in {'prange' if big and k == 0 else 'range'}({n}):")
+        m = tuple(Coord(f"i{d}") if d in looped else Coord(None, 0, 0) for d in range(len(ranges)))
+        target = [Coord(f"i{d}", r.step, r.start) if d in looped else Coord(None, 0, r.start)
+                  for d, r in enumerate(ranges)]
+        self._store(w.operands[1], m, ", ".join(c.text() for c in target))
+        self._close(len(looped))
 
     def _scatter(self, w: Operation) -> None:
         """In index order (sequential loops): a repeated index gets the writes in numpy's order."""
         x, idx, upd = w.operands
         batch, depth = idx.type.shape[:-1], idx.type.shape[-1]
         tail = x.type.shape[depth:]
-        self._loops([str(n) for n in batch], 0, False)
+        rows = [f"{self.args[idx]}.shape[{d}]" if idx in self.args else str(n) for d, n in enumerate(batch)]
+        self._loops(rows, 0, False)
         coords = [self._checked_index(idx, len(batch), d, x.type.shape[d]) for d in range(depth)]
-        self._loops([str(n) for n in tail], len(batch), False)
+        self._loops([f"n{depth + d}" for d in range(len(tail))], len(batch), False)
         inner = [f"i{len(batch) + d}" for d in range(len(tail))]
         target = ", ".join(coords + inner)
         value = self.emit(upd, tuple(Coord(f"i{d}") for d in range(len(batch) + len(tail))))
