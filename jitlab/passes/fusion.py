@@ -221,7 +221,7 @@ def _kind_rule(a: Cluster, b: Cluster, producer: Operation, consumer: Operation)
     return None
 
 
-MAX_WRITES = 32      # writes per group: numba compiles each write's loop nest in ~0.1 s, and longer functions slower still
+MAX_WRITES = 32      # writes per group: numba compiles each write's loop nest in ~0.1 s, longer functions slower
 
 
 def _write_rule(a: Cluster, b: Cluster, producer: Operation, consumer: Operation) -> str | None:

@@ -450,7 +450,7 @@ def generate(block, name: str, materialized: dict[Value, str] | None = None) -> 
     """Sources of `{name}_par` (prange rows) and `{name}_seq`, the plan they follow, and
     whether the kernel takes its arrays flattened to 1-D."""
     if write_chain(block):
-        from .writes import generate_writes     # writes.py builds on this module's emitter
+        from .writes import generate_writes  # writes.py builds on this module's emitter
 
         return generate_writes(block, name)
     plan = plan_group(block)
