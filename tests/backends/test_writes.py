@@ -270,3 +270,14 @@ def test_random_write_sequences_agree_with_numpy_at_o1_o2(steps, level):
     got = jl.jit(f, level=level)(got_a)
     np.testing.assert_allclose(got, want)
     np.testing.assert_allclose(got_a, want_a)
+
+
+def test_autotune_does_not_measure_a_scatter_on_random_indices():
+    def f(a, idx):
+        a = a * 1.0
+        a[idx] = 2.0
+        return a
+
+    a, idx = np.zeros(3), np.array([2, 0])
+    exe = jl.compile(jl.trace(f, a, idx), level="O1", autotune=True)    # random indices 0..7 would not fit
+    np.testing.assert_allclose(exe(a, idx)[0], [2.0, 0.0, 2.0])
