@@ -15,6 +15,7 @@ import heapq
 from dataclasses import dataclass
 
 from ..backends.base import Backend, backend_for_target
+from ..dialects.np.writes import is_write
 from ..errors import PassError
 from ..ir.attributes import format_attr
 from ..ir.core import Block, Operation, OpResult, Region, Value
@@ -35,7 +36,7 @@ class Cluster:
 
     @property
     def kind(self) -> str:
-        for k in ("contraction", "reduction", "opaque"):
+        for k in ("contraction", "reduction", "opaque", "write"):
             if k in self.kinds:
                 return k
         return "elementwise"
@@ -164,6 +165,8 @@ class _Marker:
         merged.ops, merged.kinds = a.ops + b.ops, a.kinds | b.kinds
         members = {id(op) for op in merged.ops}
         escaping = [r for op in merged.ops for r in op.results if any(id(u) not in members for u in r.users)]
+        if "write" in merged.kinds:
+            return _write_escape_rule(merged, escaping)
         space = _group_space(merged, escaping)
         for r in escaping:
             if not _writable_from(r, merged, space):
@@ -202,6 +205,8 @@ def _kind_rule(a: Cluster, b: Cluster, producer: Operation, consumer: Operation)
     """The fusion rules: what kind of cluster may absorb what."""
     if "opaque" in a.kinds or "opaque" in b.kinds:
         return "opaque op: compiled on its own"
+    if "write" in a.kinds | b.kinds:
+        return _write_rule(a, b, producer, consumer)
     if "contraction" in b.kinds and not _joins_epilogue(a, b, producer, consumer):
         return ("inputs of a contraction are materialized (only elementwise work on its result's shape "
                 "fuses into matmul/conv, as its epilogue)")
@@ -214,6 +219,45 @@ def _kind_rule(a: Cluster, b: Cluster, producer: Operation, consumer: Operation)
     if "reduction" in b.kinds and "contraction" in a.kinds:
         return "a contraction does not fuse into a reduction"
     return None
+
+
+MAX_WRITES = 32      # writes per group: numba compiles each write's loop nest in ~0.1 s, longer functions slower
+
+
+def _write_rule(a: Cluster, b: Cluster, producer: Operation, consumer: Operation) -> str | None:
+    """A write (update_slice, scatter) takes in the elementwise and injective work computing the
+    array it writes into and the values it writes; update_slices into one array chain (a fill loop)."""
+    if not (a.kinds | b.kinds) <= {"elementwise", "injective", "write"}:
+        return "a write fuses only with the elementwise work computing the array and values it writes"
+    if "write" in a.kinds and not (is_write(consumer) and consumer.operands[0] is producer.result
+                                   and producer.result not in consumer.operands[1:]):
+        return "a write ends its group: the ops reading its result read it from memory"
+    writes = [op for op in a.ops + b.ops if is_write(op)]
+    if len(writes) > 1 and any(w.name != "np.update_slice" for w in writes):
+        return "only update_slice writes chain into one group"
+    if len(writes) > MAX_WRITES:
+        return f"a group holds at most {MAX_WRITES} writes (its compile time grows with each)"
+    members = {id(op) for op in a.ops + b.ops}
+    for w in writes:
+        for use in w.result.uses:
+            if id(use.op) in members and not (is_write(use.op) and use.index == 0):
+                return (f"{use.op.name} reads %{w.result.name}, which a write of the group computes: "
+                        "that write must finish first")
+    return None
+
+
+def _write_escape_rule(cluster: Cluster, escaping: list[Value]) -> str | None:
+    """A group of writes gives one result, its last write's: the buffer every write stores into."""
+    members = {id(op) for op in cluster.ops}
+    writes = [op for op in cluster.ops if is_write(op)]
+    last = [w for w in writes if not any(is_write(u) and id(u) in members for u in w.result.users)]
+    if len(last) != 1 or not escaping:
+        return "the writes of a group must form one chain into one array"
+    extra = next((v for v in escaping if v is not last[0].result), None)
+    if extra is None:
+        return None
+    return (f"%{extra.name} is needed outside, but a group of writes gives only the array its last "
+            "write makes")
 
 
 def is_operand_transpose(op: Operation) -> bool:

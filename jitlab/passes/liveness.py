@@ -3,8 +3,9 @@
 A step is one top-level op; a `jit.group` is one step whose operands and results are its
 inputs and outputs (the values inside it are its kernel's own). Every value needs a
 buffer, except that a view (an op with Trait.VIEW) shares the buffer of its first operand
-and extends its life, and an elementwise op may write its result in place into an operand
-whose buffer dies at that op. Inputs, weights and constants live for the whole program and
+and extends its life, and an elementwise op (or a group of writes, into the array it
+writes: dialects/np/writes.py) may write its result in place into an operand whose buffer
+dies at that op. Inputs, weights and constants live for the whole program and
 are never freed; outputs live from their producer to the end (the caller keeps them);
 temps live from their producer to the last use of any value sharing their buffer.
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..dialects.mem import is_mem_op
+from ..dialects.np.writes import in_place_operand
 from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
@@ -60,6 +62,15 @@ def _base_kind(v: Value) -> str:
     return "view" if op.has(Trait.VIEW) else "temp"
 
 
+def _in_place_operands(op: Operation) -> range | list[int] | None:
+    """Operand positions whose buffer `op`'s result may take when it dies there: any operand of
+    an elementwise op; the array a group of writes writes into (dialects/np/writes.py)."""
+    if op.has(Trait.ELEMENTWISE) and not op.regions and len(op.results) == 1:
+        return range(len(op.operands))
+    j = in_place_operand(op)
+    return None if j is None else [j]
+
+
 class StepGraph:
     """The data dependences between a program's steps, and every value's size and buffer owner."""
 
@@ -83,8 +94,7 @@ class StepGraph:
                 self.users[v].append(n)
         self.outputs = {index[v] for v in program.outputs}
         self._find_roots()
-        self.in_place_ok = [op.has(Trait.ELEMENTWISE) and not op.regions and len(op.results) == 1
-                            for op in self.ops]
+        self.in_place_from = [_in_place_operands(op) for op in self.ops]
         # output value -> donated input value whose array it is written into
         self.donated = {index[program.outputs[d.output]]: d.input
                         for d in (in_place_pairs(program, donate, ordered) if donate else [])}
@@ -164,7 +174,7 @@ class Lifetimes:
     def merge_in_place(self) -> None:
         g = self.graph
         for s, n in enumerate(self.order):
-            if not g.in_place_ok[n]:
+            if g.in_place_from[n] is None:
                 continue
             (res,) = g.results[n]
             if g.root_kind[res] not in ("temp", "output"):
@@ -189,11 +199,13 @@ class Lifetimes:
         """The first operand whose buffer dies at this step and exactly fits the result, if any."""
         g = self.graph
         res_type = g.values[res].type
-        for v in g.operands[n]:
+        whole = g.ops[n].has(Trait.ELEMENTWISE)      # a group of writes shares its buffer with one operand only
+        for v in (g.operands[n][i] for i in g.in_place_from[n]):
             buf = self.buffer_of(v)
             if (self.kinds[buf] == "temp" and self.last[buf] == step and g.values[v].type == res_type
                     and g.bytes[buf] == g.bytes[res]
-                    and all(g.values[w].type == res_type for w in g.operands[n] if self.buffer_of(w) == buf)):
+                    and all((g.values[w].type == res_type) if whole else w == v
+                            for w in g.operands[n] if self.buffer_of(w) == buf)):
                 return v
         return None
 

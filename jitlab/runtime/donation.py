@@ -8,7 +8,9 @@ serves at most one output. How it is written is decided per output:
   because nothing reads the input afterwards and the producing step reads it, if at all,
   only element for element (a group made only of elementwise ops; with several results,
   a kernel that reads every input at an index before it writes any output there, as
-  generated kernels do: an optimizer step updating weights and moments together);
+  generated kernels do: an optimizer step updating weights and moments together), or it is
+  a group of writes into the input that reads it only where no write has landed yet
+  (dialects/np/writes.py);
 - "copy": the output is computed into its own buffer and copied into the donated array
   when the call ends (the input is read later, or by a contraction in the same kernel).
 
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..dialects.np.writes import in_place_operand
 from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
@@ -86,6 +89,8 @@ def writes_in_place(program: Program, d: Donation, ordered: bool = True) -> bool
     if ordered and _read_after(program, producer, aliases):
         return False
     reads = [v for v in producer.operands if v in aliases]
+    if reads == [source] and in_place_operand(producer) == producer.operands.index(source):
+        return True         # a group of writes into the input, reading it only where it is safe
     return not reads or (_elementwise_only(producer) and all(v is source for v in reads))
 
 

@@ -80,6 +80,7 @@ class GroupStep(Step):
         # results the caller gets stay recycled buffers of their own.
         self.temps: list[bool] | None = None
         self.donated: dict[int, int] = {}     # result index -> input slot it writes into, this call
+        self.reuse: dict[int, int] = {}       # result index -> slot whose buffer it takes (mem.reuse)
         self.kept_index = {k: k for k in range(len(op.results))}    # result index -> index in self.buffers
 
     def use_pool(self, temps: list[bool]) -> None:
@@ -88,10 +89,13 @@ class GroupStep(Step):
         self.kept_index = {k: i for i, k in enumerate(k for k, t in enumerate(temps) if not t)}
 
     def run(self, env, bindings):
-        outputs = self.buffers.get(bindings, {self.kept_index[k] for k in self.donated} if self.donated else ())
+        elsewhere = {self.kept_index[k] for k in (*self.donated, *self.reuse) if k in self.kept_index}
+        outputs = self.buffers.get(bindings, elsewhere)
         if self.temps is not None:
             kept = iter(outputs)
             outputs = [env[slot] if temp else next(kept) for slot, temp in zip(self.outs, self.temps)]
+        for k, slot in self.reuse.items():
+            outputs[k] = env[slot]
         for k, slot in self.donated.items():
             outputs[k] = env[slot]
         self.kernel.run([env[i] for i in self.ins], outputs, bindings)
@@ -139,12 +143,16 @@ class O1Runner:
         self.constants: dict[int, np.ndarray] = {}
         self.steps: list[Step] = []
         allocs: dict[str, bool] = {}          # value name -> is an output, from mem.alloc ops
+        reuse: dict[str, int] = {}            # value name -> the slot whose buffer it takes, from mem.reuse ops
         for op in program.body.ops:
             if op.has(Trait.TERMINATOR):
                 self.outputs = [slots[v] for v in op.operands]
                 continue
             if op.name == "mem.alloc":
                 allocs[op.attrs["value"]] = op.attrs.get("kind") == "output"
+                continue
+            if op.name == "mem.reuse":
+                reuse[op.attrs["value"]] = slots[op.operands[0]]
                 continue
             if op.name == "mem.free" and self.steps:
                 self.steps[-1].frees.append(slots[op.operands[0]])
@@ -157,6 +165,8 @@ class O1Runner:
                 step = GroupStep(op, ins, outs, kernels[op.uid])
                 if any(allocs.get(r.name) is False for r in op.results):
                     step.use_pool([allocs.get(r.name) is False for r in op.results])
+                # A group of writes updating the array it writes into in place (liveness.py).
+                step.reuse = {k: reuse[r.name] for k, r in enumerate(op.results) if r.name in reuse}
                 self.steps.append(step)
             elif op.has(Trait.VIEW):
                 self.steps.append(ViewStep(op, ins, outs))

@@ -15,20 +15,20 @@ import numba
 import numpy as np
 
 from ... import __version__
+from ...dialects.np.writes import is_write
 from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym, evaluate_shape
 from ...runtime.kernel_cache import KernelCache, default_cache, support_hash
 from ..base import Backend, Kernel, register_backend
 from . import helpers
-from .codegen import _REDUCE, generate, reads_result_in_place
+from .codegen import _REDUCE, PARALLEL_THRESHOLD, generate, reads_result_in_place
 from .fastmath import TABLE as FASTMATH_TABLE
 from .indexing import INDEX_RULES, has_static_offsets, is_unit_reshape
 from .library import conv2d_into, matmul_into
 from .scalar import SCALAR_RULES, fastmath_name
 from .selection import select
 
-PARALLEL_THRESHOLD = 1 << 15           # elements below which threads cost more than they save
 FASTMATH = {"reassoc", "contract"}     # vectorizes reductions; keeps NaN, inf and signed zeros exact
 NUMBA_DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                                  "uint64", "float32", "float64", "complex64", "complex128")}
@@ -54,6 +54,8 @@ class NumbaCPUBackend(Backend):
             return "injective"
         if op.name in _REDUCE:
             return "reduction"
+        if is_write(op):
+            return "write"
         if op.name in _CONTRACTIONS:
             return "contraction"
         return "opaque"
@@ -69,6 +71,8 @@ class NumbaCPUBackend(Backend):
             return f"no scalar rule for {op.name} in numba_cpu"
         if kind == "injective" and not has_static_offsets(op):
             return "a slice with a symbolic start cannot become an index map"
+        if kind == "write" and not all(v.type.is_static for v in list(op.operands) + op.results):
+            return "a write into an array of symbolic shape runs as a numpy library kernel"
         if kind == "opaque":
             if op.has(Trait.COMPOSITE):
                 return "composite op: the decompose pass turns it into primitives first"
@@ -99,6 +103,7 @@ from numba import njit, prange  # noqa: F401
 from jitlab.backends.numba_cpu.bits import maximum as fmaximum, minimum as fminimum  # noqa: F401
 from jitlab.backends.numba_cpu.fastmath import TABLE as FASTMATH
 from jitlab.backends.numba_cpu.helpers import {helpers}  # noqa: F401
+from jitlab.errors import InputError  # noqa: F401
 
 FLAGS = {flags}
 {fastmath}

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from ...dialects.np.writes import write_chain
 from ...errors import CompileError
 from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
@@ -27,6 +28,7 @@ EXPENSIVE = frozenset(f"np.{n}" for n in ("exp", "expm1", "exp2", "log", "log1p"
                                           "sinh", "cosh", "asinh", "acosh", "atanh", "atan2"))
 
 CHUNKS = 4 * numba.config.NUMBA_NUM_THREADS    # row chunks of a parallel reduction kernel
+PARALLEL_THRESHOLD = 1 << 15           # elements below which threads cost more than they save
 
 _REDUCE = {
     "np.sum": ("zero", "({acc} + {v})"), "np.mean": ("zero", "({acc} + {v})"),
@@ -447,6 +449,10 @@ def is_flat(block, plan: Plan) -> bool:
 def generate(block, name: str, materialized: dict[Value, str] | None = None) -> tuple[str, str, Plan, bool]:
     """Sources of `{name}_par` (prange rows) and `{name}_seq`, the plan they follow, and
     whether the kernel takes its arrays flattened to 1-D."""
+    if write_chain(block):
+        from .writes import generate_writes  # writes.py builds on this module's emitter
+
+        return generate_writes(block, name)
     plan = plan_group(block)
     flat = is_flat(block, plan)
     if flat:

@@ -63,6 +63,8 @@ class NumbaCUDABackend(Backend):
         if reason is not None:
             return reason.replace("numba_cpu", "numba_cuda")
         kind = self.fusion_kind(op)
+        if kind == "write":
+            return "writes (update_slice, scatters) run as library kernels on numba_cuda"
         dtype = np.dtype(op.results[0].type.dtype)
         if op.name == "np.pow" and dtype.kind == "c":
             return "complex power has no device function in numba.cuda; it runs as a library kernel"
