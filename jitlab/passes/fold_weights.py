@@ -83,11 +83,7 @@ class FoldState:
     def array(self, v: Value) -> np.ndarray:
         if v.op.name == "np.constant":
             return v.op.attrs["value"].array
-        name = v.op.attrs["name"]
-        if name not in self.program.weights:
-            raise PassError(f"np.weight %{v.name} names weight {name!r}, which the program does not hold "
-                            "(pass weights= to jl.parse or set program.weights)")
-        return self.program.weights[name]
+        return self.program.weights[v.op.attrs["name"]]
 
     def add_weight(self, name: str, array: np.ndarray, op: Operation) -> None:
         self.program.weights[name] = array
@@ -107,18 +103,13 @@ class FoldWeightOp(Pattern):
     def match_and_rewrite(self, op: Operation, rw: Rewriter) -> bool:
         if not op.operands or op.regions or op.has(Trait.CONSTANT) or not all(map(is_weight, op.operands)):
             return False
-        if not op.has(Trait.PURE) or op.opdef.reference is None:
-            return rw.fail(f"{op.name} has no pure reference implementation")
-        if not all(r.type.is_static for r in op.results):
-            return rw.fail("its result shape is symbolic")
-        reason = self._too_costly(op)
+        reason = self._unfoldable(op) or self._too_costly(op)
         if reason:
-            self.state.skipped.append(RuleMiss(self.name, op.uid, op.name, reason))
-            return rw.fail(reason)
+            return self._skip(op, rw, reason)
         arrays = [self.state.array(v) for v in op.operands]
         outs = _evaluate(op, arrays, self.state.program)
         if isinstance(outs, str):
-            return rw.fail(outs)
+            return self._skip(op, rw, outs)
         freed = self._freed(op)
         self.state.added += sum(_added_bytes(o, arrays) for o in outs) - sum(freed.values())
         self.state.ops_folded += 1
@@ -127,6 +118,21 @@ class FoldWeightOp(Pattern):
             del self.state.program.weights[name]
         rw.replace_op(op, [self._materialize(op, r, o, rw, ops, sources) for r, o in zip(op.results, outs)])
         return True
+
+    def _skip(self, op: Operation, rw: Rewriter, reason: str) -> bool:
+        self.state.skipped.append(RuleMiss(self.name, op.uid, op.name, reason))
+        return rw.fail(reason)
+
+    def _unfoldable(self, op: Operation) -> str | None:
+        if not op.has(Trait.PURE) or op.opdef.reference is None:
+            return f"{op.name} has no pure reference implementation"
+        if not all(r.type.is_static for r in op.results):
+            return "its result shape is symbolic"
+        names = [v.op.attrs["name"] for v in op.operands if v.op.name == "np.weight"]
+        missing = [n for n in names if n not in self.state.program.weights]
+        if missing:
+            return f"weight {missing[0]!r} has no data (pass weights= to jl.parse or set program.weights)"
+        return None
 
     def _too_costly(self, op: Operation) -> str | None:
         out = sum(nbytes(r.type) for r in op.results)
@@ -188,7 +194,7 @@ def _evaluate(op: Operation, arrays: list[np.ndarray], program: Program) -> list
             outs = Interpreter(program, {}).run_op(op, arrays)
     except Exception as e:      # a reference rejecting these weights: the op fails at run time, as at O0
         return f"its reference implementation raised {type(e).__name__}: {e}"
-    return [np.ascontiguousarray(o) for o in outs]
+    return [np.asarray(o, order="C") for o in outs]     # ascontiguousarray would make a 0-d array 1-d
 
 
 def _added_bytes(out: np.ndarray, arrays: list[np.ndarray]) -> int:
@@ -267,9 +273,15 @@ def _channel_chain(conv: Operation) -> list[tuple[Operation, Value, bool]] | str
             break
         chain.append((op, c, left))
         y = op.result
-    if not chain and len(conv.result.uses) > 1:
-        return f"the result of {conv.name} has {len(conv.result.uses)} uses"
+    if not chain and len(conv.result.uses) > 1 and any(_takes_channels(u, conv.result) for u in conv.result.users):
+        return f"the result of {conv.name} has {len(conv.result.uses)} uses: folding would compute it twice"
     return chain
+
+
+def _takes_channels(op: Operation, y: Value) -> bool:
+    """Whether `op` adds, subtracts, multiplies or divides `y` by a per-channel weight."""
+    return op.name in CHANNEL_OPS and any(c is not y and is_weight(c) and _channels(c, y) is not None
+                                          for c in op.operands)
 
 
 def _channels(c: Value, y: Value) -> int | None:
