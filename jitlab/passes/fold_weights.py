@@ -103,6 +103,8 @@ class FoldWeightOp(Pattern):
     def match_and_rewrite(self, op: Operation, rw: Rewriter) -> bool:
         if not op.operands or op.regions or op.has(Trait.CONSTANT) or not all(map(is_weight, op.operands)):
             return False
+        if self.state is None:
+            raise PassError(f"{self.name} runs inside the fold-weights pass, which keeps its byte budget")
         reason = self._unfoldable(op) or self._too_costly(op)
         if reason:
             return self._skip(op, rw, reason)
@@ -368,11 +370,18 @@ def _record(program: Program, state: FoldState, before: int, limit: int) -> Weig
                          state.ops_folded)
 
 
+NOTED = 12     # folded values listed one by one in the pass's notes (all are in report.folding)
+
+
 def _notes(record: WeightFolding) -> list[str]:
     if not record.folded and not record.skipped:
         return []
     notes = [f"fold-weights: {record.ops_folded} op(s) computed at compile time into {len(record.folded)} value(s) "
              f"({sum(f.bytes for f in record.folded)} bytes); {len(record.into_conv)} per-channel chain(s) "
              f"folded into conv filters; weights {record.bytes_before} -> {record.bytes_after} bytes"]
-    notes += [f"fold-weights kept {s.op_name} (op {s.op}): {s.reason}" for s in record.skipped]
+    notes += [f"{f.name or 'a constant'} : {f.type} ({f.bytes} bytes) from {len(f.ops)} op(s) over "
+              f"{', '.join(f.sources) or 'constants'}" for f in record.folded[:NOTED]]
+    if len(record.folded) > NOTED:
+        notes.append(f"... and {len(record.folded) - NOTED} more folded value(s) in report.folding")
+    notes += [f"kept {s.op_name} (op {s.op}): {s.reason}" for s in record.skipped]
     return notes
