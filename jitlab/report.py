@@ -84,6 +84,31 @@ class PassRecord:
 
 
 @dataclass
+class FoldedWeight:
+    """A value the fold-weights pass computed at compile time: now a weight (or, small, a constant)."""
+
+    name: str                     # the new weight's name; "" for a constant
+    type: str
+    bytes: int
+    ops: list[str]                # the ops folded into it, in the order they ran
+    sources: list[str]            # the program's original weights it was computed from
+    op: int = 0                   # uid of the np.weight (np.constant) op that holds it
+
+
+@dataclass
+class WeightFolding:
+    """What fold-weights computed once at compile time instead of at every call, and its cost in bytes."""
+
+    folded: list[FoldedWeight] = field(default_factory=list)
+    into_conv: list[int] = field(default_factory=list)      # uids of the conv2d ops that took a per-channel chain
+    skipped: list[RuleMiss] = field(default_factory=list)   # weight-only ops left to run: too large, over the limit
+    bytes_before: int = 0         # bytes of the weights the program read before the pass
+    bytes_after: int = 0          # and after: the folded values in, the weights they replace out
+    limit_bytes: int = 0
+    ops_folded: int = 0           # ops run once at compile time (those of folds later folded again included)
+
+
+@dataclass
 class GroupRecord:
     """A fused group: its ops (uids), kind, backend and kernel key."""
 
@@ -250,6 +275,7 @@ class CompileReport:
     stats: dict[str, int] = field(default_factory=dict)    # counts: kernels compiled/reused, launches saved
     donations: list[dict[str, Any]] = field(default_factory=list)  # outputs written into donated inputs
     recompute: dict[str, Any] | None = None     # the recompute pass's trade: peaks, values, ops added
+    folding: WeightFolding | None = None         # the fold-weights pass: values computed at compile time
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

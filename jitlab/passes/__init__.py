@@ -1,6 +1,6 @@
 """Passes: the pass manager, pattern rewriting, and one module per pass family."""
 
-from . import alias_views, basic, canonicalize, decompose, fusion, memory, recompute, schedule, streams  # noqa: F401
+from . import alias_views, basic, canonicalize, decompose, fold_weights, fusion, memory, recompute, schedule, streams  # noqa: F401
 from .manager import PASSES, Pass, PassContext, PassManager, function_pass, parse_pipeline, register_pass
 from .pipelines import LEVELS, pipeline_for
 from .provenance import history, produced_by, why_not

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..errors import JitlabError
 
-SIMPLIFY = ["canonicalize", "decompose", "canonicalize", "cse", "dce"]
+# fold-weights runs once composites are decomposed (batch norm's arithmetic is then visible)
+SIMPLIFY = ["canonicalize", "decompose", "canonicalize", "cse", "fold-weights", "dce"]
 FUSE = ["mark-subgraphs", "fuse", "alias-views", "dce"]
 
 LEVELS: dict[str, list[str]] = {

@@ -7,11 +7,15 @@ from hypothesis import given
 
 import jitlab as jl
 from jitlab.bench import models
+from jitlab.passes import pipeline_for
 from jitlab.passes.liveness import StepGraph
 from jitlab.runtime.memexec import run_with_arena, run_with_pool
 from jitlab.runtime.pool import MemoryPool
 from tests.memory.oracles import check_plan, observed_live_bytes
 from tests.programs import programs
+
+O1 = pipeline_for("O1").split(",")
+UP_TO_FOLDING = ",".join(O1[:O1.index("fold-weights") + 1])
 
 
 def assert_identical(actual, expected):
@@ -25,7 +29,9 @@ def assert_identical(actual, expected):
 def check_levels(program, inputs):
     """Both plans hold their invariants, and running under them gives exactly O0's results,
     with the pool's observed timeline equal to the dynamic plan's replay."""
-    expected = jl.compile(program, level="O0")(*inputs)
+    # fold-weights folds batch norm into the conv before it (float rounding reordered): the oracle
+    # is O0 on the program as the passes up to that one leave it
+    expected = jl.compile(jl.opt(program, UP_TO_FOLDING), level="O0")(*inputs)
     static = jl.compile(program, level="O2", verify_each=True)
     check_plan(static.report.memory)
     assert_identical(run_with_arena(static.program, static.report.memory, inputs), expected)

@@ -33,7 +33,7 @@ def check_rewrite(input_ir: str, pipeline: str, expected: str | None = None, *, 
     report = jl.CompileReport()
     result = jl.opt(source, pipeline, verify_each=True, report=report)
     text = str(result)
-    assert str(jl.parse(text, weights=weights)) == text, "the result does not round-trip through the parser"
+    assert str(jl.parse(text, weights=result.weights)) == text, "the result does not round-trip through the parser"
     expected_text = str(source) if expected is None else textwrap.dedent(expected).strip("\n") + "\n"
     if expected_text.lstrip().startswith("CHECK"):
         file_check(text, expected_text)

@@ -137,7 +137,7 @@ def test_level_pipelines():
     assert LEVELS["O0"] == ["verify", "infer-shapes", "dce"]
     for level in ("O1", "O2"):
         assert LEVELS[level][:3] == ["verify", "infer-shapes", "dce"]
-        assert LEVELS[level][3:8] == ["canonicalize", "decompose", "canonicalize", "cse", "dce"]
+        assert LEVELS[level][3:9] == ["canonicalize", "decompose", "canonicalize", "cse", "fold-weights", "dce"]
 
 
 def test_compile_at_o1_records_every_pass_with_before_and_after():
