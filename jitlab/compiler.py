@@ -13,8 +13,10 @@ from .passes import PassContext, PassManager, pipeline_for
 from .passes.manager import INSTRUMENTATION, split_instrumentation
 from .progress import progress
 from .report import CompileReport, KernelRecord, snapshot
-from .runtime import executable_cache
-from .runtime import memexec  # noqa: F401  (the interpreter's mem op handlers)
+from .runtime import (
+    executable_cache,
+    memexec,  # noqa: F401  (the interpreter's mem op handlers)
+)
 from .runtime.dryrun import parse_bytes
 from .runtime.executable import Executable
 from .runtime.o1 import O1Runner
