@@ -4,8 +4,9 @@ runner's dummy input) at jitlab's levels and with onnxruntime, side by side.
 Latency is the median of interleaved repeats in this process. Compile time is measured in
 fresh processes so that nothing compiled earlier in this one helps: cold with an empty
 JITLAB_CACHE_DIR, then warm with the same folder, which the cold run filled (onnx import,
-the passes' result from the executable cache, loading the cached kernels). With --quick the workload is a small generated
-convnet of the same op types, so the tests can run the whole path in seconds.
+the passes' result from the executable cache, loading the cached kernels). With --quick the
+workload is a small generated convnet of the same op types, so the tests can run the whole
+path in seconds.
 """
 
 from __future__ import annotations
