@@ -152,8 +152,7 @@ def _cache_entry(program: Program, level: str, target: str, passes: str | None, 
         return None
     pipeline = passes if passes is not None else _pipeline(level, target, engine_passes)
     keyed = {k: v for k, v in options.items() if k != "executable_cache"}
-    parts = executable_cache.key_parts(program, level, target, pipeline, dict(keyed, verify_each=verify_each))
-    return executable_cache.locate(parts, options)
+    return executable_cache.entry_for(program, level, target, pipeline, dict(keyed, verify_each=verify_each))
 
 
 RECOMPUTE_ATTEMPTS = 4
