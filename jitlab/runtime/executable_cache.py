@@ -89,7 +89,37 @@ def key_parts(program, level: str, target: str, pipeline: str, options: dict) ->
     keyed = {k: v for k, v in sorted(options.items()) if k not in UNKEYED_OPTIONS}
     return {"structure": hashlib.sha256(print_program(program, locs=True).encode()).hexdigest()[:24],
             "level": level, "target": target, "pipeline": pipeline, "options": repr(keyed),
-            "versions": versions()}
+            "versions": versions(), "extensions": extensions_hash(target)}
+
+
+def extensions_hash(target: str) -> str:
+    """A hash of the code outside jitlab that can change what the passes produce: passes
+    registered by the user or a plugin, and the target's backend when a plugin gives it (an
+    edited pass must not find what the old one made)."""
+    from ..backends.base import backend_for_target
+    from ..passes.manager import PASSES
+
+    backend = type(backend_for_target(target))       # first: loading the backends registers plugins' passes
+    classes = [cls for cls in PASSES.values() if not cls.__module__.startswith("jitlab.")]
+    classes += [backend] if not backend.__module__.startswith("jitlab.") else []
+    digest = hashlib.sha256()
+    for cls in sorted(classes, key=lambda c: (c.__module__, c.__qualname__)):
+        digest.update(f"{cls.__module__}.{cls.__qualname__}:{_code_of(cls)}".encode())
+    return digest.hexdigest()[:16]
+
+
+def _code_of(cls) -> str:
+    """The text of the module defining `cls`, else of the class; its id when neither can be read
+    (an entry then serves this process only)."""
+    import inspect
+
+    try:
+        return inspect.getsource(sys.modules[cls.__module__])
+    except (OSError, TypeError, KeyError):
+        try:
+            return inspect.getsource(cls)
+        except (OSError, TypeError):
+            return f"id {id(cls)}"
 
 
 @dataclasses.dataclass

@@ -237,3 +237,21 @@ def test_the_explorer_says_where_the_passes_came_from(cache):
     assert data["executable_cache"]["hit"] is True
     json.dumps(data["executable_cache"])
     assert len(data["passes"]) > 0          # the pass records, unpickled when the explorer reads them
+
+
+def test_a_pass_of_the_users_is_part_of_the_key(cache, tmp_path, monkeypatch):
+    from jitlab.passes.manager import PASSES, Pass
+
+    program = jl.trace(f, *XY)
+    before = executable_cache.key_parts(program, "O1", "cpu", "p", {})["extensions"]
+    module = tmp_path / "my_pass.py"
+    module.write_text("from jitlab.passes.manager import Pass\nclass MyPass(Pass):\n    name = 'my-pass'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import my_pass
+
+    monkeypatch.setitem(PASSES, "my-pass", my_pass.MyPass)
+    added = executable_cache.key_parts(program, "O1", "cpu", "p", {})["extensions"]
+    module.write_text(module.read_text() + "    summary = 'edited'\n")
+    edited = executable_cache.key_parts(program, "O1", "cpu", "p", {})["extensions"]
+    assert len({before, added, edited}) == 3
+    assert issubclass(my_pass.MyPass, Pass)
