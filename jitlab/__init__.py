@@ -4,6 +4,7 @@ from . import dialects, optim, passes  # noqa: F401  (registers ops and passes; 
 from .autodiff import grad, value_and_grad
 from .compiler import compile, opt
 from .errors import (
+                     CacheWarning,
                      CompileError,
                      DTypeError,
                      InputError,
@@ -39,8 +40,8 @@ def load_ipython_extension(ipython) -> None:
     load(ipython)
 
 
-__all__ = ["CompileError", "CompileReport", "DTypeError", "Executable", "InputError", "JitFunction", "JitlabError",
-           "LongTraceWarning", "MemoryPlan", "ModelError", "OutOfMemoryError", "ParseError", "PassError",
+__all__ = ["CacheWarning", "CompileError", "CompileReport", "DTypeError", "Executable", "InputError", "JitFunction",
+           "JitlabError", "LongTraceWarning", "MemoryPlan", "ModelError", "OutOfMemoryError", "ParseError", "PassError",
            "PluginError", "Program", "ShapeError", "Spec", "Sym", "TensorType", "TraceError", "UnknownOpError",
            "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "dry_run", "explore", "jit", "opt",
            "parse", "profile", "spec", "sym", "trace", "verify"]

@@ -13,7 +13,10 @@ from .passes import PassContext, PassManager, pipeline_for
 from .passes.manager import INSTRUMENTATION, split_instrumentation
 from .progress import progress
 from .report import CompileReport, KernelRecord, snapshot
-from .runtime import memexec  # noqa: F401  (the interpreter's mem op handlers)
+from .runtime import (
+    executable_cache,
+    memexec,  # noqa: F401  (the interpreter's mem op handlers)
+)
 from .runtime.dryrun import parse_bytes
 from .runtime.executable import Executable
 from .runtime.o1 import O1Runner
@@ -22,7 +25,7 @@ from .runtime.reference import Interpreter
 LEVEL_NAMES = ("O0", "O1", "O2")
 ENGINE_PASSES_VAR = "JITLAB_ENGINE_PASSES"
 CLAIM_STAGE = ("mark-subgraphs", "fuse")    # the level's marking stage that engine passes replace
-COMMON_OPTIONS = ("memory_limit", "donate", "recompute", "bindings", "cache", "progress")
+COMMON_OPTIONS = ("memory_limit", "donate", "recompute", "bindings", "cache", "progress", "executable_cache")
 
 
 def resolve_target(target: str) -> str:
@@ -91,27 +94,35 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
         raise JitlabError(f"unknown level {level!r}; levels are {', '.join(LEVEL_NAMES)}")
     target = resolve_target(target)
     check_options(options, target)
+    start = time.perf_counter()
+    entry = _cache_entry(program, level, target, passes, engine_passes, verify_each, options)
+    cached = executable_cache.load(entry, program) if entry is not None else None
     memory_limit = options.pop("memory_limit", None)
     memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
     donate = options.pop("donate", ())
     recompute = options.pop("recompute", False) and passes is None
     if recompute and memory_limit is None:
         raise JitlabError("jl.compile(recompute=True) needs memory_limit=BYTES")
-    start = time.perf_counter()
+    options.pop("executable_cache", None)
     instrumentation, options = split_instrumentation(options)
     if donate:
         options["donate"] = tuple(donate)     # fusion and the memory plan take donated inputs into account
     if memory_limit is not None and level != "O0" and backend_for_target(target).checks_memory_limit \
             and not recompute:
         options["memory_limit"], memory_limit = memory_limit, None
-    if recompute:
+    if cached is not None:
+        compiled, report = cached
+    elif recompute:
         compiled, report = _passes_under_limit(program, level, target, engine_passes, memory_limit,
                                                verify_each, instrumentation, options)
         memory_limit = None       # the plan is under the limit, or a warning says how far off it is
     else:
         pipeline = passes if passes is not None else _pipeline(level, target, engine_passes)
         compiled, report = _run_passes(program, level, target, pipeline, verify_each, instrumentation, options)
-    report.graph = snapshot(compiled)
+    if cached is None:
+        report.graph = snapshot(compiled)
+        if entry is not None:
+            report.executable_cache = executable_cache.store(entry, compiled, report, program)
     report.seconds["passes"] = time.perf_counter() - start
     if level == "O0":
         def run(arrays, bindings):
@@ -131,6 +142,17 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
         exe.check_memory({})      # static shapes: fail now, before anything runs
     return exe
+
+
+def _cache_entry(program: Program, level: str, target: str, passes: str | None, engine_passes: str | None,
+                 verify_each, options: dict) -> executable_cache.Entry | None:
+    """Where the executable cache keeps this compile's passes' result; None when it is off or the
+    caller asked for the passes' printouts or a partial pipeline."""
+    if not executable_cache.enabled(options) or set(options) & set(INSTRUMENTATION):
+        return None
+    pipeline = passes if passes is not None else _pipeline(level, target, engine_passes)
+    keyed = {k: v for k, v in options.items() if k != "executable_cache"}
+    return executable_cache.entry_for(program, level, target, pipeline, dict(keyed, verify_each=verify_each))
 
 
 RECOMPUTE_ATTEMPTS = 4

@@ -72,3 +72,7 @@ class ModelError(JitlabError):
 
 class LongTraceWarning(UserWarning):
     """Tracing has recorded so many ops that compiling will be slow; names the line that made most."""
+
+
+class CacheWarning(RuntimeWarning):
+    """A compile cache entry was not used (corrupt, foreign, or in a folder others may write)."""

@@ -276,6 +276,9 @@ class CompileReport:
     donations: list[dict[str, Any]] = field(default_factory=list)  # outputs written into donated inputs
     recompute: dict[str, Any] | None = None     # the recompute pass's trade: peaks, values, ops added
     folding: WeightFolding | None = None         # the fold-weights pass: values computed at compile time
+    # whether the passes' result came from the executable cache (runtime/executable_cache.py):
+    # hit, and where the entry is; on a miss, why
+    executable_cache: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -60,8 +60,19 @@ export class KernelsView {
         h("tbody", {}, rows)));
   }
 
+  // Whether the passes ran in this compile or their result came from the executable cache.
+  executableCache() {
+    const c = this.ctx.data.executable_cache;
+    if (!c) return null;
+    const text = c.hit ? `passes: from the executable cache (${c.path})`
+      : `passes: ran${c.stored ? `, result stored in the executable cache (${c.path})` : ` (not cached: ${c.reason || "?"})`}`;
+    return h("div", { class: c.hit ? "jl-good jl-exe-cache" : "jl-muted jl-exe-cache" }, text);
+  }
+
   mount(parent) {
     parent.append(this.el);
+    const cached = this.executableCache();
+    if (cached) this.el.append(cached);
     const recompiles = this.recompiles();
     if (recompiles) this.el.append(recompiles);
     if (!this.kernels.length) {

@@ -16,6 +16,7 @@ from .harness import bandwidth, interleaved_medians, machine
 from .onnx_models import NAMES as ONNX_MODELS
 from .onnx_models import format_models, run_model
 from .peers import PEERS, Runner, jitlab_runner
+from .startup import cold_and_warm
 from .suite import Benchmark, by_name, flat
 from .training import NAME as RECOMPUTE
 from .training import format_recompute, run_recompute
@@ -35,7 +36,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                   f"({', '.join(ONNX_MODELS)}) and {RECOMPUTE} (a training step with and "
                                   "without recomputation); default: all of them")
     p.add_argument("--repeats", type=int, help="interleaved repeats (default 11, 3 with --quick)")
+    p.add_argument("--starts", choices=("on", "off"),
+                   help="time a cold and a warm start of each program in new processes (default on, off with --quick)")
     args = p.parse_args(argv)
+    args.starts = (args.starts or ("off" if args.quick else "on")) == "on"
     args.level = args.level or ["O1", "O2"]
     args.repeats = args.repeats or (3 if args.quick else 11)
     from ..backends.base import available_targets
@@ -85,6 +89,11 @@ def run_benchmark(bench: Benchmark, runners: list[Runner], args, bw: float | Non
     base = medians.get("numpy")
     for name, seconds in medians.items():
         results[name].update(ms=seconds * 1e3, speedup=(base / seconds) if base else None)
+    if args.starts:
+        for level in args.level:
+            result = results[f"jitlab {level}"]
+            if result["status"] == "ok":
+                result.update(cold_and_warm(bench.name, level, args.target, args.quick))
     moved = bench.bytes_moved(inputs, expected)
     return {"name": bench.name, "size": bench.size(args.quick), "bytes_moved": moved,
             "lower_bound_ms": moved / bw * 1e3 if bench.memory_bound and bw else None, "results": results}
@@ -176,7 +185,24 @@ def format_suite(benchmarks: list[dict]) -> list[str]:
                 cold, warm = (f"{r[k]:.3f}" if k in r else "-" for k in ("compile_cold_s", "compile_warm_s"))
                 lines.append(f"| {b['name']} | {name} | {r['first_call_s']:.3f} | {cold} | {warm} | {peak} "
                              f"| {r.get('engine_ops', '-')} |")
-    return lines + format_memory(benchmarks)
+    return lines + format_starts(benchmarks) + format_memory(benchmarks)
+
+
+def format_starts(benchmarks: list[dict]) -> list[str]:
+    """Cold and warm starts in new processes: import, then trace + compile + first call."""
+    lines = ["", "starts in a new process, s: import jitlab, then trace + compile + first call (of which compile); "
+             "warm reuses the cold start's cache folder; exe cache: whether the passes' result came from it",
+             "| benchmark | runner | import | cold start | cold compile | warm start | warm compile | exe cache |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for b in benchmarks:
+        for name, r in b["results"].items():
+            cold, warm = r.get("cold_start"), r.get("warm_start")
+            if cold is None or warm is None:
+                continue
+            hit = {True: "hit", False: "miss", None: "off"}[warm["hit"]]
+            lines.append(f"| {b['name']} | {name} | {warm['import_s']:.3f} | {cold['start_s']:.3f} "
+                         f"| {cold['compile_s']:.3f} | {warm['start_s']:.3f} | {warm['compile_s']:.3f} | {hit} |")
+    return lines if len(lines) > 4 else []
 
 
 def _bytes(n: int | None) -> str:

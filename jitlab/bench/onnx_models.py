@@ -4,8 +4,9 @@ runner's dummy input) at jitlab's levels and with onnxruntime, side by side.
 Latency is the median of interleaved repeats in this process. Compile time is measured in
 fresh processes so that nothing compiled earlier in this one helps: cold with an empty
 JITLAB_CACHE_DIR, then warm with the same folder, which the cold run filled (onnx import,
-passes and loading the cached kernels). With --quick the workload is a small generated
-convnet of the same op types, so the tests can run the whole path in seconds.
+the passes' result from the executable cache, loading the cached kernels). With --quick the
+workload is a small generated convnet of the same op types, so the tests can run the whole
+path in seconds.
 """
 
 from __future__ import annotations
@@ -66,15 +67,16 @@ def dummy_feed(path: str) -> dict[str, np.ndarray]:
     return {vi.name: Runner.generate_dummy_data(vi) for vi in m.graph.input if vi.name not in initializers}
 
 
-def compile_in_fresh_process(path: str, level: str, cache_dir: str) -> float:
-    """Seconds a new process takes to load `path` and compile it at `level` with this cache folder."""
+def compile_in_fresh_process(path: str, level: str, cache_dir: str) -> dict:
+    """Seconds a new process takes to load `path` and compile it at `level` with this cache folder
+    ({"seconds": s, "hit": whether the executable cache gave the passes' result})."""
     env = {**os.environ, "JITLAB_CACHE_DIR": cache_dir}
     code = "from jitlab.bench.onnx_models import _compile_main; _compile_main()"
     done = subprocess.run([sys.executable, "-c", code, path, level], env=env, capture_output=True, text=True,
                           check=False)
     if done.returncode != 0:
         raise RuntimeError(f"compiling {os.path.basename(path)} at {level} failed: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _compile_main() -> None:
@@ -83,8 +85,8 @@ def _compile_main() -> None:
 
     path, level = sys.argv[1], sys.argv[2]
     start = time.perf_counter()
-    jl.compile(jl.onnx.load(path), level=level)
-    print(json.dumps({"seconds": time.perf_counter() - start}))
+    exe = jl.compile(jl.onnx.load(path), level=level)
+    print(json.dumps({"seconds": time.perf_counter() - start, "hit": (exe.report.executable_cache or {}).get("hit")}))
 
 
 def _jitlab(path: str, level: str, feed: dict, cache_dir: str) -> tuple[Callable, dict]:
@@ -101,7 +103,7 @@ def _jitlab(path: str, level: str, feed: dict, cache_dir: str) -> tuple[Callable
         os.environ.pop("JITLAB_CACHE_DIR") if previous is None else os.environ.update(JITLAB_CACHE_DIR=previous)
     args = list(feed.values())
     memory = exe.report.memory
-    info = {"compile_cold_s": cold, "compile_warm_s": warm,
+    info = {"compile_cold_s": cold["seconds"], "compile_warm_s": warm["seconds"], "warm_hit": warm["hit"],
             "peak_bytes": memory.peak_bytes if memory is not None else None}
     return (lambda: exe(*args)[0]), info
 
@@ -177,6 +179,7 @@ def format_models(models: list[dict]) -> list[str]:
                 continue
             ratio = f"{r['vs_onnxruntime']:.2f}x" if r.get("vs_onnxruntime") else "-"
             cold, warm = (f"{r[k]:.2f}" if k in r else "-" for k in ("compile_cold_s", "compile_warm_s"))
+            warm += {True: " (exe cache hit)", False: " (exe cache miss)"}.get(r.get("warm_hit"), "")
             peak = f"{r['peak_bytes'] / 2**20:.1f} MiB" if r.get("peak_bytes") is not None else "-"
             lines.append(f"| {m['name']} | {m['size']} | {runner} | {r['ms']:.2f} | {ratio} | {cold} | {warm} "
                          f"| {peak} |")

@@ -157,4 +157,5 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "recompiles": [],
         "warnings": list(report.warnings),
         "seconds": dict(report.seconds),
+        "executable_cache": report.executable_cache,
     }

@@ -260,9 +260,8 @@ class JitFunction:
         return traced, exe
 
     def __call__(self, *args, **kwargs):
-        fast_key = None
-        if not kwargs and all(type(a) is np.ndarray for a in args):
-            fast_key = tuple((a.shape, a.dtype.num) for a in args)
+        fast_key = None if kwargs else _array_key(args)
+        if fast_key is not None:
             entry = self._fast.get(fast_key)
             if entry is not None:
                 self.last = entry[1]
@@ -283,6 +282,17 @@ class JitFunction:
         return f"<jl.jit {getattr(self.fn, '__name__', self.fn)} level={self.level} target={self.target}>"
 
 
+def _array_key(args: tuple) -> tuple | None:
+    """The shapes and dtypes of positional numpy arrays (None if any argument is something else):
+    the key of a call that needs no flattening."""
+    key = []
+    for a in args:
+        if type(a) is not np.ndarray:
+            return None
+        key.append((a.shape, a.dtype.num))
+    return tuple(key)
+
+
 def _donated_inputs(bound: inspect.BoundArguments, argnums: tuple[int, ...]) -> tuple[str, ...]:
     """The program input names of the array leaves of the positional arguments `argnums`."""
     names = []
@@ -295,15 +305,16 @@ def _donated_inputs(bound: inspect.BoundArguments, argnums: tuple[int, ...]) -> 
 
 def _run(traced: Traced, exe, inputs) -> Any:
     """Runs the executable; writes the mutated arguments back; gives the function's results."""
-    if traced.mutated:
+    n = len(traced.mutated)
+    if n:
         _check_writable(traced, inputs)
     results = exe(*inputs)
-    n = len(traced.mutated)
-    for i, new in zip(traced.mutated, results[:n]):
-        # a donated input already holds its new value; a numpy scalar is immutable (`s += 1` rebinds)
-        if new is not inputs[i] and isinstance(inputs[i], np.ndarray):
-            np.copyto(inputs[i], new)
-    results = results[n:]
+    if n:
+        for i, new in zip(traced.mutated, results[:n]):
+            # a donated input already holds its new value; a numpy scalar is immutable (`s += 1` rebinds)
+            if new is not inputs[i] and isinstance(inputs[i], np.ndarray):
+                np.copyto(inputs[i], new)
+        results = results[n:]
     if traced.out_tree.kind == "leaf":
         return results[0]
     return unflatten(traced.out_tree, list(results))

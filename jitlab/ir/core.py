@@ -20,6 +20,13 @@ from .types import TensorType
 _uids = itertools.count()
 
 
+def reserve_uids(upto: int) -> None:
+    """Makes later ops take uids above `upto` (ops restored with their recorded uids hold those)."""
+    global _uids
+    nxt = next(_uids)
+    _uids = itertools.count(max(nxt, upto + 1))
+
+
 @dataclass(frozen=True)
 class Location:
     """Where an op came from in the user's source (file, line, function), and its scope: the

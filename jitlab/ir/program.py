@@ -80,6 +80,12 @@ class Program:
             new.body.append(op.clone(mapping))
         return new
 
+    def __reduce__(self):
+        # flat data, not the linked ops: pickling those recurses once per op (ir/flat.py)
+        from .flat import flatten_program, unflatten_program
+
+        return unflatten_program, (flatten_program(self),)
+
     def __str__(self) -> str:
         from .printer import print_program
 

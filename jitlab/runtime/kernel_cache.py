@@ -34,6 +34,8 @@ from types import ModuleType
 
 import platformdirs
 
+from ..errors import CacheWarning
+
 ENV_VAR = "JITLAB_CACHE_DIR"
 _TEMPORARY_PREFIX = "jitlab-cache-"
 _TEMPORARY = os.path.join(tempfile.gettempdir(), _TEMPORARY_PREFIX)    # private folders made in place of one
@@ -65,7 +67,7 @@ def default_directory() -> str:
     return os.environ.get(ENV_VAR) or platformdirs.user_cache_dir("jitlab")
 
 
-def _why_untrusted(path: str) -> str | None:
+def why_untrusted(path: str) -> str | None:
     """Why another user could have written the folder or file at `path` (None: only we can, or it
     does not exist)."""
     try:
@@ -79,11 +81,11 @@ def _why_untrusted(path: str) -> str | None:
     return None
 
 
-def _why_untrusted_folder(folder: str) -> str | None:
-    """_why_untrusted for a folder and the folders above it: another user able to rename an
+def why_untrusted_folder(folder: str) -> str | None:
+    """why_untrusted for a folder and the folders above it: another user able to rename an
     ancestor's entries (one that user owns, or writable by others without the sticky bit, as /tmp
     has it) could put a folder of theirs in its place."""
-    reason = _why_untrusted(folder)
+    reason = why_untrusted(folder)
     parent, folder = os.path.dirname(os.path.abspath(folder)), os.path.abspath(folder)
     while reason is None and parent != folder:
         st = os.stat(parent)
@@ -122,7 +124,7 @@ class KernelCache:
     def _usable_directory(self, path: str) -> str:
         try:
             os.makedirs(path, mode=0o700, exist_ok=True)
-            reason = _why_untrusted_folder(path)
+            reason = why_untrusted_folder(path)
             if reason is None:
                 return path
             reason = reason.replace(path, "it")
@@ -133,7 +135,7 @@ class KernelCache:
     @staticmethod
     def _private_instead(path: str, reason: str) -> str:
         warnings.warn(f"jitlab: not using the kernel cache at {path}: {reason} (numba's cache files are "
-                      "pickles); compiling into a private temporary folder instead", RuntimeWarning, stacklevel=4)
+                      "pickles); compiling into a private temporary folder instead", CacheWarning, stacklevel=4)
         return tempfile.mkdtemp(prefix=_TEMPORARY_PREFIX)
 
     @staticmethod
@@ -160,7 +162,7 @@ class KernelCache:
 
     def _place(self, parts: dict[str, str], key: str, source: str) -> tuple[str, bool, str]:
         """The module's path in the cache folder, with `source` written there unless it already was."""
-        untrusted = _why_untrusted_folder(self.directory)
+        untrusted = why_untrusted_folder(self.directory)
         if untrusted is not None:
             self.directory = self._private_instead(self.directory, untrusted)
         path = os.path.join(self.directory, f"{parts.get('backend', 'kernel')}_{key}.py")
@@ -177,8 +179,8 @@ class KernelCache:
         folders = dict.fromkeys([self.directory, os.path.join(self.directory, "__pycache__"), _numba_folder(path)])
         for folder in filter(None, folders):
             names = [n for n in _listdir(folder) if n.startswith(stem + ".")]
-            reason = _why_untrusted_folder(folder) or next(
-                filter(None, (_why_untrusted(os.path.join(folder, n)) for n in names)), None)
+            reason = why_untrusted_folder(folder) or next(
+                filter(None, (why_untrusted(os.path.join(folder, n)) for n in names)), None)
             if reason is not None:
                 return reason
         return None
@@ -194,7 +196,7 @@ class KernelCache:
         if on_disk == source:
             return True, ""
         warnings.warn(f"jitlab: kernel cache entry {os.path.basename(path)} is corrupt or foreign; "
-                      "recompiling it", RuntimeWarning, stacklevel=4)
+                      "recompiling it", CacheWarning, stacklevel=4)
         self.clear_compiled(path)
         return False, "the entry on disk was corrupt or foreign and was rewritten"
 
@@ -220,15 +222,7 @@ class KernelCache:
         return "the " + ", ".join(best) + " differ" + ("s" if len(best) == 1 else "") + " from the cached entry"
 
     def _write(self, path: str, text: str) -> None:
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".py")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_atomic(path, text.encode("utf-8"))
 
     def _import(self, key: str, path: str) -> ModuleType:
         name = f"jitlab_kernel_{key}"
@@ -269,12 +263,26 @@ class KernelCache:
         return {"directory": self.directory, "kernels": sum(n.endswith(".py") for n in names), "bytes": size}
 
 
+def write_atomic(path: str, data: bytes) -> None:
+    """Writes `data` to `path` through a private temporary file beside it, so that a reader sees
+    the whole old file or the whole new one, never a part (two processes may compile at once)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=os.path.splitext(path)[1])
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def _keep_compiled_code_in_memory(module: ModuleType, reason: str) -> None:
     """Turns numba's on-disk cache off for the module's functions (their cache folder is shared)."""
     from numba.core.caching import NullCache
 
     warnings.warn(f"jitlab: numba's cache folder is not private ({reason}); compiled kernels stay in memory",
-                  RuntimeWarning, stacklevel=4)
+                  CacheWarning, stacklevel=4)
     for value in vars(module).values():
         if hasattr(value, "enable_caching") and hasattr(value, "_cache"):
             value._cache = NullCache()

@@ -178,6 +178,9 @@ class O1Runner:
         # time: compiling allocates nothing for the data, whatever the shapes.
         self.pool = MemoryPool()
         self._first_chunk = plan.first_chunk_bytes if plan is not None else 0
+        # a program whose groups take no temporaries from the pool (most small ones) neither
+        # reserves it nor pays for its bookkeeping at each call
+        self._pooled = any(getattr(s, "temps", None) is not None for s in self.steps)
         self.n_slots = len(slots)
         self.n_inputs = len(program.inputs)
         self._slots = slots
@@ -205,11 +208,16 @@ class O1Runner:
         env: list = [None] * self.n_slots
         for i, a in enumerate(arrays):
             # Kernels are compiled for writable C-contiguous inputs; anything else is copied once.
-            env[i] = a if a.flags.c_contiguous and a.flags.writeable else np.array(a, order="C")
+            flags = a.flags
+            env[i] = a if flags.c_contiguous and flags.writeable else np.array(a, order="C")
         for slot, value in self.constants.items():
             env[slot] = value
         if self.donations:
             self._bind_donations(arrays)
+        if not self._pooled:
+            for step in self.steps:
+                step.run(env, bindings)
+            return [env[i].copy() if i in self.constants else env[i] for i in self.outputs]
         live: dict[int, np.ndarray] = {}      # slot -> the pool temporary it holds
         try:
             if self._first_chunk:

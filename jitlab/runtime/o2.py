@@ -103,7 +103,8 @@ class O2Runner:
         layout = self.layout(bindings)
         env: dict[str, np.ndarray] = dict(self.constants)
         for name, a in zip(self.input_names, arrays):
-            env[name] = a if a.flags.c_contiguous and a.flags.writeable else np.array(a, order="C")
+            flags = a.flags
+            env[name] = a if flags.c_contiguous and flags.writeable else np.array(a, order="C")
         donated = {}
         for d in self.donations:
             if safe_to_donate(arrays, d):
@@ -112,13 +113,18 @@ class O2Runner:
                 # Compiled code writes this output through the input's name: when this call's array
                 # cannot take it (it backs another argument), the input gets a private copy instead.
                 env[d.input_name] = np.array(arrays[d.input], order="C")
-        skip = {k for k, n in enumerate(self.owned) if n in donated}
-        env.update((n, b) for n, b in zip(self.owned, self.out_buffers.get(bindings, skip)) if b is not None)
-        env.update(donated)
+        if donated:
+            skip = {k for k, n in enumerate(self.owned) if n in donated}
+            env.update((n, b) for n, b in zip(self.owned, self.out_buffers.get(bindings, skip)) if b is not None)
+            env.update(donated)
+        else:
+            env.update(zip(self.owned, self.out_buffers.get(bindings)))
         for step in self.steps:
             if isinstance(step, tuple):
                 fn, params = step
-                fn(*[self._arg(p, env, layout, bindings) for p in params])
+                # values already at hand (inputs, constants, outputs) are most parameters
+                fn(*[env[p[1]] if p[0] == "v" and p[1] in env else self._arg(p, env, layout, bindings)
+                     for p in params])
             else:
                 self._fallback(step.op, env, layout, bindings)
         return [self._value(n, env, layout, bindings).copy() if n in self.constants

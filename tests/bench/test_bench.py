@@ -158,3 +158,16 @@ def test_imperative_benchmarks_match_their_loop_free_forms():
     x, w = suite.by_name(["conv_loop"])[0].inputs(quick=True)
     windows = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))   # c, i, j, kh, kw
     np.testing.assert_allclose(suite.conv_loop(x, w), np.einsum("cijab,ocab->oij", windows, w), rtol=1e-4, atol=1e-4)
+
+
+def test_starts_in_new_processes_warm_from_the_cold_starts_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITLAB_EXECUTABLE_CACHE", "1")
+    path = tmp_path / "out.json"
+    assert cli.main(["--quick", "--only", "tiny_500", "--peers", "numpy", "--level", "O1", "--starts", "on",
+                     "--json", str(path)]) == 0
+    (bench,) = json.loads(path.read_text())["benchmarks"]
+    result = bench["results"]["jitlab O1"]
+    assert result["cold_start"]["hit"] is False and result["warm_start"]["hit"] is True
+    for start in (result["cold_start"], result["warm_start"]):
+        assert 0 < start["compile_s"] <= start["start_s"] and start["import_s"] > 0
+    assert "| tiny_500 | jitlab O1 |" in cli.format_starts([bench])[-1]

@@ -196,8 +196,10 @@ class _Generated:
                 # A later call with other argument types would be a bug: fail loudly, never recompile.
                 fn.disable_compile()
 
-    def __call__(self, inputs, outputs, extra: Sequence[np.ndarray], bindings: dict[str, int]) -> None:
-        """Calls the kernel; `extra` are the materialized arrays (m0, ...) after inputs and outputs."""
+    def __call__(self, inputs, outputs, bindings: dict[str, int] | None = None, extra: Sequence[np.ndarray] = ()
+                 ) -> None:
+        """Calls the kernel (a Kernel's `run`); `extra` are the materialized arrays (m0, ...) after
+        inputs and outputs."""
         sources = (inputs, outputs, extra)
         args = [sources[kind][i] for kind, i in self.slots]
         if self.flat:
@@ -209,7 +211,7 @@ class _Generated:
         elif self.static_space is not None:
             dims, size = self.static_space, self.static_size
         else:
-            dims = evaluate_shape(self.plan.space, bindings)
+            dims = evaluate_shape(self.plan.space, bindings or {})
             size = math.prod(dims)
         (self.par if size >= PARALLEL_THRESHOLD else self.seq)(*args, *dims)
 
@@ -237,11 +239,7 @@ def _static(space, block) -> tuple[int, ...] | None:
 
 def _compile_generated(group: Operation, options: dict[str, Any]) -> Kernel:
     gen = _Generated(group, group.block, {}, options)
-
-    def run(inputs, outputs, bindings=None):
-        gen(inputs, outputs, (), bindings or {})
-
-    return Kernel(group.attrs["key"], "numba_cpu", run, gen.source, gen.seconds, gen.cache_hit,
+    return Kernel(group.attrs["key"], "numba_cpu", gen, gen.source, gen.seconds, gen.cache_hit,
                   gen.miss_reason, choice=_choice(group), reads_before_writes=True)   # codegen's store_all
 
 
@@ -288,7 +286,7 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
             dst = np.empty(evaluate_shape(result_shape, bindings), result_dtype)
         library(*(inputs[i].T if transposed else inputs[i] for i, transposed in operands), dst)
         if gen is not None:
-            gen(inputs, outputs_, (dst,), bindings)
+            gen(inputs, outputs_, bindings, (dst,))
 
     source = gen.source if gen is not None else f"# {con.name}: library kernel, no epilogue\n"
     choice = f"library {'BLAS matmul' if con.name == 'np.matmul' else 'im2col + BLAS conv'}" + (

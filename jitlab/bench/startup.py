@@ -1,0 +1,58 @@
+"""Cold and warm starts: a new process importing jitlab and calling a suite program once.
+
+Cold runs with an empty JITLAB_CACHE_DIR, warm with the folder the cold run filled (the
+kernel cache and the executable cache), so a warm start is what a user sees rerunning a
+script. Each is split into import, trace + compile, and the first call; `hit` says whether
+the executable cache gave the passes' result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def start_in_fresh_process(name: str, level: str, target: str, quick: bool, cache_dir: str) -> dict:
+    """Seconds a new process takes to import jitlab, trace and compile benchmark `name`, and call it."""
+    env = {**os.environ, "JITLAB_CACHE_DIR": cache_dir}
+    code = ("import time; start = time.perf_counter(); import jitlab; imported = time.perf_counter(); "
+            "from jitlab.bench.startup import _child; _child(start, imported)")
+    done = subprocess.run([sys.executable, "-c", code, name, level, target, "1" if quick else "0"], env=env,
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"starting {name} at {level} failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def cold_and_warm(name: str, level: str, target: str, quick: bool) -> dict:
+    """A cold start, then a warm one from the cache it filled: {"cold_start": {...}, "warm_start": {...}}."""
+    with tempfile.TemporaryDirectory(prefix="jitlab-bench-start-") as tmp:
+        cold = start_in_fresh_process(name, level, target, quick, tmp)
+        warm = start_in_fresh_process(name, level, target, quick, tmp)
+    return {"cold_start": cold, "warm_start": warm}
+
+
+def _child(start: float, imported: float) -> None:
+    """The child of start_in_fresh_process (which timed `import jitlab`): prints the phases as
+    JSON on its last line."""
+    import jitlab as jl
+    from jitlab.backends.base import backend_for_target
+    from jitlab.bench.suite import by_name
+
+    name, level, target, quick = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+    bench = by_name([name])[0]
+    inputs = bench.inputs(quick)
+    begin = time.perf_counter()        # the backend's import (numba) counts: a warm start pays it
+    options = {"device_outputs": True} if backend_for_target(target).device != "cpu" else {}
+    fn = jl.jit(bench.fn, level=level, target=target, **options)
+    exe = fn.lower(*inputs)
+    compiled = time.perf_counter()
+    fn(*inputs)
+    called = time.perf_counter()
+    cache = exe.report.executable_cache or {}
+    print(json.dumps({"import_s": imported - start, "compile_s": compiled - begin, "first_call_s": called - compiled,
+                      "start_s": called - begin, "hit": cache.get("hit")}))

@@ -1,0 +1,320 @@
+"""The executable cache: a program after its pipeline, with its report, on disk.
+
+A new process compiling a program it compiled before (same structure, level, target,
+pipeline, options, and the same jitlab, numba, numpy and Python) reads the post-pass
+program and its report (memory plan, schedule, groups with their kernel keys) from here
+instead of running the passes; lowering then finds the kernels in the kernel cache.
+
+An entry is one file: a header line (the key parts, sizes and checksums of what follows)
+and two pickles, the part a call needs and the report's pass records and graph, which
+only the explorer reads and which are unpickled on first access. Weights are not stored:
+the entry names the source program's weights, which the loaded program takes again. A
+weight a pass computed (folded) is stored, and the entry then keeps a digest of the
+source's weights, compared on every load.
+
+Safety, as the kernel cache (runtime/kernel_cache.py, whose checks this uses): entries are
+written atomically; a corrupt, truncated or foreign entry is ignored with a CacheWarning
+and replaced; nothing is unpickled from a folder or file another user could have written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import gc
+import hashlib
+import json
+import os
+import pickle
+import sys
+import time
+import warnings
+import zlib
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..errors import CacheWarning
+from ..report import CompileReport
+from .kernel_cache import KernelCache, default_cache, why_untrusted, why_untrusted_folder, write_atomic
+
+ENV_VAR = "JITLAB_EXECUTABLE_CACHE"      # "0" turns the cache off for the process
+MAGIC = b"jitlab executable 1\n"
+FOLDER = "executables"
+LAZY_FIELDS = ("passes", "graph")        # report fields only the explorer reads, unpickled on first access
+UNKEYED_OPTIONS = ("cache", "progress")  # options that do not change what the passes produce
+
+
+def enabled(options: dict) -> bool:
+    """Whether this compile may use the cache: the option, else the environment variable."""
+    flag = options.get("executable_cache")
+    if flag is None:
+        return os.environ.get(ENV_VAR, "1").strip().lower() not in ("0", "false", "no", "off")
+    return bool(flag)
+
+
+@functools.cache
+def versions() -> str:
+    """The libraries an entry depends on, jitlab's own source included (an edited pass must not
+    find the programs an older one produced)."""
+    import importlib.metadata
+
+    from .. import __version__
+
+    try:
+        numba = importlib.metadata.version("numba")
+    except importlib.metadata.PackageNotFoundError:
+        numba = "none"
+    return (f"jitlab {__version__} ({_source_hash()}), numba {numba}, numpy {np.__version__}, "
+            f"python {sys.version.split()[0]}")
+
+
+def _source_hash() -> str:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    digest = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, root).encode())
+            with open(path, "rb") as f:
+                digest.update(f.read())
+    return digest.hexdigest()[:16]
+
+
+def key_parts(program, level: str, target: str, pipeline: str, options: dict) -> dict[str, str]:
+    """The named parts of an entry's key; a miss on disk says which differ."""
+    from ..ir.printer import print_program
+
+    keyed = {k: v for k, v in sorted(options.items()) if k not in UNKEYED_OPTIONS}
+    return {"structure": hashlib.sha256(print_program(program, locs=True).encode()).hexdigest()[:24],
+            "level": level, "target": target, "pipeline": pipeline, "options": repr(keyed),
+            "versions": versions(), "extensions": extensions_hash(target)}
+
+
+def extensions_hash(target: str) -> str:
+    """A hash of the code outside jitlab that can change what the passes produce: passes
+    registered by the user or a plugin, and the target's backend when a plugin gives it (an
+    edited pass must not find what the old one made)."""
+    from ..backends.base import backend_for_target
+    from ..passes.manager import PASSES
+
+    backend = type(backend_for_target(target))       # first: loading the backends registers plugins' passes
+    classes = [cls for cls in PASSES.values() if not cls.__module__.startswith("jitlab.")]
+    classes += [backend] if not backend.__module__.startswith("jitlab.") else []
+    digest = hashlib.sha256()
+    for cls in sorted(classes, key=lambda c: (c.__module__, c.__qualname__)):
+        digest.update(f"{cls.__module__}.{cls.__qualname__}:{_code_of(cls)}".encode())
+    return digest.hexdigest()[:16]
+
+
+def _code_of(cls) -> str:
+    """The text of the module defining `cls`, else of the class; its id when neither can be read
+    (an entry then serves this process only)."""
+    import inspect
+
+    try:
+        return inspect.getsource(sys.modules[cls.__module__])
+    except (OSError, TypeError, KeyError):
+        try:
+            return inspect.getsource(cls)
+        except (OSError, TypeError):
+            return f"id {id(cls)}"
+
+
+@dataclasses.dataclass
+class Entry:
+    """Where an entry lives, and the key it is for."""
+
+    path: str
+    parts: dict[str, str]
+    trusted: bool
+    key_seconds: float = 0.0      # hashing the program and finding the folder
+
+
+def entry_for(program, level: str, target: str, pipeline: str, options: dict) -> Entry:
+    """The entry for this compile (key_parts, then locate), timed."""
+    start = time.perf_counter()
+    entry = locate(key_parts(program, level, target, pipeline, options), options)
+    entry.key_seconds = time.perf_counter() - start
+    return entry
+
+
+def locate(parts: dict[str, str], options: dict) -> Entry:
+    """The entry's path in the kernel cache's folder (the one `options["cache"]` or
+    $JITLAB_CACHE_DIR names), and whether files there may be unpickled."""
+    cache: KernelCache = options.get("cache") or default_cache()
+    folder = os.path.join(cache.directory, FOLDER)
+    key = KernelCache.full_key(parts)
+    path = os.path.join(folder, f"{key}.pkl")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        reason = why_untrusted_folder(folder) or why_untrusted(path)
+    except OSError as e:
+        reason = str(e)
+    if reason is not None:
+        warnings.warn(f"jitlab: not using the executable cache at {folder}: {reason} (its entries are "
+                      "pickles); compiling without it", CacheWarning, stacklevel=4)
+    return Entry(path, parts, reason is None)
+
+
+def load(entry: Entry, source) -> tuple | None:
+    """The cached (program, report) for `source`, or None on a miss (with a warning when an
+    entry was there but could not be used)."""
+    if not entry.trusted:
+        return None
+    start = time.perf_counter()
+    try:
+        with open(entry.path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return _unusable(entry, f"unreadable ({e})")
+    try:
+        header, core, lazy = _split(data)
+    except ValueError as e:
+        return _unusable(entry, f"corrupt ({e})")
+    if header["parts"] != entry.parts:
+        differ = sorted(k for k in entry.parts.keys() | header["parts"].keys()
+                        if entry.parts.get(k) != header["parts"].get(k))
+        return _unusable(entry, f"foreign (its {', '.join(differ)} differ)")
+    if header["weights"] is not None and header["weights"] != weights_digest(source.weights):
+        return None           # the folded weights were computed from other weight values
+    try:
+        with _gc_paused():
+            stored = pickle.loads(core)
+        program = _with_weights(stored["program"], stored["weights"], source)
+    except Exception as e:  # a damaged pickle can raise almost any exception type
+        return _unusable(entry, f"corrupt ({type(e).__name__}: {e})")
+    report = _lazy_report(stored["report"], lazy)
+    report.executable_cache = {"hit": True, "path": entry.path, "key_seconds": entry.key_seconds,
+                               "load_seconds": time.perf_counter() - start}
+    return program, report
+
+
+def store(entry: Entry, program, report: CompileReport, source) -> dict:
+    """Writes the post-pass program and its report (before lowering adds to it); returns the
+    report's record of the miss."""
+    if not entry.trusted:
+        return {"hit": False, "path": entry.path, "stored": False, "reason": "the folder is not private"}
+    own = {name: None if source.weights.get(name) is w else w for name, w in program.weights.items()}
+    folded = any(w is not None for w in own.values())
+    light = dataclasses.replace(report, **{f: _EMPTY[f]() for f in LAZY_FIELDS})
+    kept, program.weights = program.weights, {}
+    try:
+        core = pickle.dumps({"program": program, "weights": own, "report": light}, protocol=5)
+    finally:
+        program.weights = kept
+    lazy = pickle.dumps({f: getattr(report, f) for f in LAZY_FIELDS}, protocol=5)
+    header = {"parts": entry.parts, "weights": weights_digest(source.weights) if folded else None,
+              "sizes": [len(core), len(lazy)], "crc": [zlib.crc32(core), zlib.crc32(lazy)]}
+    try:
+        write_atomic(entry.path, MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + core + lazy)
+    except OSError as e:
+        warnings.warn(f"jitlab: could not write the executable cache entry {entry.path}: {e}", CacheWarning,
+                      stacklevel=3)
+        return {"hit": False, "path": entry.path, "stored": False, "reason": str(e)}
+    return {"hit": False, "path": entry.path, "stored": True, "key_seconds": entry.key_seconds}
+
+
+_EMPTY = {"passes": list, "graph": lambda: None}
+
+
+def weights_digest(weights: dict[str, np.ndarray]) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for name in sorted(weights):
+        a = np.ascontiguousarray(weights[name])
+        digest.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
+        digest.update(a.data if a.size else b"")
+    return digest.hexdigest()
+
+
+def _split(data: bytes) -> tuple[dict, bytes, bytes]:
+    if not data.startswith(MAGIC):
+        raise ValueError("not an executable cache entry")
+    end = data.find(b"\n", len(MAGIC))
+    if end < 0:
+        raise ValueError("no header")
+    try:
+        header = json.loads(data[len(MAGIC):end])
+        sizes, crcs = header["sizes"], header["crc"]
+        header["parts"], header["weights"]      # noqa: B018  (both must be there)
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"bad header: {e}") from None
+    body = data[end + 1:]
+    if len(body) != sum(sizes):
+        raise ValueError(f"{len(body)} bytes after the header, {sum(sizes)} expected (truncated?)")
+    core, lazy = body[:sizes[0]], body[sizes[0]:]
+    if [zlib.crc32(core), zlib.crc32(lazy)] != crcs:
+        raise ValueError("checksum mismatch")
+    return header, core, lazy
+
+
+def _unusable(entry: Entry, why: str) -> None:
+    warnings.warn(f"jitlab: executable cache entry {os.path.basename(entry.path)} is {why}; "
+                  "running the passes again", CacheWarning, stacklevel=4)
+    return None
+
+
+def _with_weights(program, own: dict, source):
+    """The loaded program with its weights: the source's arrays, or the ones a pass computed."""
+    missing = [n for n, w in own.items() if w is None and n not in source.weights]
+    if missing:
+        raise ValueError(f"the program has no weight {missing[0]!r}")
+    program.weights = {n: source.weights[n] if w is None else w for n, w in own.items()}
+    return program
+
+
+@contextmanager
+def _gc_paused():
+    """Unpickling makes many small objects at once; collecting midway only costs time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+class _Lazy:
+    """A report field read from the entry's second pickle the first time it is read."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, report, owner=None):
+        if report is None:
+            return self
+        _unpickle_pending(report)
+        return report.__dict__[self.name]
+
+    def __set__(self, report, value) -> None:
+        _unpickle_pending(report)        # else a later read of the other field would undo this
+        report.__dict__[self.name] = value
+
+
+def _unpickle_pending(report) -> None:
+    pending = report.__dict__.pop("_pending", None)
+    if pending is not None:
+        with _gc_paused():
+            report.__dict__.update(pickle.loads(pending))
+
+
+class CachedReport(CompileReport):
+    """A report read from the executable cache: its pass records and graph are unpickled
+    the first time something reads them (the explorer does; running does not)."""
+
+    passes = _Lazy()
+    graph = _Lazy()
+
+    def __reduce_ex__(self, protocol):
+        return CompileReport, (), {f.name: getattr(self, f.name) for f in dataclasses.fields(CompileReport)}
+
+
+def _lazy_report(light: CompileReport, lazy: bytes) -> CachedReport:
+    report = CachedReport.__new__(CachedReport)
+    report.__dict__.update({k: v for k, v in light.__dict__.items() if k not in LAZY_FIELDS})
+    report.__dict__["_pending"] = lazy
+    return report
