@@ -11,7 +11,7 @@ function diffTable(rows) {
     const right = r.t === "del" ? "" : r.t;
     return h("tr", { class: `jl-row-${r.t}` },
       h("td", { class: "jl-ln" }, r.l ?? ""), h("td", { class: `jl-code jl-${left}` }, r.a),
-      h("td", { class: "jl-ln" }, r.r ?? ""), h("td", { class: `jl-code jl-${right}` }, r.b));
+      h("td", { class: "jl-ln" }, r.r ?? ""), h("td", { class: `jl-code jl-${right}` }, r.t === "same" ? r.a : r.b));
   });
   return h("table", { class: "jl-diff" },
     h("colgroup", {}, h("col", { class: "jl-lncol" }), h("col", {}), h("col", { class: "jl-lncol" }), h("col", {})),

@@ -15,16 +15,16 @@ CONTEXT = 3
 def _skip(rows: list[dict], lines: list[tuple[int, int, str]]) -> None:
     """Unchanged lines, with long runs cut to a few lines of context around the changes."""
     if len(lines) <= 2 * CONTEXT + 2:
-        rows += [{"t": "same", "l": i + 1, "a": text, "r": j + 1, "b": text} for i, j, text in lines]
+        rows += [{"t": "same", "l": i + 1, "a": text, "r": j + 1} for i, j, text in lines]
         return
     head, tail = lines[:CONTEXT] if rows else [], lines[-CONTEXT:]
-    rows += [{"t": "same", "l": i + 1, "a": t, "r": j + 1, "b": t} for i, j, t in head]
+    rows += [{"t": "same", "l": i + 1, "a": t, "r": j + 1} for i, j, t in head]
     rows.append({"t": "skip", "n": len(lines) - len(head) - len(tail)})
-    rows += [{"t": "same", "l": i + 1, "a": t, "r": j + 1, "b": t} for i, j, t in tail]
+    rows += [{"t": "same", "l": i + 1, "a": t, "r": j + 1} for i, j, t in tail]
 
 
 def ir_diff(before: str, after: str) -> list[dict[str, Any]]:
-    """Rows of a side-by-side diff: same, add, del, chg (a line changed in place) and skip."""
+    """Rows of a side-by-side diff: same (its text once, in `a`), add, del, chg (a line changed in place) and skip."""
     a, b = before.splitlines(), after.splitlines()
     rows: list[dict[str, Any]] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():

@@ -1,6 +1,5 @@
 """The widget's Python side (traits, browser requests), static HTML, repros and Compare."""
 
-import json
 import re
 
 import numpy as np
@@ -8,6 +7,7 @@ import pytest
 
 import jitlab as jl
 from jitlab.explore.compare import bytes_moved, figures
+from jitlab.explore.html import read_state
 from jitlab.explore.session import Session
 from tests.explore.fixtures import DryRunExecutable, compiled
 
@@ -79,7 +79,7 @@ def test_saved_html_is_one_offline_file_with_the_drawable_graph(tmp_path):
     path = jl.explore(exe).save(tmp_path / "report.html")
     text = path.read_text()
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)
-    state = json.loads(re.search(r'<script type="application/json" id="jl-data">(.*?)</script>', text, re.S).group(1))
+    state = read_state(text)
     data = state["data"]
     view = data["graph"]["view"]
     assert data["static"] and "layouts" not in data["graph"]       # the page lays the graph out itself
