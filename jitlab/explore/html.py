@@ -39,7 +39,8 @@ try {{
   window.jitlabData = async () => JSON.parse(json);
   explorerWidget.render({{ model: staticModel(JSON.parse(json)), el: root }});
 }} catch (e) {{
-  root.textContent = `This page could not unpack its data (${{e}}): open it in a browser with DecompressionStream (Chromium 80+, Firefox 113+, Safari 16.4+).`;
+  root.textContent = `This page could not unpack its data (${{e}}): open it in a browser with ` +
+    "DecompressionStream (Chromium 80+, Firefox 113+, Safari 16.4+).";
   throw e;
 }}
 </script>
@@ -47,7 +48,8 @@ try {{
 </html>
 """
 
-_DATA = re.compile(r'<script type="application/octet-stream" id="jl-data" data-encoding="gzip\+base64">(.*?)</script>', re.S)
+_DATA = re.compile(r'<script type="application/octet-stream" id="jl-data" data-encoding="gzip\+base64">(.*?)</script>',
+                   re.S)
 
 
 def pack(state: dict[str, Any]) -> str:
