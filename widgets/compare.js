@@ -1,6 +1,6 @@
 // The Compare view: several compilations' figures in one table and their graphs side by side.
 
-import { fmtBytes, fmtSec, h, panZoom, recolor } from "./core.js";
+import { fmtBytes, fmtSec, h, recolor } from "./core.js";
 import { GraphView } from "./graph.js";
 
 const ROWS = [
@@ -17,7 +17,7 @@ export class CompareView {
 
   mount(parent) {
     parent.append(this.el);
-    const { labels, columns, graphs } = this.cmp;
+    const { labels, columns, views } = this.cmp;
     const best = (key, i) => {
       const values = columns.map((c) => c[key]).filter((v) => typeof v === "number");
       return typeof columns[i][key] === "number" && values.length > 1 && columns[i][key] === Math.min(...values) && key !== "ops";
@@ -26,30 +26,14 @@ export class CompareView {
       h("thead", {}, h("tr", {}, h("th", {}, ""), labels.map((l) => h("th", {}, l)))),
       h("tbody", {}, ROWS.map(([key, fmt]) => h("tr", {}, h("td", {}, key.replace("_", " ")),
         columns.map((c, i) => h("td", { class: `jl-num${best(key, i) ? " jl-good" : ""}` }, c[key] === null || c[key] === undefined ? "–" : fmt(c[key]))))))));
-    if (this.cmp.views) {
-      // Each side laid out like the Graph view (collapsed, expandable, searchable); selections stay per side.
-      const cols = this.cmp.views.map((view, i) => {
-        recolor(view);
-        const side = { data: view, selection: {}, isStatic: this.ctx.isStatic, on() {}, select() {}, request() {} };
-        const col = h("div", { class: "jl-cmpcol" }, h("b", {}, labels[i]));
-        return [col, new GraphView(side)];
-      });
-      this.el.append(h("div", { class: "jl-cmpgraphs" }, cols.map(([col]) => col)));
-      for (const [col, view] of cols) view.mount(col);
-      return;
-    }
-    const boxes = graphs.map((svgText, i) => {
-      const box = h("div", { class: "jl-canvas jl-cmpgraph" });
-      box.innerHTML = svgText || "";
-      const svg = box.querySelector("svg");
-      if (svg) {
-        svg.removeAttribute("width");
-        svg.removeAttribute("height");
-        svg.querySelectorAll("title").forEach((t) => t.remove());
-        requestAnimationFrame(() => panZoom(svg));
-      }
-      return h("div", { class: "jl-cmpcol" }, h("b", {}, labels[i]), box);
+    // Each side laid out like the Graph view (collapsed, expandable, searchable); selections stay per side.
+    const cols = views.map((view, i) => {
+      recolor(view);
+      const side = { data: view, selection: {}, isStatic: this.ctx.isStatic, on() {}, select() {}, request() {} };
+      const col = h("div", { class: "jl-cmpcol" }, h("b", {}, labels[i]));
+      return [col, new GraphView(side)];
     });
-    this.el.append(h("div", { class: "jl-cmpgraphs" }, boxes));
+    this.el.append(h("div", { class: "jl-cmpgraphs" }, cols.map(([col]) => col)));
+    for (const [col, view] of cols) view.mount(col);
   }
 }

@@ -83,7 +83,7 @@ export class GraphView {
   constructor(ctx, options = {}) {
     this.ctx = ctx;
     this.data = ctx.data;
-    this.graph = this.data.graph || { members: {}, folded: {} };
+    this.graph = this.data.graph || { folded: {} };
     this.options = options;
     this.byId = new Map();
     this.live = null;

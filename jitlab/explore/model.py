@@ -1,8 +1,8 @@
 """Reads a CompileReport into the plain data the explorer views draw.
 
 Nothing here decides anything about the program: it joins what the compiler recorded
-(snapshots, passes, groups, schedule, memory, kernels) by op uid, names colours, and
-lays the graph out. Every section may be missing; each view then says so.
+(snapshots, passes, groups, schedule, memory, kernels) by op uid and names colours; the
+browser lays the graph out. Every section may be missing; each view then says so.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "title": title or f"@{report.program or 'program'}",
         "level": report.level, "target": report.target,
         "ops": ops, "groups": groups, "colors": {str(k): v for k, v in colors.items()},
-        "graph": layout.graph_data(graph, colors, {r.op: r.reason for r in report.rejected}),
+        "graph": layout.graph_data(graph, {r.op: r.reason for r in report.rejected}),
         "passes": passes_data(report, colors),
         "fusion": fusion_data(report),
         "schedule": schedule,

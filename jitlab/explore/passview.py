@@ -88,4 +88,4 @@ def pass_graph_svg(record: PassRecord, colors: dict[int, str]) -> str | None:
     diff = graph_diff(record.graph_before, record.graph_after)
     classes = {f"op_{u}": [kind] for kind in ("added", "removed", "changed") for u in diff[kind]}
     vg = layout.merge(layout.from_snapshot(record.graph_after), layout.from_snapshot(record.graph_before))
-    return layout.draw(vg, colors, None, classes)
+    return layout.draw(vg, colors, classes)

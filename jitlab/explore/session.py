@@ -1,5 +1,5 @@
 """What an explorer widget was made from, and the work it does on request from the
-browser: layouts not computed up front, pass graph diffs, dry runs and repro files."""
+browser: pass graph diffs, dry runs and repro files."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import JitlabError
 from ..ir.program import Program
 from ..report import CompileReport, snapshot
-from . import layout, model, sizes
+from . import model, sizes
 from .memview import memory_data
 from .passview import pass_graph_svg
 
@@ -33,10 +33,6 @@ class Session:
 
     def colors(self) -> dict[int, str]:
         return {int(k): v for k, v in self.data.get("colors", {}).items()}
-
-    def layout(self, key: str) -> str:
-        vg = layout.view_graph(self.report.graph, {r.op: r.reason for r in self.report.rejected})
-        return layout.draw(vg, self.colors(), layout.parse_key(key))
 
     def pass_graph(self, index: int) -> str | None:
         if not 0 <= index < len(self.report.passes):
@@ -61,10 +57,6 @@ class Session:
     def static_data(self, data: dict[str, Any] | None = None) -> dict[str, Any]:
         """`data` (the widget's, by default this session's) with everything the browser would ask for laid out now."""
         data = copy.deepcopy(self.data if data is None else data)
-        # The page lays the graph out itself from `graph.view`; Graphviz's drawings would only add weight.
-        data.get("graph", {}).pop("layouts", None)
-        if data.get("compare", {}).get("views"):
-            data["compare"].pop("graphs", None)
         for entry in data.get("passes", []):
             if entry["changed"] and entry["svg"] is None:
                 entry["svg"] = self.pass_graph(entry["index"])
@@ -75,8 +67,6 @@ class Session:
         """The reply to one request from the browser (errors come back as text, never raised)."""
         kind = message.get("type")
         try:
-            if kind == "layout":
-                return {"type": kind, "key": message["key"], "svg": self.layout(str(message["key"]))}
             if kind == "pass_graph":
                 return {"type": kind, "index": message["index"], "svg": self.pass_graph(int(message["index"]))}
             if kind == "dry_run":

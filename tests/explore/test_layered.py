@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import jitlab as jl
 from jitlab import cli
 from jitlab.explore import from_object, layered, layout
+from jitlab.explore.html import read_state
 from tests.explore.fixtures import compiled
 
 CHAIN = pathlib.Path(__file__).resolve().parents[2] / "examples/ir/chain.jir"
@@ -42,16 +43,12 @@ def edge_ids(svg: str) -> set[str]:
 def test_every_explorer_view_works_without_dot(no_dot, tmp_path):
     exe, _ = compiled()
     widget = jl.explore(exe)
-    layouts = widget.data["graph"]["layouts"]
-    assert set(layouts) == {"none", "all", "0", "1"} and all(FALLBACK in svg for svg in layouts.values())
-    assert layouts["all"].count('class="cluster group"') == 2 and "groupnode" in layouts["none"]
-    assert "apt-get install graphviz" in layouts["all"]
-    reply = widget.session.handle({"type": "layout", "key": "0"})
-    assert FALLBACK in reply["svg"] and "error" not in reply
-    page = jl.explore(exe).save(tmp_path / "report.html").read_text()
-    assert 'data-layout=\\"fallback\\"' in page                          # inside the page's JSON
-    assert all(FALLBACK in p["svg"] for p in widget.session.static_data()["passes"] if p["svg"])
-    assert FALLBACK in jl.explore.compare(exe, exe).data["compare"]["graphs"][0]
+    assert "view" in widget.data["graph"]            # the browser lays the graph out itself
+    reply = widget.session.handle({"type": "pass_graph", "index": 0})
+    assert FALLBACK in reply["svg"] and "apt-get install graphviz" in reply["svg"] and "error" not in reply
+    state = read_state(jl.explore(exe).save(tmp_path / "report.html").read_text())
+    passes = [p["svg"] for p in state["data"]["passes"] if p["svg"]]
+    assert passes and all('data-layout="fallback"' in svg for svg in passes)
     x = np.ones((2, 3), np.float32)
     program = jl.trace(lambda x: np.exp(x) + 1, x)
     assert FALLBACK in program._repr_html_() and FALLBACK in jl.compile(program, level="O0")._repr_html_()
@@ -60,24 +57,23 @@ def test_every_explorer_view_works_without_dot(no_dot, tmp_path):
 def test_cli_explore_works_without_dot(no_dot, tmp_path):
     out = tmp_path / "chain.html"
     assert cli.main(["explore", str(CHAIN), "-o", str(out)]) == 0
-    assert 'data-layout=\\"fallback\\"' in out.read_text()
+    assert any('data-layout="fallback"' in p["svg"] for p in read_state(out.read_text())["data"]["passes"] if p["svg"])
 
 
 def test_without_the_graphviz_package_too(monkeypatch):
     monkeypatch.setitem(sys.modules, "graphviz", None)       # `import graphviz` raises ImportError
     monkeypatch.setattr(layout, "_CACHE", OrderedDict())
     exe, _ = compiled()
-    assert FALLBACK in from_object(exe).build()["graph"]["layouts"]["all"]
+    assert all(FALLBACK in p["svg"] for p in from_object(exe).build()["passes"] if p["changed"])
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="compares with Graphviz's drawing")
-@pytest.mark.parametrize("key", ["all", "none", "1"])
-def test_fallback_draws_what_graphviz_draws(key):
+def test_fallback_draws_what_graphviz_draws():
     exe, _ = compiled()
     session = from_object(exe)
     session.build()
     vg = layout.view_graph(exe.report.graph, {r.op: r.reason for r in exe.report.rejected})
-    d = layout.drawing(vg, session.colors(), layout.parse_key(key))
+    d = layout.drawing(vg, session.colors())
     by_dot, by_us = layout.render(layout.to_dot(d)), layered.svg(d)
     assert FALLBACK not in by_dot and FALLBACK in by_us
     assert elements(by_us) == elements(by_dot) and edge_ids(by_us) == edge_ids(by_dot)
@@ -138,8 +134,7 @@ def view_graphs(draw):
     vg.edges |= {("in_a", "op_0"), (f"op_{n - 1}", "out_0")}
     # Fusion never makes a group a path leaves and re-enters (its cycle check), and the layout relies on it.
     assume(all(convex(vg, g) for g in range(3)))
-    expanded = draw(st.one_of(st.none(), st.sets(st.integers(0, 2))))
-    return vg, expanded
+    return vg
 
 
 def convex(vg, group: int) -> bool:
@@ -161,9 +156,8 @@ def convex(vg, group: int) -> bool:
 
 
 @given(view_graphs())
-def test_layout_never_overlaps_and_edges_point_down(case):
-    vg, expanded = case
-    d = layout.drawing(vg, {}, expanded)
+def test_layout_never_overlaps_and_edges_point_down(vg):
+    d = layout.drawing(vg, {})
     at = layered.arrange(d)
     boxes = list(at.items.items())
     for k, (a, box_a) in enumerate(boxes):

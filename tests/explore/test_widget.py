@@ -44,8 +44,8 @@ def test_browser_requests_are_answered_from_the_compiler_objects():
     widget = jl.explore(exe)
     sent = []
     widget.send = sent.append
-    widget._on_message(widget, {"type": "layout", "key": "0"}, [])
-    assert sent[-1]["key"] == "0" and sent[-1]["svg"].count('class="cluster group"') == 1
+    widget._on_message(widget, {"type": "pass_graph", "index": 0}, [])
+    assert sent[-1]["index"] == 0 and sent[-1]["svg"].count('class="cluster group"') == 2
     widget._on_message(widget, {"type": "pass_graph", "index": 99}, [])
     assert "no pass run number 99" in sent[-1]["error"]
     widget._on_message(widget, {"type": "dry_run", "values": {"B": 8}}, [])
@@ -82,7 +82,7 @@ def test_saved_html_is_one_offline_file_with_the_drawable_graph(tmp_path):
     state = read_state(text)
     data = state["data"]
     view = data["graph"]["view"]
-    assert data["static"] and "layouts" not in data["graph"]       # the page lays the graph out itself
+    assert data["static"] and set(data["graph"]) == {"folded", "nodes", "view"}    # the page lays the graph out itself
     assert len(view["nodes"]) == data["graph"]["nodes"] and all(len(e) == 2 for e in view["edges"])
     assert [p["changed"] for p in data["passes"]] == [r.changed for r in exe.report.passes]
     assert "explorerWidget.render" in text and "export default" not in text
@@ -119,7 +119,7 @@ def test_compare_counts_launches_and_bytes():
     widget = jl.explore.compare(simple, jl.compile(jl.trace(lambda a, b: a + b, x, x), level="O1"), args=(x, x))
     cmp = widget.data["compare"]
     assert widget.view == "compare" and cmp["labels"] == ["O0 cpu", "O1 cpu"]
-    assert all(c["run_seconds"] > 0 for c in cmp["columns"]) and len(cmp["graphs"]) == 2
+    assert all(c["run_seconds"] > 0 for c in cmp["columns"]) and len(cmp["views"]) == 2
 
 
 def test_rich_reprs_show_ir_and_graph():
