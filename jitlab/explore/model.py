@@ -94,7 +94,8 @@ def kernels_data(report: CompileReport) -> list[dict[str, Any]]:
     return [{"key": k.key, "backend": k.backend, "source": k.source, "html": highlight_python(k.source),
              "compile_seconds": k.compile_seconds, "cache_hit": k.cache_hit, "miss_reason": k.miss_reason,
              "group": k.group, "choice": k.choice, "per_call_seconds": per_call.get(k.key),
-             "reused_by": list(k.reused_by), "profile": measured.get(k.key)}
+             "reused_by": list(k.reused_by), "profile": measured.get(k.key),
+             "group_lines": {str(g): [list(span) for span in spans] for g, spans in k.group_lines.items()}}
             for k in report.kernels]
 
 
