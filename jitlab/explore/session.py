@@ -4,13 +4,14 @@ browser: pass graph diffs, dry runs and repro files."""
 from __future__ import annotations
 
 import copy
+import pathlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import JitlabError
 from ..ir.program import Program
 from ..report import CompileReport, snapshot
-from . import model, sizes
+from . import model, repro, sizes
 from .memview import memory_data
 from .passview import pass_graph_svg
 
@@ -29,7 +30,30 @@ class Session:
         self.data = model.build(self.report, title, self.dims())
         self.data["dry_run"] = sizes.dry_run_data(self.exe)
         self.data["recompiles"] = list(self.recompiles)
+        self.data["repros"] = self.repros()
         return self.data
+
+    def compiled(self) -> Program | None:
+        """The program as compiled (its groups formed), else as traced."""
+        return getattr(self.exe, "program", None) or self.program
+
+    def bindings(self) -> dict[str, int]:
+        return dict(self.report.memory.bindings) if self.report.memory else {}
+
+    def repros(self) -> dict[str, dict[str, Any] | None]:
+        """Each group's repro text and input shapes, by group id (None: too large for the page)."""
+        program = self.compiled()
+        if program is None:
+            return {}
+        return {str(g.id): repro.group_repro(program, g.id, self.bindings()) for g in self.report.groups}
+
+    def repro_file(self, gid: int) -> pathlib.Path:
+        """Writes group `gid` with seeded random inputs of its shapes to `<program>_group<gid>.npz` here."""
+        program = self.compiled()
+        if program is None:
+            raise JitlabError("a repro needs the program: explore an Executable, a jitted function or a Program")
+        sub = repro.group_program(program, gid)
+        return repro.save(pathlib.Path.cwd() / f"{sub.name}.npz", sub, repro.sample_inputs(sub, self.bindings()))
 
     def colors(self) -> dict[int, str]:
         return {int(k): v for k, v in self.data.get("colors", {}).items()}
@@ -69,6 +93,8 @@ class Session:
         try:
             if kind == "pass_graph":
                 return {"type": kind, "index": message["index"], "svg": self.pass_graph(int(message["index"]))}
+            if kind == "repro":
+                return {"type": kind, "group": message["group"], "path": str(self.repro_file(int(message["group"])))}
             if kind == "dry_run":
                 return {"type": kind, "values": message["values"], "memory": self.dry_run(message["values"])}
         except (JitlabError, KeyError, ValueError, TypeError) as e:

@@ -8,6 +8,7 @@ import pytest
 import jitlab as jl
 from jitlab.explore.compare import bytes_moved, figures
 from jitlab.explore.html import read_state
+from jitlab.explore.repro import group_inputs
 from jitlab.explore.session import Session
 from tests.explore.fixtures import DryRunExecutable, compiled
 
@@ -129,3 +130,22 @@ def test_rich_reprs_show_ir_and_graph():
     assert "np.maximum(%x, %" in html.replace("&#x27;", "'") and "<svg" in html
     exe = jl.compile(program, level="O0")
     assert "O0 on cpu" in exe._repr_html_() and "<svg" in exe._repr_html_()
+
+
+def test_repro_request_writes_the_group_with_inputs_of_its_shapes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    exe, xs = compiled(batch=3)
+    widget = jl.explore(exe)
+    gid = exe.report.groups[0].id
+    entry = widget.data["repros"][str(gid)]
+    assert entry["ir"].startswith(f"func @{exe.program.name}_group{gid}(")
+    assert [x["shape"] for x in entry["inputs"]] == [list(a.shape) for a in
+                                                      group_inputs(exe.program, gid, xs, {"B": 3})]
+    sent = []
+    widget.send = sent.append
+    widget._on_message(widget, {"type": "repro", "group": gid}, [])
+    assert "error" not in sent[-1] and sent[-1]["group"] == gid
+    program, inputs = jl.explore.load_repro(sent[-1]["path"])
+    assert [x.shape for x in inputs] == [tuple(x["shape"]) for x in entry["inputs"]]
+    expected = jl.compile(program, level="O0")(*inputs)
+    np.testing.assert_allclose(jl.compile(program, level="O1")(*inputs)[0], expected[0], rtol=1e-5, atol=1e-5)
