@@ -3,7 +3,7 @@
 
 import { empty, fmtSec, h, opLink, panZoom } from "./core.js";
 
-function diffTable(rows) {
+export function diffTable(rows, labels = ["before", "after"]) {
   if (!rows.length) return empty("This pass changed nothing: the IR before and after is the same.");
   const body = rows.map((r) => {
     if (r.t === "skip") return h("tr", { class: "jl-skip" }, h("td", { colspan: 4 }, `⋯ ${r.n} unchanged lines ⋯`));
@@ -15,7 +15,7 @@ function diffTable(rows) {
   });
   return h("table", { class: "jl-diff" },
     h("colgroup", {}, h("col", { class: "jl-lncol" }), h("col", {}), h("col", { class: "jl-lncol" }), h("col", {})),
-    h("thead", {}, h("tr", {}, h("th", { colspan: 2 }, "before"), h("th", { colspan: 2 }, "after"))),
+    h("thead", {}, h("tr", {}, h("th", { colspan: 2 }, labels[0]), h("th", { colspan: 2 }, labels[1]))),
     h("tbody", {}, body));
 }
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import JitlabError
-from .compare import figures, scope_figures, time_call
+from .compare import figures, pass_pairs, regrouped, scope_figures, time_call
 from .session import Session, from_object
 
 
@@ -37,5 +37,8 @@ def compare_session(xs: Sequence[Any], args: Sequence[Any] | None, labels: Seque
     first = sessions[0]
     data = dict(first.data)
     data["title"] = " vs ".join(labels)
-    data["compare"] = {"labels": labels, "columns": columns, "views": views}
+    # Each other compilation against the first: ops grouped differently, per scope, and the pipelines pass by pass.
+    diffs = [{"regrouped": regrouped(first.report, s.report), "passes": pass_pairs(first.report, s.report)}
+             for s in sessions[1:]]
+    data["compare"] = {"labels": labels, "columns": columns, "views": views, "diffs": diffs}
     return first, data

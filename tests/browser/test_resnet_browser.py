@@ -25,6 +25,21 @@ def test_compare_page_renders(page, resnet_pages, artifacts):
     for k in range(2):      # each side opens collapsed to a readable level
         assert 3 <= sides.nth(k).locator("g.node").count() <= 60
     root.screenshot(path=str(artifacts / "resnet_compare.png"))
+    # Per scope, each side's figures and the ops O0 groups differently (O0 groups nothing): a block's list opens on click.
+    exe = resnet_pages[2]
+    scopes = root.locator(".jl-pane-compare table.jl-cmpscope")
+    row = scopes.locator("tr[data-path='res2_0']")
+    o1_groups = {n.group for n in exe.report.graph.nodes if n.group is not None and tuple(n.scope[:1]) == ("res2_0",)}
+    assert row.locator("td").nth(2).inner_text() == str(len(o1_groups)) and row.locator("td").nth(6).inner_text() == "0"
+    row.click()
+    listed = scopes.locator("tr.jl-regrouped-ops:not([hidden]) li").all_inner_texts()
+    assert listed and all(re.search(r" #\d+: O1 group \d+ · O0 alone$", t) for t in listed)
+    assert len(listed) == int(row.locator("td").last.inner_text())
+    # The pipelines pass by pass: O0's three passes paired with O1's first three, the rest O1's alone.
+    passes = root.locator(".jl-pane-compare .jl-cmppasses tbody tr")
+    assert passes.count() == len(exe.report.passes)
+    assert passes.all_inner_texts()[3].endswith("one side only") and "same IR after" in passes.first.inner_text()
+    root.locator(".jl-cmpscopes").screenshot(path=str(artifacts / "resnet_compare_scopes.png"))
     assert page.errors == [] and page.console_errors == []
 
 

@@ -149,3 +149,34 @@ def test_repro_request_writes_the_group_with_inputs_of_its_shapes(tmp_path, monk
     assert [x.shape for x in inputs] == [tuple(x["shape"]) for x in entry["inputs"]]
     expected = jl.compile(program, level="O0")(*inputs)
     np.testing.assert_allclose(jl.compile(program, level="O1")(*inputs)[0], expected[0], rtol=1e-5, atol=1e-5)
+
+
+def test_compare_lists_regrouped_ops_per_scope_and_pairs_the_passes():
+    from jitlab.explore.compare import pass_pairs, regrouped
+    from jitlab.explore.passview import ir_diff
+    from tests.explore.test_o2_lines import model
+
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((8, 16), (16, 32), (32, 4))]
+    program = jl.trace(model, *args)
+    o0, o1, o2 = (jl.compile(program, level=level) for level in ("O0", "O1", "O2"))
+    # O0 groups nothing: exactly the ops O1 puts in a group with another op both kept are regrouped.
+    kept = {n.uid for n in o0.report.graph.nodes} & {n.uid for n in o1.report.graph.nodes if n.name != "jit.group"}
+    members = {}
+    for n in o1.report.graph.nodes:
+        if n.uid in kept and n.group is not None:
+            members.setdefault(n.group, []).append(n.uid)
+    expected = {u: [g, None] for g, us in members.items() if len(us) > 1 for u in us}
+    diff = regrouped(o1.report, o0.report)
+    assert {int(u): g for u, g in diff["ops"].items()} == expected and diff["scopes"][""]["count"] == len(expected)
+    assert regrouped(o1.report, o2.report)["ops"] == {}           # the same groups at O2
+    pairs = pass_pairs(o1.report, o2.report)
+    names = [r.name for r in o1.report.passes]
+    assert [r["name"] for r in pairs["rows"]] == names and [r["a"] for r in pairs["rows"]] == list(range(len(names)))
+    first = pairs["first_difference"]
+    assert all(r["same"] for r in pairs["rows"][:first]) and names[first] == "plan-memory"
+    assert pairs["rows"][first]["diff"] == ir_diff(o1.report.passes[first].after, o2.report.passes[first].after)
+    # O0's pipeline is the start of O1's: paired run for run, then O1's alone.
+    n = len(o0.report.passes)
+    assert [r.name for r in o0.report.passes] == names[:n]
+    assert [r["b"] for r in pass_pairs(o1.report, o0.report)["rows"]] == list(range(n)) + [None] * (len(names) - n)
