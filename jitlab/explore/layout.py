@@ -1,8 +1,8 @@
 """A snapshot as a small graph of drawable nodes: sent to the browser, which lays the
-explorer's graph out itself (widgets/layout.js), and drawn here, every group as a cluster,
-for the pass graph diffs and the notebook reprs: SVG laid out by Graphviz's `dot` (cached
-by the DOT text) or, where `dot` is not installed, by jitlab's own layered layout
-(`layered`), which says so in the SVG.
+explorer's graph and pass graph diffs out itself (widgets/layout.js), and drawn here, every
+group as a cluster, for the notebook reprs: SVG laid out by Graphviz's `dot` (cached by the
+DOT text) or, where `dot` is not installed, by jitlab's own layered layout (`layered`),
+which says so in the SVG.
 
 Node ids are what the browser side links by: `op_<uid>` for an op, `grp_<id>` for a
 group's cluster, `in_<name>` and `out_<i>` for the program's inputs and results.
@@ -156,20 +156,19 @@ class Drawing:
     edges: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _item(node: Node, color: str | None, extra: list[str]) -> Item:
-    classes = " ".join([node.kind] + node.classes + extra + (["filled"] if color else []))
+def _item(node: Node, color: str | None) -> Item:
+    classes = " ".join([node.kind] + node.classes + (["filled"] if color else []))
     shape = {"input": "ellipse", "output": "oval"}.get(node.kind, "box")
     return Item(node.id, node.label, classes, shape, color)
 
 
-def drawing(vg: ViewGraph, colors: dict[int, str], classes: dict[str, list[str]] | None = None) -> Drawing:
+def drawing(vg: ViewGraph, colors: dict[int, str]) -> Drawing:
     """What to draw: each group as a cluster, the other nodes as they are."""
-    classes = classes or {}
     out = Drawing()
     for g, ids in sorted(vg.groups().items()):
         color = colors.get(g, "#dddddd")
-        out.clusters[g] = (color, [_item(vg.nodes[i], color, classes.get(i, [])) for i in ids])
-    out.items += [_item(n, None, classes.get(n.id, [])) for n in vg.nodes.values() if n.group is None]
+        out.clusters[g] = (color, [_item(vg.nodes[i], color) for i in ids])
+    out.items += [_item(n, None) for n in vg.nodes.values() if n.group is None]
     out.edges = sorted(set(vg.edges) - {(a, a) for a in vg.nodes})
     return out
 
@@ -223,9 +222,9 @@ def render(dot: str) -> str | None:
     return svg
 
 
-def draw(vg: ViewGraph, colors: dict[int, str], classes: dict[str, list[str]] | None = None) -> str:
+def draw(vg: ViewGraph, colors: dict[int, str]) -> str:
     """SVG of a view graph: laid out by Graphviz's `dot`, or by jitlab's own layered layout without it."""
-    d = drawing(vg, colors, classes)
+    d = drawing(vg, colors)
     svg = render(to_dot(d))
     return svg if svg is not None else layered.svg(d)
 

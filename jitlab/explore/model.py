@@ -145,7 +145,7 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "level": report.level, "target": report.target,
         "ops": ops, "groups": groups, "colors": {str(k): v for k, v in colors.items()},
         "graph": layout.graph_data(graph, {r.op: r.reason for r in report.rejected}),
-        "passes": passes_data(report, colors),
+        "passes": passes_data(report),
         "fusion": fusion_data(report),
         "schedule": schedule,
         "streams": streams_data(report),

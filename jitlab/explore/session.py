@@ -1,5 +1,5 @@
 """What an explorer widget was made from, and the work it does on request from the
-browser: pass graph diffs, dry runs and repro files."""
+browser: dry runs and repro files."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from ..ir.program import Program
 from ..report import CompileReport, snapshot
 from . import model, repro, sizes
 from .memview import memory_data
-from .passview import pass_graph_svg
 
 
 @dataclass
@@ -55,14 +54,6 @@ class Session:
         sub = repro.group_program(program, gid)
         return repro.save(pathlib.Path.cwd() / f"{sub.name}.npz", sub, repro.sample_inputs(sub, self.bindings()))
 
-    def colors(self) -> dict[int, str]:
-        return {int(k): v for k, v in self.data.get("colors", {}).items()}
-
-    def pass_graph(self, index: int) -> str | None:
-        if not 0 <= index < len(self.report.passes):
-            raise JitlabError(f"no pass run number {index}; there are {len(self.report.passes)}")
-        return pass_graph_svg(self.report.passes[index], self.colors())
-
     def dims(self) -> dict[str, list[int]]:
         """The batch-like dims (symbols, or a static program's leading dim), each with its
         compiled value and a slider range."""
@@ -79,11 +70,8 @@ class Session:
         return memory_data(self.exe.dry_run(shapes), self.data.get("ops", {}))
 
     def static_data(self, data: dict[str, Any] | None = None) -> dict[str, Any]:
-        """`data` (the widget's, by default this session's) with everything the browser would ask for laid out now."""
+        """`data` (the widget's, by default this session's) for a page with no kernel to ask: marked static."""
         data = copy.deepcopy(self.data if data is None else data)
-        for entry in data.get("passes", []):
-            if entry["changed"] and entry["svg"] is None:
-                entry["svg"] = self.pass_graph(entry["index"])
         data["static"] = True
         return data
 
@@ -91,8 +79,6 @@ class Session:
         """The reply to one request from the browser (errors come back as text, never raised)."""
         kind = message.get("type")
         try:
-            if kind == "pass_graph":
-                return {"type": kind, "index": message["index"], "svg": self.pass_graph(int(message["index"]))}
             if kind == "repro":
                 return {"type": kind, "group": message["group"], "path": str(self.repro_file(int(message["group"])))}
             if kind == "dry_run":

@@ -45,10 +45,8 @@ def test_browser_requests_are_answered_from_the_compiler_objects():
     widget = jl.explore(exe)
     sent = []
     widget.send = sent.append
-    widget._on_message(widget, {"type": "pass_graph", "index": 0}, [])
-    assert sent[-1]["index"] == 0 and sent[-1]["svg"].count('class="cluster group"') == 2
-    widget._on_message(widget, {"type": "pass_graph", "index": 99}, [])
-    assert "no pass run number 99" in sent[-1]["error"]
+    widget._on_message(widget, {"type": "repro", "group": 99}, [])
+    assert "no jit.group with id 99" in sent[-1]["error"]
     widget._on_message(widget, {"type": "dry_run", "values": {"B": 8}}, [])
     assert sent[-1]["memory"]["peak_bytes"] == exe.dry_run({"x": (8, 8)}).peak_bytes
 
