@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import JitlabError
+from ..errors import JitlabError, ShapeError
 from ..ir.core import Operation
 from ..ir.parser import parse
 from ..ir.printer import print_program
@@ -67,13 +67,18 @@ def group_program(program: Program, gid: int) -> Program:
 
 def group_repro(program: Program, gid: int, bindings=None) -> dict | None:
     """Group `gid`'s IR text and its inputs' names, types and shapes (at `bindings`), for the explorer's
-    repro action; None when the text is over PAGE_LIMIT or reads weights, which the page cannot carry."""
+    repro action; None when the text is over PAGE_LIMIT, reads weights (which the page cannot carry) or
+    has a dim `bindings` leaves unknown."""
     sub = group_program(program, gid)
     text = print_program(sub)
     if len(text) > PAGE_LIMIT or any(op.name == "np.weight" for op in sub.walk()):
         return None
-    return {"ir": text, "inputs": [{"name": v.name, "type": str(v.type), "dtype": v.type.dtype.name,
-                                    "shape": list(evaluate_shape(v.type.shape, bindings or {}))} for v in sub.inputs]}
+    try:
+        shapes = [list(evaluate_shape(v.type.shape, bindings or {})) for v in sub.inputs]
+    except ShapeError:
+        return None
+    return {"ir": text, "inputs": [{"name": v.name, "type": str(v.type), "dtype": v.type.dtype.name, "shape": shape}
+                                   for v, shape in zip(sub.inputs, shapes)]}
 
 
 def sample_inputs(program: Program, bindings=None, seed: int = 0) -> list[np.ndarray]:

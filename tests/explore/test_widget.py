@@ -8,7 +8,7 @@ import pytest
 import jitlab as jl
 from jitlab.explore.compare import bytes_moved, figures
 from jitlab.explore.html import read_state
-from jitlab.explore.repro import group_inputs
+from jitlab.explore.repro import group_inputs, group_program, group_repro
 from jitlab.explore.session import Session
 from tests.explore.fixtures import DryRunExecutable, compiled
 
@@ -178,3 +178,11 @@ def test_compare_lists_regrouped_ops_per_scope_and_pairs_the_passes():
     n = len(o0.report.passes)
     assert [r.name for r in o0.report.passes] == names[:n]
     assert [r["b"] for r in pass_pairs(o1.report, o0.report)["rows"]] == list(range(n)) + [None] * (len(names) - n)
+
+
+def test_a_group_with_unbound_dims_has_no_page_repro():
+    exe, _ = compiled(batch=3)
+    gid = exe.report.groups[0].id
+    assert any(str(v.type).count("B") for v in group_program(exe.program, gid).inputs)
+    assert group_repro(exe.program, gid, {}) is None
+    assert group_repro(exe.program, gid, {"B": 5})["inputs"][0]["shape"][0] == 5
