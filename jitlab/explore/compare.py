@@ -100,31 +100,42 @@ def scope_figures(scopes: dict[str, dict[str, Any]], depth: int = 2) -> dict[str
             for path, node in scopes.items() if node["kind"] == "scope" and node["depth"] <= depth}
 
 
-def _mates(report: CompileReport) -> dict[int, tuple[int | None, frozenset[int]]]:
-    """Each op's group (None: alone) and the uids it shares it with, by uid."""
+def _mates(report: CompileReport) -> dict[tuple, tuple[int, int | None, frozenset[tuple]]]:
+    """Each op that computes (no bookkeeping), by a key two compilations of one program share (its name, types, scope,
+    source line and attributes, then which occurrence of those it is: passes renumber the ops they make):
+    its uid, its group (None: alone) and the keys of the ops it shares that group with."""
     graph = report.graph or GraphSnapshot([], [], [], [])
-    members: dict[int, set[int]] = {}
+    seen: dict[tuple, int] = {}
+    keys: dict[int, tuple] = {}
     for n in graph.nodes:
-        if n.group is not None and n.name != "jit.group":
-            members.setdefault(n.group, set()).add(n.uid)
-    return {n.uid: (n.group, frozenset(members.get(n.group, {n.uid})) if n.group is not None else frozenset({n.uid}))
-            for n in graph.nodes if n.name not in NO_LAUNCH and not n.view}
+        if n.name in NO_LAUNCH or n.view or n.name.startswith("mem."):
+            continue
+        base = (n.name, tuple(n.types), tuple(n.scope), n.loc, tuple(sorted(n.attrs.items())))
+        seen[base] = seen.get(base, -1) + 1
+        keys[n.uid] = base + (seen[base],)
+    members: dict[int, set[tuple]] = {}
+    for n in graph.nodes:
+        if n.uid in keys and n.group is not None:
+            members.setdefault(n.group, set()).add(keys[n.uid])
+    mates = lambda n: frozenset(members[n.group]) if n.group is not None else frozenset({keys[n.uid]})  # noqa: E731
+    return {keys[n.uid]: (n.uid, n.group, mates(n)) for n in graph.nodes if n.uid in keys}
 
 
 def regrouped(a: CompileReport, b: CompileReport, depth: int = 2, listed: int = 40) -> dict[str, Any]:
-    """Ops both compilations kept (same uid: traced ops keep theirs) that `b` groups with other ops than
-    `a` does, by source scope down to `depth`: `{"ops": {uid: [group in a, group in b]}, "scopes": {path:
-    {"count", "uids" (the first `listed`)}}}`."""
+    """Ops of `a` that `b` also has (matched as `_mates` keys them) and groups with other ops than `a`
+    does, by source scope down to `depth`: `{"ops": {uid in a: [group in a, group in b]}, "scopes":
+    {path: {"count", "uids" (the first `listed`)}}, "shared": ops matched}`."""
     left, right = _mates(a), _mates(b)
-    names = {n.uid: n for n in (a.graph.nodes if a.graph else [])}
+    scope_of = {n.uid: list(n.scope) for n in (a.graph.nodes if a.graph else [])}
     shared = left.keys() & right.keys()
     ops: dict[int, list[int | None]] = {}
     scopes: dict[str, dict[str, Any]] = {}
-    for uid in sorted(shared):
-        if left[uid][1] & shared == right[uid][1] & shared:
+    for key in sorted(shared, key=lambda k: left[k][0]):
+        uid, group, mates = left[key]
+        if mates & shared == right[key][2] & shared:
             continue
-        ops[uid] = [left[uid][0], right[uid][0]]
-        scope = list(names[uid].scope) if uid in names else []
+        ops[uid] = [group, right[key][1]]
+        scope = scope_of.get(uid, [])
         for k in range(min(len(scope), depth) + 1):
             entry = scopes.setdefault("/".join(scope[:k]), {"count": 0, "uids": []})
             entry["count"] += 1
