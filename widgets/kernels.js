@@ -1,7 +1,8 @@
 // The Kernels view: each compiled kernel's backend, compile time, cache outcome and
-// per-call time, and its generated source, syntax highlighted.
+// per-call time, and its generated source, syntax highlighted here.
 
 import { chip, empty, fmtSec, h } from "./core.js";
+import { highlightPython } from "./pysyntax.js";
 
 export class KernelsView {
   constructor(ctx) {
@@ -23,7 +24,7 @@ export class KernelsView {
     const spans = gid === null || gid === undefined ? [] : (k.group_lines || {})[String(gid)] || [];
     const marks = spans.map(([a, b]) => h("div", { class: "jl-linemark", "data-lines": `${a}-${b}`,
       style: `top: calc(${a - 1} * var(--jl-code-line) + 8px); height: calc(${b - a + 1} * var(--jl-code-line))` }));
-    const pre = h("pre", { class: "jl-code-block" }, marks, h("code", { html: k.html || "" }));
+    const pre = h("pre", { class: "jl-code-block" }, marks, h("code", { html: highlightPython(k.source || "") }));
     const jump = (mark) => { pre.scrollTop = Math.max(0, mark.offsetTop - 40); };
     const where = spans.length ? [` · group ${gid}: lines `, ...spans.flatMap(([a, b], i) => [i ? ", " : "",
       h("a", { class: "jl-lines", href: "#", onclick: (e) => { e.preventDefault(); jump(marks[i]); } }, `${a}–${b}`)])] : [];

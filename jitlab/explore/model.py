@@ -86,12 +86,11 @@ def fusion_data(report: CompileReport) -> dict[str, Any]:
 
 
 def kernels_data(report: CompileReport) -> list[dict[str, Any]]:
-    """Kernels with highlighted source and, when profiled, their per-call time and the groups it ran for."""
-    from .highlight import highlight_python
-
+    """Kernels with their source (the browser highlights it) and, when profiled, their per-call time and the
+    groups it ran for."""
     per_call = kernel_times(report.profile)
     measured = (report.profile or {}).get("kernels", {})
-    return [{"key": k.key, "backend": k.backend, "source": k.source, "html": highlight_python(k.source),
+    return [{"key": k.key, "backend": k.backend, "source": k.source,
              "compile_seconds": k.compile_seconds, "cache_hit": k.cache_hit, "miss_reason": k.miss_reason,
              "group": k.group, "choice": k.choice, "per_call_seconds": per_call.get(k.key),
              "reused_by": list(k.reused_by), "profile": measured.get(k.key),

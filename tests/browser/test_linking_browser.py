@@ -53,6 +53,10 @@ def test_o2_kernel_view_marks_the_selected_groups_lines(page, o2_page, artifacts
     }""")
     lh, boxes, shown = layout
     assert shown >= len(lines)
+    # Highlighted in the page, the source's text itself unchanged.
+    code = kernels.locator(".jl-source pre code")
+    assert code.text_content() == record.source and code.locator("span.k", has_text="def").count() > 0
+    assert code.locator("span.nf").first.inner_text().startswith("g") and code.locator("span.nd").count() > 0
     for (a, b), (top, height) in zip(record.group_lines[gid], boxes):
         assert abs(top - (8 + (a - 1) * lh)) < 1 and abs(height - (b - a + 1) * lh) < 1
     # The last range holds the call of the group's kernel, and it is scrolled into view.
