@@ -250,6 +250,8 @@ class KernelRecord:
     group: int | None = None
     choice: str = ""              # why this kernel (generated vs library) was selected
     reused_by: list[int] = field(default_factory=list)
+    # O2's program-wide source: group id -> (first, last) 1-based line ranges generated for that group
+    group_lines: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,7 +1,69 @@
-// The Compare view: several compilations' figures in one table and their graphs side by side.
+// The Compare view: several compilations' figures in one table, where they differ per source scope
+// (ops grouped differently, time and memory of each side), their pipelines pass by pass, and their
+// graphs side by side.
 
-import { fmtBytes, fmtSec, h, panZoom, recolor } from "./core.js";
+import { fmtBytes, fmtSec, h, recolor } from "./core.js";
 import { GraphView } from "./graph.js";
+import { diffTable } from "./passes.js";
+
+const num = (v, fmt) => (v === null || v === undefined ? "–" : fmt(v));
+
+function groupName(g) {
+  return g === null || g === undefined ? "alone" : `group ${g}`;
+}
+
+// Per scope (down to depth 2): each side's ops, groups, bytes live at the peak and time, and the ops that
+// side `k` groups with other ops than the first side does, listed under the row when it is opened.
+function scopeTable(cmp, k) {
+  const [a, b] = [cmp.columns[0].scopes || {}, cmp.columns[k].scopes || {}];
+  const diff = cmp.diffs[k - 1].regrouped;
+  const paths = [...new Set([...Object.keys(a), ...Object.keys(b)])];
+  const names = (uid) => (cmp.views[0].ops[String(uid)] || cmp.views[k].ops[String(uid)] || { name: "op" }).name.replace(/^np\./, "");
+  const cells = (s) => s ? [h("td", { class: "jl-num" }, s.op_count), h("td", { class: "jl-num" }, s.groups),
+    h("td", { class: "jl-num" }, num(s.peak_bytes, fmtBytes)), h("td", { class: "jl-num" }, num(s.seconds, fmtSec))]
+    : [h("td", { colspan: 4, class: "jl-muted" }, "–")];
+  const body = h("tbody", {});
+  for (const path of paths) {
+    const d = diff.scopes[path];
+    const depth = path ? path.split("/").length : 0;
+    const row = h("tr", { class: `jl-scoperow${d ? " jl-regrouped" : ""}`, "data-path": path },
+      h("td", { style: `padding-left: ${4 + 14 * depth}px` }, path ? path.split("/").pop() : "(whole program)"),
+      cells(a[path]), cells(b[path]), h("td", { class: `jl-num ${d ? "jl-warn" : "jl-muted"}` }, d ? d.count : "0"));
+    body.append(row);
+    if (!d) continue;
+    const list = h("tr", { class: "jl-regrouped-ops", hidden: true }, h("td", { colspan: 10 },
+      h("ul", {}, d.uids.map((u) => {
+        const [ga, gb] = diff.ops[String(u)];
+        return h("li", {}, `${names(u)} #${u}: ${cmp.labels[0]} ${groupName(ga)} · ${cmp.labels[k]} ${groupName(gb)}`);
+      }), d.count > d.uids.length ? h("li", { class: "jl-muted" }, `… ${d.count - d.uids.length} more`) : null)));
+    row.addEventListener("click", () => { list.hidden = !list.hidden; });
+    body.append(list);
+  }
+  const side = (label) => [h("th", {}, `${label}: ops`), h("th", {}, "groups"), h("th", {}, "at peak"), h("th", {}, "time")];
+  return h("div", { class: "jl-cmpscopes" },
+    h("h4", {}, `by scope: ${cmp.labels[0]} vs ${cmp.labels[k]}`),
+    h("div", { class: "jl-muted" }, `${Object.keys(diff.ops).length} of the ${diff.shared} ops both kept are grouped differently; click a scope to list them`),
+    h("div", { class: "jl-scroll" }, h("table", { class: "jl-table jl-cmpscope" },
+      h("thead", {}, h("tr", {}, h("th", {}, "scope"), side(cmp.labels[0]), side(cmp.labels[k]), h("th", {}, "regrouped"))), body)));
+}
+
+// The two pipelines pass by pass (runs paired by name), and the IR diff after the first pair that differs.
+function passTable(cmp, k) {
+  const pp = cmp.diffs[k - 1].passes;
+  if (!pp.rows.length) return null;
+  const side = (s) => s ? [h("td", { class: "jl-num" }, s.ops_after), h("td", { class: "jl-num" }, fmtSec(s.seconds))]
+    : [h("td", { colspan: 2, class: "jl-muted" }, "not run")];
+  const rows = pp.rows.map((r, i) => h("tr", { class: `${r.same ? "jl-unchanged" : ""}${i === pp.first_difference ? " jl-current" : ""}` },
+    h("td", {}, r.name), side(r.sides[0]), side(r.sides[1]),
+    h("td", { class: r.same ? "jl-muted" : "jl-warn" }, r.same ? "same IR after" : r.sides[0] && r.sides[1] ? "IR differs" : "one side only")));
+  const first = pp.first_difference === null ? null : pp.rows[pp.first_difference];
+  return h("div", { class: "jl-cmppasses" },
+    h("h4", {}, `pipelines pass by pass: ${cmp.labels[0]} vs ${cmp.labels[k]}`),
+    h("table", { class: "jl-table" }, h("thead", {}, h("tr", {}, h("th", {}, "pass"), h("th", {}, `${cmp.labels[0]}: ops after`), h("th", {}, "time"),
+      h("th", {}, `${cmp.labels[k]}: ops after`), h("th", {}, "time"), h("th", {}, ""))), h("tbody", {}, rows)),
+    first ? h("div", {}, h("h4", {}, `IR after ${first.name}, the first pass after which they differ`), diffTable(first.diff, [cmp.labels[0], cmp.labels[k]]))
+      : h("div", { class: "jl-muted" }, "The programs are the same after every pass both ran."));
+}
 
 const ROWS = [
   ["level", (v) => v || "–"], ["target", (v) => v || "–"], ["ops", String], ["groups", String], ["kernels", String],
@@ -17,7 +79,7 @@ export class CompareView {
 
   mount(parent) {
     parent.append(this.el);
-    const { labels, columns, graphs } = this.cmp;
+    const { labels, columns, views } = this.cmp;
     const best = (key, i) => {
       const values = columns.map((c) => c[key]).filter((v) => typeof v === "number");
       return typeof columns[i][key] === "number" && values.length > 1 && columns[i][key] === Math.min(...values) && key !== "ops";
@@ -26,30 +88,15 @@ export class CompareView {
       h("thead", {}, h("tr", {}, h("th", {}, ""), labels.map((l) => h("th", {}, l)))),
       h("tbody", {}, ROWS.map(([key, fmt]) => h("tr", {}, h("td", {}, key.replace("_", " ")),
         columns.map((c, i) => h("td", { class: `jl-num${best(key, i) ? " jl-good" : ""}` }, c[key] === null || c[key] === undefined ? "–" : fmt(c[key]))))))));
-    if (this.cmp.views) {
-      // Each side laid out like the Graph view (collapsed, expandable, searchable); selections stay per side.
-      const cols = this.cmp.views.map((view, i) => {
-        recolor(view);
-        const side = { data: view, selection: {}, isStatic: this.ctx.isStatic, on() {}, select() {}, request() {} };
-        const col = h("div", { class: "jl-cmpcol" }, h("b", {}, labels[i]));
-        return [col, new GraphView(side)];
-      });
-      this.el.append(h("div", { class: "jl-cmpgraphs" }, cols.map(([col]) => col)));
-      for (const [col, view] of cols) view.mount(col);
-      return;
-    }
-    const boxes = graphs.map((svgText, i) => {
-      const box = h("div", { class: "jl-canvas jl-cmpgraph" });
-      box.innerHTML = svgText || "";
-      const svg = box.querySelector("svg");
-      if (svg) {
-        svg.removeAttribute("width");
-        svg.removeAttribute("height");
-        svg.querySelectorAll("title").forEach((t) => t.remove());
-        requestAnimationFrame(() => panZoom(svg));
-      }
-      return h("div", { class: "jl-cmpcol" }, h("b", {}, labels[i]), box);
+    for (let k = 1; k < labels.length && this.cmp.diffs; k += 1) this.el.append(scopeTable(this.cmp, k), passTable(this.cmp, k));
+    // Each side laid out like the Graph view (collapsed, expandable, searchable); selections stay per side.
+    const cols = views.map((view, i) => {
+      recolor(view);
+      const side = { data: view, selection: {}, isStatic: this.ctx.isStatic, on() {}, select() {}, request() {} };
+      const col = h("div", { class: "jl-cmpcol" }, h("b", {}, labels[i]));
+      return [col, new GraphView(side)];
     });
-    this.el.append(h("div", { class: "jl-cmpgraphs" }, boxes));
+    this.el.append(h("div", { class: "jl-cmpgraphs" }, cols.map(([col]) => col)));
+    for (const [col, view] of cols) view.mount(col);
   }
 }

@@ -8,6 +8,7 @@ import { GraphView } from "./graph.js";
 import { KernelsView } from "./kernels.js";
 import { MemoryView } from "./memory.js";
 import { PassesView } from "./passes.js";
+import { ReproAction } from "./repro.js";
 import { ScheduleView } from "./schedule.js";
 
 const VIEWS = {
@@ -32,9 +33,10 @@ function header(ctx) {
   show(ctx.selection);
   const facts = [d.level ? `${d.level} on ${d.target}` : "program (not compiled)", `${Object.keys(d.ops || {}).length} ops`,
     `${(d.groups || []).length} groups`, d.seconds && d.seconds.passes !== undefined ? `passes ${fmtSec(d.seconds.passes)}` : null];
+  const repro = new ReproAction(ctx);
   return h("div", { class: "jl-header" }, h("b", { class: "jl-title" }, d.title || "jitlab"),
-    h("span", { class: "jl-muted" }, facts.filter(Boolean).join(" · ")), h("span", { class: "jl-spacer" }), selected, clear,
-    (d.warnings || []).length ? h("div", { class: "jl-warn" }, d.warnings.join("; ")) : null);
+    h("span", { class: "jl-muted" }, facts.filter(Boolean).join(" · ")), h("span", { class: "jl-spacer" }), selected, repro.button, clear,
+    (d.warnings || []).length ? h("div", { class: "jl-warn" }, d.warnings.join("; ")) : null, repro.panel);
 }
 
 function render({ model, el }) {

@@ -7,6 +7,7 @@
 import { chip, fmtBytes, fmtSec, h, panZoom, s, tooltip, where } from "./core.js";
 import { arrange, toSvg } from "./layout.js";
 
+const CHANGE = { added: "var(--jl-add)", removed: "var(--jl-del)", changed: "var(--jl-chg)" };
 const LINE_PX = 64;               // a rank's height (box and gap) at scale 1
 const TYPE = /^(\w+)\[(.*)\]$/;
 const ITEM = { f64: 8, i64: 8, u64: 8, c64: 8, c128: 16, f32: 4, i32: 4, u32: 4, f16: 2, bf16: 2, i16: 2, u16: 2, i8: 1, u8: 1, bool: 1 };
@@ -83,12 +84,12 @@ export class GraphView {
   constructor(ctx, options = {}) {
     this.ctx = ctx;
     this.data = ctx.data;
-    this.graph = this.data.graph || { members: {}, folded: {} };
+    this.graph = this.data.graph || { folded: {} };
     this.options = options;
     this.byId = new Map();
     this.live = null;
     this.showBookkeeping = false;
-    this.overlay = "group";
+    this.overlay = options.overlay || "group";
     this.matches = [];
     this.matchAt = -1;
     this.build();
@@ -409,7 +410,7 @@ export class GraphView {
         }
         const visible = this.leavesOf(c).filter((l) => !this.isHidden(l));
         if (!visible.length) continue;
-        const fill = c.kind === "group" || this.scaled() ? this.fillOf(visible, c) : null;
+        const fill = c.kind === "group" || this.scaled() || this.overlay === "change" ? this.fillOf(visible, c) : null;
         if (expanded.has(c.id)) {
           out.push({ id: c.id, label: c.label.split("\n")[0], classes: `${c.kind}`, fill, children: make(c) });
         } else {
@@ -429,9 +430,10 @@ export class GraphView {
       onkeydown: (e) => { if (e.key === "Enter") { e.preventDefault(); this.find(this.search.value, e.shiftKey ? -1 : 1); } },
       oninput: () => this.find(this.search.value, 0) });
     const overlays = [["group", "group"], ["backend", "backend"], ["dtype", "dtype"], ["bytes", "bytes written"]];
+    if (this.options.overlay === "change") overlays.unshift(["change", "what the pass did"]);
     if (this.kernelTimes().size || Object.values(this.data.ops).some((o) => typeof o.seconds === "number")) overlays.push(["time", "measured time"]);
     const select = h("select", { class: "jl-overlay", title: "colour nodes by", onchange: (e) => { this.overlay = e.target.value; this.render(true); } },
-      overlays.map(([v, label]) => h("option", { value: v }, `colour: ${label}`)));
+      overlays.map(([v, label]) => h("option", { value: v, selected: v === this.overlay }, `colour: ${label}`)));
     return h("div", { class: "jl-toolbar" },
       this.containers.size ? button("Expand all", () => this.setExpanded([...this.containers.keys()])) : null,
       this.containers.size ? button("Collapse all", () => this.setExpanded([])) : null,
@@ -490,6 +492,10 @@ export class GraphView {
         if (measured.length) return group !== null && group !== undefined ? Math.max(...measured) : measured.reduce((a, b) => a + b, 0);
         return group !== null && group !== undefined ? this.kernelTimes().get(group) ?? null : null;
       }
+      case "change": {        // what a pass did to these ops: one kind, or "changed" for a mix
+        const kinds = new Set(leaves.flatMap((l) => l.classes.filter((c) => c in CHANGE)));
+        return kinds.size ? (kinds.size === 1 ? [...kinds][0] : "changed") : null;
+      }
       default:
         return group;
     }
@@ -501,6 +507,7 @@ export class GraphView {
     if (v === null || v === undefined) return null;
     if (this.seen) { this.seen.push(v); return null; }
     if (this.overlay === "group") return this.data.colors[String(v)] || null;
+    if (this.overlay === "change") return CHANGE[v];
     if (this.overlay === "bytes" || this.overlay === "time") {
       const [lo, hi] = this.range;
       const t = hi > lo ? (Math.log(v + 1) - Math.log(lo + 1)) / (Math.log(hi + 1) - Math.log(lo + 1)) : 1;
@@ -517,6 +524,8 @@ export class GraphView {
     if (this.overlay === "group") {
       const swatches = this.groupIds.slice(0, 12).map((g) => h("span", { class: "jl-swatch", style: `background:${this.data.colors[String(g)]}` }));
       head = h("span", { class: "jl-chip jl-legend-groups" }, swatches, ` colour = fusion group · ${this.groupIds.length} groups`);
+    } else if (this.overlay === "change") {
+      head = Object.entries(CHANGE).map(([kind, color]) => chip(color, `${kind} (or holds ${kind} ops)`));
     } else if (this.overlay === "bytes" || this.overlay === "time") {
       const fmt = this.overlay === "bytes" ? fmtBytes : fmtSec;
       const [lo, hi] = this.range;

@@ -1,7 +1,8 @@
 // The Kernels view: each compiled kernel's backend, compile time, cache outcome and
-// per-call time, and its generated source, syntax highlighted.
+// per-call time, and its generated source, syntax highlighted here.
 
 import { chip, empty, fmtSec, h } from "./core.js";
+import { highlightPython } from "./pysyntax.js";
 
 export class KernelsView {
   constructor(ctx) {
@@ -16,11 +17,27 @@ export class KernelsView {
     return this.ctx.data.groups.find((g) => g.id === gid);
   }
 
-  show(k) {
+  // The kernel's source; with `gid`, the lines generated for that group marked (at O2, its part of the program-wide source).
+  show(k, gid = null) {
     this.current = k.key;
     this.el.querySelectorAll("tr[data-key]").forEach((tr) => tr.classList.toggle("jl-current", tr.dataset.key === k.key));
-    this.source.replaceChildren(h("div", { class: "jl-muted" }, `${k.key} · ${k.backend}${k.choice ? ` · ${k.choice}` : ""}`),
-      h("pre", { class: "jl-code-block", html: k.html || "" }));
+    const spans = gid === null || gid === undefined ? [] : (k.group_lines || {})[String(gid)] || [];
+    const marks = spans.map(([a, b]) => h("div", { class: "jl-linemark", "data-lines": `${a}-${b}`,
+      style: `top: calc(${a - 1} * var(--jl-code-line) + 8px); height: calc(${b - a + 1} * var(--jl-code-line))` }));
+    const pre = h("pre", { class: "jl-code-block" }, marks, h("code", { html: highlightPython(k.source || "") }));
+    const jump = (mark) => { pre.scrollTop = Math.max(0, mark.offsetTop - 40); };
+    const where = spans.length ? [` · group ${gid}: lines `, ...spans.flatMap(([a, b], i) => [i ? ", " : "",
+      h("a", { class: "jl-lines", href: "#", onclick: (e) => { e.preventDefault(); jump(marks[i]); } }, `${a}–${b}`)])] : [];
+    this.source.replaceChildren(h("div", { class: "jl-muted jl-kernelhead" }, `${k.key} · ${k.backend}${k.choice ? ` · ${k.choice}` : ""}`, ...where), pre);
+    // Scrolled to the group's last range (its calls) once the pane is shown: a hidden tab has no layout to scroll.
+    if (marks.length) {
+      const seen = new ResizeObserver(() => {
+        if (!pre.clientHeight) return;
+        jump(marks[marks.length - 1]);
+        seen.disconnect();
+      });
+      seen.observe(pre);
+    }
   }
 
   choose(k) {
@@ -32,8 +49,10 @@ export class KernelsView {
   follow(sel) {
     if (!sel || sel.source === "kernels" || !sel.uids || !sel.uids.length) return;
     const gid = this.ctx.data.ops[String(sel.uids[0])]?.group;
-    const k = this.kernels.find((x) => x.group === gid && gid !== null && gid !== undefined);
-    if (k && this.el.isConnected) this.show(k);
+    if (gid === null || gid === undefined) return;
+    // A group's own kernel (O1), else the program-wide source holding its lines (O2).
+    const k = this.kernels.find((x) => x.group === gid) || this.kernels.find((x) => (x.group_lines || {})[String(gid)]);
+    if (k && this.el.isConnected) this.show(k, gid);
   }
 
   // The profile's spread, launches and the groups a shared kernel ran for, when profiled.
@@ -90,5 +109,6 @@ export class KernelsView {
       h("thead", {}, h("tr", {}, ["group", "key", "backend", "compile", "cache", "per call", "measured"].map((t) => h("th", {}, t)))),
       h("tbody", {}, rows)), this.source);
     this.show(this.kernels[0]);
+    this.follow(this.ctx.selection);
   }
 }

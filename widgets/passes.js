@@ -1,9 +1,10 @@
 // The Passes view: every pass run with its cost and op-count change, a side-by-side
 // IR diff and a graph diff of the selected run, and which rule made the selected op.
 
-import { empty, fmtSec, h, opLink, panZoom } from "./core.js";
+import { empty, fmtSec, h, opLink } from "./core.js";
+import { GraphView } from "./graph.js";
 
-function diffTable(rows) {
+export function diffTable(rows, labels = ["before", "after"]) {
   if (!rows.length) return empty("This pass changed nothing: the IR before and after is the same.");
   const body = rows.map((r) => {
     if (r.t === "skip") return h("tr", { class: "jl-skip" }, h("td", { colspan: 4 }, `⋯ ${r.n} unchanged lines ⋯`));
@@ -11,11 +12,11 @@ function diffTable(rows) {
     const right = r.t === "del" ? "" : r.t;
     return h("tr", { class: `jl-row-${r.t}` },
       h("td", { class: "jl-ln" }, r.l ?? ""), h("td", { class: `jl-code jl-${left}` }, r.a),
-      h("td", { class: "jl-ln" }, r.r ?? ""), h("td", { class: `jl-code jl-${right}` }, r.b));
+      h("td", { class: "jl-ln" }, r.r ?? ""), h("td", { class: `jl-code jl-${right}` }, r.t === "same" ? r.a : r.b));
   });
   return h("table", { class: "jl-diff" },
     h("colgroup", {}, h("col", { class: "jl-lncol" }), h("col", {}), h("col", { class: "jl-lncol" }), h("col", {})),
-    h("thead", {}, h("tr", {}, h("th", { colspan: 2 }, "before"), h("th", { colspan: 2 }, "after"))),
+    h("thead", {}, h("tr", {}, h("th", { colspan: 2 }, labels[0]), h("th", { colspan: 2 }, labels[1]))),
     h("tbody", {}, body));
 }
 
@@ -31,13 +32,7 @@ export class PassesView {
     this.origin = h("div", { class: "jl-origin" });
     this.el = h("div", { class: "jl-passes" }, h("div", { class: "jl-passcol" }, this.filter(), this.list),
       h("div", { class: "jl-passmain" }, this.origin, this.detail));
-    ctx.on("select", () => { this.showOrigin(); this.markSelected(); });
-    ctx.on("msg", (msg) => {
-      if (msg.type === "pass_graph" && msg.svg && this.passes[msg.index]) {
-        this.passes[msg.index].svg = msg.svg;
-        if (msg.index === this.current) this.showDetail();
-      }
-    });
+    ctx.on("select", (sel) => { this.showOrigin(); this.markSelected(); if (this.diffGraph) this.diffGraph.highlight(sel, false); });
   }
 
   filter() {
@@ -84,29 +79,20 @@ export class PassesView {
       ? h("div", { class: `jl-gd jl-gd-${kind}` }, h("b", {}, `${kind} (${g[kind].length}): `), g[kind].slice(0, 40).map((u) => opLink(this.ctx, u)),
           g[kind].length > 40 ? ` … ${g[kind].length - 40} more` : null)
       : null);
-    const box = h("div", { class: "jl-canvas jl-small" });
-    if (p.svg) {
-      box.innerHTML = p.svg;
-      const svg = box.querySelector("svg");
-      svg.removeAttribute("width");
-      svg.removeAttribute("height");
-      svg.querySelectorAll("title").forEach((t) => t.remove());
-      svg.addEventListener("click", (e) => {
-        const node = e.target.closest("g.node");
-        if (node && node.id.startsWith("op_")) {
-          const uid = Number(node.id.slice(3));
-          this.ctx.select({ kind: "op", uids: [uid], label: `op #${uid}`, source: "passes" });
-        }
-      });
-      requestAnimationFrame(() => panZoom(svg));
+    // The graph after the pass with the ops it removed, laid out here like the Graph view (collapsed to
+    // scopes and groups, coloured by what the pass did to what each holds); a click selects an op everywhere.
+    const box = h("div", { class: "jl-passgraph" });
+    this.diffGraph = null;
+    if (p.view) {
+      const ctx = this.ctx;
+      const side = { data: { ...ctx.data, graph: { view: p.view, folded: {} } }, get selection() { return ctx.selection; },
+        isStatic: ctx.isStatic, on() {}, select: (sel) => ctx.select({ ...sel, source: "passes" }), request() {} };
+      this.diffGraph = new GraphView(side, { overlay: "change" });
+      requestAnimationFrame(() => this.diffGraph.mount(box));
     } else {
-      if (!this.ctx.isStatic) this.ctx.request({ type: "pass_graph", index: p.index });
-      box.append(empty(this.ctx.isStatic ? "Graph diff not laid out for this export." : "laying out the graph diff…"));
+      box.append(empty("No graph snapshot recorded for this pass."));
     }
-    return h("div", {}, h("div", { class: "jl-legend" },
-      h("span", { class: "jl-chip jl-style-added" }, h("span", { class: "jl-swatch" }), "added"),
-      h("span", { class: "jl-chip jl-style-removed" }, h("span", { class: "jl-swatch" }), "removed"),
-      h("span", { class: "jl-chip jl-style-changed" }, h("span", { class: "jl-swatch" }), "changed")), lists, box);
+    return h("div", {}, lists, box);
   }
 
   rules(p) {

@@ -98,3 +98,80 @@ def scope_figures(scopes: dict[str, dict[str, Any]], depth: int = 2) -> dict[str
     return {path: {"op_count": node["op_count"], "groups": groups.get(path, 0), "bytes": node["bytes"],
                    "peak_bytes": node["peak_bytes"], "seconds": node["seconds"]}
             for path, node in scopes.items() if node["kind"] == "scope" and node["depth"] <= depth}
+
+
+def _mates(report: CompileReport) -> dict[tuple, tuple[int, int | None, frozenset[tuple]]]:
+    """Each op that computes (no bookkeeping), by a key two compilations of one program share (its name, types, scope,
+    source line and attributes, then which occurrence of those it is: passes renumber the ops they make):
+    its uid, its group (None: alone) and the keys of the ops it shares that group with."""
+    graph = report.graph or GraphSnapshot([], [], [], [])
+    seen: dict[tuple, int] = {}
+    keys: dict[int, tuple] = {}
+    for n in graph.nodes:
+        if n.name in NO_LAUNCH or n.view or n.name.startswith("mem."):
+            continue
+        base = (n.name, tuple(n.types), tuple(n.scope), n.loc, tuple(sorted(n.attrs.items())))
+        seen[base] = seen.get(base, -1) + 1
+        keys[n.uid] = base + (seen[base],)
+    members: dict[int, set[tuple]] = {}
+    for n in graph.nodes:
+        if n.uid in keys and n.group is not None:
+            members.setdefault(n.group, set()).add(keys[n.uid])
+    mates = lambda n: frozenset(members[n.group]) if n.group is not None else frozenset({keys[n.uid]})  # noqa: E731
+    return {keys[n.uid]: (n.uid, n.group, mates(n)) for n in graph.nodes if n.uid in keys}
+
+
+def regrouped(a: CompileReport, b: CompileReport, depth: int = 2, listed: int = 40) -> dict[str, Any]:
+    """Ops of `a` that `b` also has (matched as `_mates` keys them) and groups with other ops than `a`
+    does, by source scope down to `depth`: `{"ops": {uid in a: [group in a, group in b]}, "scopes":
+    {path: {"count", "uids" (the first `listed`)}}, "shared": ops matched}`."""
+    left, right = _mates(a), _mates(b)
+    scope_of = {n.uid: list(n.scope) for n in (a.graph.nodes if a.graph else [])}
+    shared = left.keys() & right.keys()
+    ops: dict[int, list[int | None]] = {}
+    scopes: dict[str, dict[str, Any]] = {}
+    for key in sorted(shared, key=lambda k: left[k][0]):
+        uid, group, mates = left[key]
+        if mates & shared == right[key][2] & shared:
+            continue
+        ops[uid] = [group, right[key][1]]
+        scope = scope_of.get(uid, [])
+        for k in range(min(len(scope), depth) + 1):
+            entry = scopes.setdefault("/".join(scope[:k]), {"count": 0, "uids": []})
+            entry["count"] += 1
+            if len(entry["uids"]) < listed:
+                entry["uids"].append(uid)
+    return {"ops": {str(u): g for u, g in ops.items()}, "scopes": scopes, "shared": len(shared)}
+
+
+def _align(a: list[str], b: list[str]) -> list[tuple[int | None, int | None]]:
+    """Pass runs of two pipelines paired by name, in order (difflib on the names)."""
+    import difflib
+
+    pairs: list[tuple[int | None, int | None]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            pairs += [(i1 + k, j1 + k) for k in range(i2 - i1)]
+            continue
+        n = max(i2 - i1, j2 - j1)
+        pairs += [(i1 + k if i1 + k < i2 else None, j1 + k if j1 + k < j2 else None) for k in range(n)]
+    return pairs
+
+
+def pass_pairs(a: CompileReport, b: CompileReport) -> dict[str, Any]:
+    """Two pipelines pass by pass: each pass run of `a` beside `b`'s of the same name, with op counts and
+    times, and the IR diff of the two programs after the first pair where they differ."""
+    from .passview import ir_diff
+
+    rows, first = [], None
+    for i, j in _align([p.name for p in a.passes], [p.name for p in b.passes]):
+        pa, pb = (a.passes[i] if i is not None else None), (b.passes[j] if j is not None else None)
+        same = pa is not None and pb is not None and pa.after == pb.after
+        row = {"a": i, "b": j, "name": (pa or pb).name, "same": same,
+               "sides": [None if p is None else {"options": p.options, "seconds": p.seconds, "changed": p.changed,
+                                                  "ops_after": sum(p.ops_after.values())} for p in (pa, pb)]}
+        if first is None and pa is not None and pb is not None and not same:
+            first = len(rows)
+            row["diff"] = ir_diff(pa.after, pb.after)
+        rows.append(row)
+    return {"rows": rows, "first_difference": first}

@@ -1,4 +1,4 @@
-"""The Compare view: several compilations' figures and collapsed graphs side by side."""
+"""The Compare view: several compilations' figures and graphs side by side."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import JitlabError
-from .compare import figures, scope_figures, time_call
+from .compare import figures, pass_pairs, regrouped, scope_figures, time_call
 from .session import Session, from_object
 
 
@@ -26,18 +26,19 @@ def compare_session(xs: Sequence[Any], args: Sequence[Any] | None, labels: Seque
     labels = list(labels) if labels is not None else default_labels(sessions)
     if len(labels) != len(sessions):
         raise JitlabError(f"{len(sessions)} compilations but {len(labels)} labels")
-    columns, graphs, views = [], [], []
+    columns, views = [], []
     for s in sessions:
         seconds = time_call(s.exe, args) if args is not None and s.exe is not None else None
         columns.append(figures(s.report, seconds))
         data = s.build()
         columns[-1]["scopes"] = scope_figures(data["scopes"])
-        graphs.append(data["graph"]["layouts"][data["graph"]["default"]])
         # What the browser needs to lay each side's graph out itself, as the Graph view does.
-        views.append({k: data[k] for k in ("ops", "groups", "colors", "kernels", "memory")} |
-                     {"graph": {k: v for k, v in data["graph"].items() if k != "layouts"}})
+        views.append({k: data[k] for k in ("ops", "groups", "colors", "kernels", "memory", "graph")})
     first = sessions[0]
     data = dict(first.data)
     data["title"] = " vs ".join(labels)
-    data["compare"] = {"labels": labels, "columns": columns, "graphs": graphs, "views": views}
+    # Each other compilation against the first: ops grouped differently, per scope, and the pipelines pass by pass.
+    diffs = [{"regrouped": regrouped(first.report, s.report), "passes": pass_pairs(first.report, s.report)}
+             for s in sessions[1:]]
+    data["compare"] = {"labels": labels, "columns": columns, "views": views, "diffs": diffs}
     return first, data

@@ -240,12 +240,6 @@ def outline(item: Item, box: Box) -> str:
     if item.shape in ("ellipse", "oval"):
         return (f'<ellipse fill="{fill}" stroke="black" cx="{_n(x + w / 2)}" cy="{_n(y + h / 2)}" '
                 f'rx="{_n(w / 2)}" ry="{_n(h / 2)}"/>')
-    if item.shape == "box3d":
-        front = [(x, y + 3), (x + w - 3, y + 3), (x + w - 3, y + h), (x, y + h)]
-        back = [(x, y + 3), (x + 3, y), (x + w, y), (x + w, y + h - 3), (x + w - 3, y + h)]
-        pts = lambda ps: " ".join(f"{_n(a)},{_n(b)}" for a, b in ps)
-        return (f'<polygon fill="{fill}" stroke="black" points="{pts(front)}"/>'
-                f'<polyline fill="none" stroke="black" points="{pts(back)} {pts([(x + w - 3, y + 3), (x + w, y)])}"/>')
     return f'<path fill="{fill}" stroke="black" d="{rounded(box)}"/>'
 
 

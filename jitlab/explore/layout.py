@@ -1,16 +1,16 @@
-"""The graph view's layout: a snapshot becomes a small graph of drawable nodes, then a
-Drawing, then SVG laid out by Graphviz's `dot` (cached by the DOT text) or, where `dot`
-is not installed, by jitlab's own layered layout (`layered`), which says so in the SVG.
+"""A snapshot as a small graph of drawable nodes: sent to the browser, which lays the
+explorer's graph and pass graph diffs out itself (widgets/layout.js), and drawn here, every
+group as a cluster, for the notebook reprs: SVG laid out by Graphviz's `dot` (cached by the
+DOT text) or, where `dot` is not installed, by jitlab's own layered layout (`layered`),
+which says so in the SVG.
 
-Node ids in the SVG are what the browser side links by: `op_<uid>` for an op,
-`grp_<id>` for a collapsed group (or the cluster of an expanded one), `in_<name>` and
-`out_<i>` for the program's inputs and results.
+Node ids are what the browser side links by: `op_<uid>` for an op, `grp_<id>` for a
+group's cluster, `in_<name>` and `out_<i>` for the program's inputs and results.
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,48 +143,33 @@ class Item:
     id: str
     label: str
     classes: str
-    shape: str = "box"            # box (rounded), ellipse, oval, box3d (a collapsed group)
+    shape: str = "box"            # box (rounded), ellipse, oval
     fill: str | None = None
 
 
 @dataclass
 class Drawing:
-    """What one layout draws: expanded groups as clusters of items, the other items, edges."""
+    """What one layout draws: groups as clusters of items, the other items, edges."""
 
     clusters: dict[int, tuple[str, list[Item]]] = field(default_factory=dict)   # group id -> (colour, items)
     items: list[Item] = field(default_factory=list)
     edges: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _item(node: Node, color: str | None, extra: list[str]) -> Item:
-    classes = " ".join([node.kind] + node.classes + extra + (["filled"] if color else []))
+def _item(node: Node, color: str | None) -> Item:
+    classes = " ".join([node.kind] + node.classes + (["filled"] if color else []))
     shape = {"input": "ellipse", "output": "oval"}.get(node.kind, "box")
     return Item(node.id, node.label, classes, shape, color)
 
 
-def _collapsed(gid: int, members: list[Node], color: str, extra: list[str]) -> Item:
-    names = list(dict.fromkeys(m.label.split("\n")[0] for m in members))
-    summary = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
-    return Item(f"grp_{gid}", f"group {gid}\n{summary}", " ".join(["groupnode", "filled"] + extra), "box3d", color)
-
-
-def drawing(vg: ViewGraph, colors: dict[int, str], expanded: set[int] | None = None,
-            classes: dict[str, list[str]] | None = None) -> Drawing:
-    """What to draw: groups in `expanded` (None: all) as clusters, the others as one node each."""
-    classes, groups = classes or {}, vg.groups()
-    open_ = set(groups) if expanded is None else expanded & set(groups)
-    rep = {nid: f"grp_{g}" for g, ids in groups.items() if g not in open_ for nid in ids}
+def drawing(vg: ViewGraph, colors: dict[int, str]) -> Drawing:
+    """What to draw: each group as a cluster, the other nodes as they are."""
     out = Drawing()
-    for g, ids in sorted(groups.items()):
+    for g, ids in sorted(vg.groups().items()):
         color = colors.get(g, "#dddddd")
-        if g in open_:
-            out.clusters[g] = (color, [_item(vg.nodes[i], color, classes.get(i, [])) for i in ids])
-        else:
-            extra = sorted({c for i in ids for c in classes.get(i, [])})
-            out.items.append(_collapsed(g, [vg.nodes[i] for i in ids], color, extra))
-    out.items += [_item(n, None, classes.get(n.id, [])) for n in vg.nodes.values() if n.group is None]
-    out.edges = sorted({(rep.get(a, a), rep.get(b, b)) for a, b in vg.edges} - {(a, a) for a in vg.nodes} -
-                       {(r, r) for r in rep.values()})
+        out.clusters[g] = (color, [_item(vg.nodes[i], color) for i in ids])
+    out.items += [_item(n, None) for n in vg.nodes.values() if n.group is None]
+    out.edges = sorted(set(vg.edges) - {(a, a) for a in vg.nodes})
     return out
 
 
@@ -237,42 +222,15 @@ def render(dot: str) -> str | None:
     return svg
 
 
-def draw(vg: ViewGraph, colors: dict[int, str], expanded: set[int] | None = None,
-         classes: dict[str, list[str]] | None = None) -> str:
+def draw(vg: ViewGraph, colors: dict[int, str]) -> str:
     """SVG of a view graph: laid out by Graphviz's `dot`, or by jitlab's own layered layout without it."""
-    d = drawing(vg, colors, expanded, classes)
+    d = drawing(vg, colors)
     svg = render(to_dot(d))
     return svg if svg is not None else layered.svg(d)
 
 
-def layout_key(expanded: set[int] | None) -> str:
-    """The name under which a layout is stored: 'all', 'none' or the expanded ids ('3,7')."""
-    if expanded is None:
-        return "all"
-    return ",".join(map(str, sorted(expanded))) or "none"
-
-
-def parse_key(key: str) -> set[int] | None:
-    if key == "all":
-        return None
-    if key == "none":
-        return set()
-    return {int(x) for x in key.split(",") if x.strip().lstrip("-").isdigit()}
-
-
-def graph_data(graph: GraphSnapshot, colors: dict[int, str], rejected: dict[int, str] | None = None,
-               eager_single: int = 12) -> dict[str, Any]:
-    """Layouts of the final graph: groups collapsed, all expanded, and (for few groups) one at a time."""
+def graph_data(graph: GraphSnapshot, rejected: dict[int, str] | None = None) -> dict[str, Any]:
+    """The drawable graph the browser lays out (any mix of expanded and collapsed parts), with the folded weights."""
     vg = view_graph(graph, rejected)
-    start = time.perf_counter()
-    groups = sorted(vg.groups())
-    wanted: list[set[int] | None] = [set(), None] if groups else [None]
-    if len(groups) <= eager_single:
-        wanted += [{g} for g in groups]
-    layouts = {layout_key(e): draw(vg, colors, e) for e in wanted}
-    members = {str(g): ids for g, ids in vg.groups().items()}
-    # The drawable graph itself: the browser lays out any mix of expanded and collapsed parts from it.
     nodes = [[n.id, n.label, n.kind, n.group, n.classes] for n in vg.nodes.values()]
-    return {"layouts": layouts, "default": "none" if groups else "all", "members": members,
-            "folded": vg.folded, "seconds": time.perf_counter() - start, "nodes": len(vg.nodes),
-            "view": {"nodes": nodes, "edges": sorted(vg.edges)}}
+    return {"folded": vg.folded, "nodes": len(vg.nodes), "view": {"nodes": nodes, "edges": sorted(vg.edges)}}

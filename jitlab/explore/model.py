@@ -1,8 +1,8 @@
 """Reads a CompileReport into the plain data the explorer views draw.
 
 Nothing here decides anything about the program: it joins what the compiler recorded
-(snapshots, passes, groups, schedule, memory, kernels) by op uid, names colours, and
-lays the graph out. Every section may be missing; each view then says so.
+(snapshots, passes, groups, schedule, memory, kernels) by op uid and names colours; the
+browser lays the graph out. Every section may be missing; each view then says so.
 """
 
 from __future__ import annotations
@@ -86,15 +86,15 @@ def fusion_data(report: CompileReport) -> dict[str, Any]:
 
 
 def kernels_data(report: CompileReport) -> list[dict[str, Any]]:
-    """Kernels with highlighted source and, when profiled, their per-call time and the groups it ran for."""
-    from .highlight import highlight_python
-
+    """Kernels with their source (the browser highlights it) and, when profiled, their per-call time and the
+    groups it ran for."""
     per_call = kernel_times(report.profile)
     measured = (report.profile or {}).get("kernels", {})
-    return [{"key": k.key, "backend": k.backend, "source": k.source, "html": highlight_python(k.source),
+    return [{"key": k.key, "backend": k.backend, "source": k.source,
              "compile_seconds": k.compile_seconds, "cache_hit": k.cache_hit, "miss_reason": k.miss_reason,
              "group": k.group, "choice": k.choice, "per_call_seconds": per_call.get(k.key),
-             "reused_by": list(k.reused_by), "profile": measured.get(k.key)}
+             "reused_by": list(k.reused_by), "profile": measured.get(k.key),
+             "group_lines": {str(g): [list(span) for span in spans] for g, spans in k.group_lines.items()}}
             for k in report.kernels]
 
 
@@ -143,8 +143,8 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "title": title or f"@{report.program or 'program'}",
         "level": report.level, "target": report.target,
         "ops": ops, "groups": groups, "colors": {str(k): v for k, v in colors.items()},
-        "graph": layout.graph_data(graph, colors, {r.op: r.reason for r in report.rejected}),
-        "passes": passes_data(report, colors),
+        "graph": layout.graph_data(graph, {r.op: r.reason for r in report.rejected}),
+        "passes": passes_data(report),
         "fusion": fusion_data(report),
         "schedule": schedule,
         "streams": streams_data(report),

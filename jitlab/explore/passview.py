@@ -1,5 +1,6 @@
 """The Passes view's data: per pass run its cost, op-count change, a side-by-side IR
-diff and a graph diff by op uid, plus the rules that fired and the ones that missed."""
+diff and a graph diff by op uid (the drawable graph after the pass with the ops it removed,
+which the browser lays out), plus the rules that fired and the ones that missed."""
 
 from __future__ import annotations
 
@@ -15,16 +16,16 @@ CONTEXT = 3
 def _skip(rows: list[dict], lines: list[tuple[int, int, str]]) -> None:
     """Unchanged lines, with long runs cut to a few lines of context around the changes."""
     if len(lines) <= 2 * CONTEXT + 2:
-        rows += [{"t": "same", "l": i + 1, "a": text, "r": j + 1, "b": text} for i, j, text in lines]
+        rows += [{"t": "same", "l": i + 1, "a": text, "r": j + 1} for i, j, text in lines]
         return
     head, tail = lines[:CONTEXT] if rows else [], lines[-CONTEXT:]
-    rows += [{"t": "same", "l": i + 1, "a": t, "r": j + 1, "b": t} for i, j, t in head]
+    rows += [{"t": "same", "l": i + 1, "a": t, "r": j + 1} for i, j, t in head]
     rows.append({"t": "skip", "n": len(lines) - len(head) - len(tail)})
-    rows += [{"t": "same", "l": i + 1, "a": t, "r": j + 1, "b": t} for i, j, t in tail]
+    rows += [{"t": "same", "l": i + 1, "a": t, "r": j + 1} for i, j, t in tail]
 
 
 def ir_diff(before: str, after: str) -> list[dict[str, Any]]:
-    """Rows of a side-by-side diff: same, add, del, chg (a line changed in place) and skip."""
+    """Rows of a side-by-side diff: same (its text once, in `a`), add, del, chg (a line changed in place) and skip."""
     a, b = before.splitlines(), after.splitlines()
     rows: list[dict[str, Any]] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
@@ -68,24 +69,22 @@ def pass_entry(index: int, record: PassRecord) -> dict[str, Any]:
             "rewrites": [{"rule": r.rule, "root": r.root, "root_name": r.root_name, "created": r.created,
                           "erased": r.erased} for r in record.rewrites],
             "misses": [{"rule": m.rule, "op": m.op, "op_name": m.op_name, "reason": m.reason} for m in record.misses],
-            "notes": list(record.notes), "svg": None}
+            "notes": list(record.notes), "view": pass_view(record) if record.changed else None}
 
 
-def passes_data(report: CompileReport, colors: dict[int, str], eager_graphs: int = 300) -> list[dict[str, Any]]:
-    """Every pass run; graph diffs are laid out now for changed passes of graphs up to `eager_graphs` ops."""
-    entries = [pass_entry(i, r) for i, r in enumerate(report.passes)]
-    for entry, record in zip(entries, report.passes):
-        small = record.graph_after is not None and len(record.graph_after.nodes) <= eager_graphs
-        if record.changed and small:
-            entry["svg"] = pass_graph_svg(record, colors)
-    return entries
+def passes_data(report: CompileReport) -> list[dict[str, Any]]:
+    """Every pass run."""
+    return [pass_entry(i, r) for i, r in enumerate(report.passes)]
 
 
-def pass_graph_svg(record: PassRecord, colors: dict[int, str]) -> str | None:
-    """The graph after a pass with the ops it removed, coloured by what the pass did to each."""
+def pass_view(record: PassRecord) -> dict[str, Any] | None:
+    """The drawable graph after a pass with the ops it removed, each op marked `added`, `removed` or
+    `changed` among its classes: `{"nodes", "edges"}` as `graph.view`."""
     if record.graph_before is None or record.graph_after is None:
         return None
     diff = graph_diff(record.graph_before, record.graph_after)
-    classes = {f"op_{u}": [kind] for kind in ("added", "removed", "changed") for u in diff[kind]}
+    marks = {f"op_{u}": kind for kind in ("added", "removed", "changed") for u in diff[kind]}
     vg = layout.merge(layout.from_snapshot(record.graph_after), layout.from_snapshot(record.graph_before))
-    return layout.draw(vg, colors, None, classes)
+    nodes = [[n.id, n.label, n.kind, n.group, n.classes + ([marks[n.id]] if n.id in marks else [])]
+             for n in vg.nodes.values()]
+    return {"nodes": nodes, "edges": sorted(vg.edges)}

@@ -8,14 +8,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import JitlabError
+from ..errors import JitlabError, ShapeError
 from ..ir.core import Operation
 from ..ir.parser import parse
 from ..ir.printer import print_program
 from ..ir.program import Program
+from ..ir.shapes import evaluate_shape
 from ..runtime.reference import Interpreter
 
 IR_KEY = "__ir__"
+PAGE_LIMIT = 6000        # characters of IR text a group's repro may take in the explorer's data
 
 
 def save(path: str | pathlib.Path, program: Program, inputs: Sequence[np.ndarray]) -> pathlib.Path:
@@ -61,6 +63,37 @@ def group_program(program: Program, gid: int) -> Program:
             sub.body.append(op.clone(mapping))
     sub.set_outputs([mapping[v] for v in block.last_op.operands])
     return sub
+
+
+def group_repro(program: Program, gid: int, bindings=None) -> dict | None:
+    """Group `gid`'s IR text and its inputs' names, types and shapes (at `bindings`), for the explorer's
+    repro action; None when the text is over PAGE_LIMIT, reads weights (which the page cannot carry) or
+    has a dim `bindings` leaves unknown."""
+    sub = group_program(program, gid)
+    text = print_program(sub)
+    if len(text) > PAGE_LIMIT or any(op.name == "np.weight" for op in sub.walk()):
+        return None
+    try:
+        shapes = [list(evaluate_shape(v.type.shape, bindings or {})) for v in sub.inputs]
+    except ShapeError:
+        return None
+    return {"ir": text, "inputs": [{"name": v.name, "type": str(v.type), "dtype": v.type.dtype.name, "shape": shape}
+                                   for v, shape in zip(sub.inputs, shapes)]}
+
+
+def sample_inputs(program: Program, bindings=None, seed: int = 0) -> list[np.ndarray]:
+    """Seeded random inputs of `program`'s input types: normal floats, small integers, random booleans."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for v in program.inputs:
+        shape, dtype = evaluate_shape(v.type.shape, bindings or {}), v.type.dtype
+        if dtype.kind == "b":
+            out.append(rng.random(shape) < 0.5)
+        elif dtype.kind in "iu":
+            out.append(rng.integers(0, 4, shape).astype(dtype))
+        else:
+            out.append(rng.standard_normal(shape).astype(dtype))
+    return out
 
 
 class _Capture(Interpreter):

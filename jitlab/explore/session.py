@@ -1,18 +1,18 @@
 """What an explorer widget was made from, and the work it does on request from the
-browser: layouts not computed up front, pass graph diffs, dry runs and repro files."""
+browser: dry runs and repro files."""
 
 from __future__ import annotations
 
 import copy
+import pathlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import JitlabError
 from ..ir.program import Program
 from ..report import CompileReport, snapshot
-from . import layout, model, sizes
+from . import model, repro, sizes
 from .memview import memory_data
-from .passview import pass_graph_svg
 
 
 @dataclass
@@ -29,19 +29,30 @@ class Session:
         self.data = model.build(self.report, title, self.dims())
         self.data["dry_run"] = sizes.dry_run_data(self.exe)
         self.data["recompiles"] = list(self.recompiles)
+        self.data["repros"] = self.repros()
         return self.data
 
-    def colors(self) -> dict[int, str]:
-        return {int(k): v for k, v in self.data.get("colors", {}).items()}
+    def compiled(self) -> Program | None:
+        """The program as compiled (its groups formed), else as traced."""
+        return getattr(self.exe, "program", None) or self.program
 
-    def layout(self, key: str) -> str:
-        vg = layout.view_graph(self.report.graph, {r.op: r.reason for r in self.report.rejected})
-        return layout.draw(vg, self.colors(), layout.parse_key(key))
+    def bindings(self) -> dict[str, int]:
+        return dict(self.report.memory.bindings) if self.report.memory else {}
 
-    def pass_graph(self, index: int) -> str | None:
-        if not 0 <= index < len(self.report.passes):
-            raise JitlabError(f"no pass run number {index}; there are {len(self.report.passes)}")
-        return pass_graph_svg(self.report.passes[index], self.colors())
+    def repros(self) -> dict[str, dict[str, Any] | None]:
+        """Each group's repro text and input shapes, by group id (None: too large for the page)."""
+        program = self.compiled()
+        if program is None:
+            return {}
+        return {str(g.id): repro.group_repro(program, g.id, self.bindings()) for g in self.report.groups}
+
+    def repro_file(self, gid: int) -> pathlib.Path:
+        """Writes group `gid` with seeded random inputs of its shapes to `<program>_group<gid>.npz` here."""
+        program = self.compiled()
+        if program is None:
+            raise JitlabError("a repro needs the program: explore an Executable, a jitted function or a Program")
+        sub = repro.group_program(program, gid)
+        return repro.save(pathlib.Path.cwd() / f"{sub.name}.npz", sub, repro.sample_inputs(sub, self.bindings()))
 
     def dims(self) -> dict[str, list[int]]:
         """The batch-like dims (symbols, or a static program's leading dim), each with its
@@ -59,15 +70,8 @@ class Session:
         return memory_data(self.exe.dry_run(shapes), self.data.get("ops", {}))
 
     def static_data(self, data: dict[str, Any] | None = None) -> dict[str, Any]:
-        """`data` (the widget's, by default this session's) with everything the browser would ask for laid out now."""
+        """`data` (the widget's, by default this session's) for a page with no kernel to ask: marked static."""
         data = copy.deepcopy(self.data if data is None else data)
-        # The page lays the graph out itself from `graph.view`; Graphviz's drawings would only add weight.
-        data.get("graph", {}).pop("layouts", None)
-        if data.get("compare", {}).get("views"):
-            data["compare"].pop("graphs", None)
-        for entry in data.get("passes", []):
-            if entry["changed"] and entry["svg"] is None:
-                entry["svg"] = self.pass_graph(entry["index"])
         data["static"] = True
         return data
 
@@ -75,10 +79,8 @@ class Session:
         """The reply to one request from the browser (errors come back as text, never raised)."""
         kind = message.get("type")
         try:
-            if kind == "layout":
-                return {"type": kind, "key": message["key"], "svg": self.layout(str(message["key"]))}
-            if kind == "pass_graph":
-                return {"type": kind, "index": message["index"], "svg": self.pass_graph(int(message["index"]))}
+            if kind == "repro":
+                return {"type": kind, "group": message["group"], "path": str(self.repro_file(int(message["group"])))}
             if kind == "dry_run":
                 return {"type": kind, "values": message["values"], "memory": self.dry_run(message["values"])}
         except (JitlabError, KeyError, ValueError, TypeError) as e:

@@ -2,7 +2,8 @@
 
 The browser code (widgets/*.js) draws every view from the synced `data`; selection is
 synced back so Python can read what the user picked. Work that needs the compiler's
-objects (more layouts, pass graph diffs, dry runs) is asked for by message.
+objects (pass graph diffs, dry runs) is asked for by message; the browser lays the
+graph out itself.
 """
 
 from __future__ import annotations

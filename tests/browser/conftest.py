@@ -112,7 +112,7 @@ def page(browser):
 
 @pytest.fixture(scope="session")
 def resnet_pages(tmp_path_factory):
-    """(explorer page, compare page) saved once per session for onnx's light ResNet-50 at O1 (O0 beside it)."""
+    """(explorer page, compare page, the O1 Executable) saved once per session for onnx's light ResNet-50 at O1 (O0 beside it)."""
     import numpy as np
 
     import jitlab as jl
@@ -125,7 +125,7 @@ def resnet_pages(tmp_path_factory):
     exe(np.zeros((1, 3, 224, 224), np.float32))
     page = explore(exe).save(folder / "resnet50.html")
     compare = explore.compare(exe, jl.compile(program, level="O0"), labels=["O1", "O0"]).save(folder / "compare.html")
-    return page, compare
+    return page, compare, exe
 
 
 @pytest.fixture(scope="session")

@@ -68,4 +68,4 @@ def test_newer_fields_show_when_present(page, tmp_path, artifacts):
 
 
 def data_order(page):
-    return page.evaluate("() => JSON.parse(document.getElementById('jl-data').textContent).data.schedule.order")
+    return page.evaluate("async () => (await window.jitlabData()).data.schedule.order")

@@ -25,6 +25,21 @@ def test_compare_page_renders(page, resnet_pages, artifacts):
     for k in range(2):      # each side opens collapsed to a readable level
         assert 3 <= sides.nth(k).locator("g.node").count() <= 60
     root.screenshot(path=str(artifacts / "resnet_compare.png"))
+    # Per scope, each side's figures and the ops O0 groups differently (O0 groups nothing): a block's list opens on click.
+    exe = resnet_pages[2]
+    scopes = root.locator(".jl-pane-compare table.jl-cmpscope")
+    row = scopes.locator("tr[data-path='res2_0']")
+    o1_groups = {n.group for n in exe.report.graph.nodes if n.group is not None and tuple(n.scope[:1]) == ("res2_0",)}
+    assert row.locator("td").nth(2).inner_text() == str(len(o1_groups)) and row.locator("td").nth(6).inner_text() == "0"
+    row.click()
+    listed = scopes.locator("tr.jl-regrouped-ops:not([hidden]) li").all_inner_texts()
+    assert listed and all(re.search(r" #\d+: O1 group \d+ · O0 alone$", t) for t in listed)
+    assert len(listed) == int(row.locator("td").last.inner_text())
+    # The pipelines pass by pass: O0's three passes paired with O1's first three, the rest O1's alone.
+    passes = root.locator(".jl-pane-compare .jl-cmppasses tbody tr")
+    assert passes.count() == len(exe.report.passes)
+    assert passes.all_inner_texts()[3].endswith("one side only") and "same IR after" in passes.first.inner_text()
+    root.locator(".jl-cmpscopes").screenshot(path=str(artifacts / "resnet_compare_scopes.png"))
     assert page.errors == [] and page.console_errors == []
 
 
@@ -69,8 +84,8 @@ def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, arti
     assert pane.locator(".jl-legend-item").count() == 0 and pane.locator(".jl-legend").bounding_box()["height"] < 60
     canvas = pane.locator(".jl-canvas").bounding_box()
     # Expand stage, block, branch and one of its fusion groups, each in place: the clicked node's cluster stays under the pointer.
-    groups = page.evaluate("""() => {
-        const data = JSON.parse(document.getElementById('jl-data').textContent).data;
+    groups = page.evaluate("""async () => {
+        const data = (await window.jitlabData()).data;
         return data.scopes['res3_1/branch2b'].children.map((p) => `grp_${data.scopes[p].group}`);
     }""")
     for node_id in ("st_res3", "sc_res3_1", "sc_res3_1/branch2b", "group"):
@@ -112,7 +127,7 @@ def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
     current = pane.locator("g.node.current-match")
     current.wait_for()
     node = current.get_attribute("id")
-    loc = page.evaluate("(uid) => JSON.parse(document.getElementById('jl-data').textContent).data.ops[uid].loc", node[3:])
+    loc = page.evaluate("async (uid) => (await window.jitlabData()).data.ops[uid].loc", node[3:])
     assert node.startswith("op_") and "node 'n44'" in loc
     canvas = pane.locator(".jl-canvas").bounding_box()
     box = current.bounding_box()
@@ -124,7 +139,7 @@ def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
         pane.locator(".jl-search").press("Enter")
         assert "of" in pane.locator(".jl-status").inner_text()
         node = pane.locator("g.node.current-match").get_attribute("id")
-        op = page.evaluate("(uid) => JSON.parse(document.getElementById('jl-data').textContent).data.ops[uid]", node[3:])
+        op = page.evaluate("async (uid) => (await window.jitlabData()).data.ops[uid]", node[3:])
         assert expect in (op["name"] if not expect.startswith("group") else f"group {op['group']}")
     assert page.errors == []
 
@@ -134,7 +149,7 @@ def test_colour_overlays_have_a_short_legend(page, resnet_pages, artifacts):
     pane = root.locator(".jl-pane-graph")
     pane.locator("svg[data-layout=browser]").wait_for()
     assert "215 groups" in pane.locator(".jl-legend").inner_text()
-    colors = page.evaluate("() => Object.values(JSON.parse(document.getElementById('jl-data').textContent).data.colors)")
+    colors = page.evaluate("async () => Object.values((await window.jitlabData()).data.colors)")
     shown = page.evaluate("() => [...document.querySelectorAll('.jl-legend-groups .jl-swatch')].map((s) => s.style.background)")
     assert len(set(shown)) == len(shown) and len(colors) == 215
     for overlay in ("bytes", "dtype", "backend"):
@@ -205,7 +220,7 @@ def test_expanded_layout_keeps_boxes_apart_and_inside_their_parts(page, resnet_p
     pane.locator("svg[data-layout=browser]").wait_for()
     pane.get_by_role("button", name="Expand all").click()
     pane.locator("input.jl-bookkeeping").check()
-    problems = page.evaluate("""() => {
+    problems = page.evaluate("""async () => {
         const svg = document.querySelector('.jl-pane-graph svg[data-layout=browser]');
         const box = (g) => g.firstElementChild.getBBox();
         const nodes = [...svg.querySelectorAll('g.node')].map((g) => [g.id, box(g)]);
@@ -214,7 +229,7 @@ def test_expanded_layout_keeps_boxes_apart_and_inside_their_parts(page, resnet_p
             const [a, p] = nodes[i], [b, q] = nodes[j];
             if (p.x < q.x + q.width - 0.5 && q.x < p.x + p.width - 0.5 && p.y < q.y + q.height - 0.5 && q.y < p.y + p.height - 0.5) out.push(`${a} overlaps ${b}`);
         }
-        const data = JSON.parse(document.getElementById('jl-data').textContent).data;
+        const data = (await window.jitlabData()).data;
         for (const g of data.groups) {
             const c = svg.querySelector(`g.cluster[id='grp_${g.id}'] > rect`).getBBox();
             for (const uid of g.ops) {
@@ -230,4 +245,78 @@ def test_expanded_layout_keeps_boxes_apart_and_inside_their_parts(page, resnet_p
     # Everything open: every drawable op (weights and constants folded into their users), no container left shut.
     drawn, problems, total, shut = problems
     assert drawn == total > 1000 and shut == 0 and problems == []
+    assert page.errors == []
+
+
+def test_page_weighs_a_third_of_before_and_opens_fast(page, resnet_pages):
+    # 9.0 MB before the data was packed and the pass graph diffs drawn by the page (6.1 MB of pass
+    # diffs, 4.9 MB of it Graphviz SVG); the issue's bound is a third of 13.3 MB.
+    assert resnet_pages[0].stat().st_size <= 4.4e6
+    page.set_viewport_size({"width": 1440, "height": 900})
+    opened = []
+    for _ in range(3):          # the best of three: the machine is shared
+        page.goto(resnet_pages[0].as_uri())
+        page.locator(".jl-pane-graph svg[data-layout=browser] g.node").first.wait_for()
+        opened.append(page.evaluate("() => performance.now()"))      # ms from navigation to a drawn graph
+    assert min(opened) < 1500
+    assert page.errors == []
+
+
+def test_pass_graph_diff_is_drawn_by_the_page(page, resnet_pages, artifacts):
+    from jitlab.explore.layout import FOLDED
+
+    exe = resnet_pages[2]
+    index = next(i for i, r in enumerate(exe.report.passes) if r.name == "decompose")
+    record = exe.report.passes[index]
+    root = open_page(page, resnet_pages[0])
+    root.locator("[data-tab=passes]").click()
+    pane = root.locator(".jl-pane-passes")
+    pane.locator(f"tr.jl-pass[data-index='{index}']").click()
+    graph = pane.locator(".jl-passgraph svg[data-layout=browser]")
+    graph.wait_for()
+    assert 3 <= graph.locator("g.node").count() <= 60           # opens collapsed, like the Graph view
+    # Opened all the way with bookkeeping shown, it draws every op the pass removed and added, marked so.
+    pane.locator(".jl-passgraph").get_by_role("button", name="Expand all").click()
+    pane.locator(".jl-passgraph input.jl-bookkeeping").check()
+    before = {n.uid: n for n in record.graph_before.nodes}
+    after = {n.uid: n for n in record.graph_after.nodes}
+    drawn = lambda cls: set(graph.locator(f"g.node.{cls}").evaluate_all("(gs) => gs.map((g) => Number(g.id.slice(3)))"))
+    assert drawn("removed") == {u for u, n in before.items() if u not in after and n.name not in FOLDED} != set()
+    assert drawn("added") == {u for u, n in after.items() if u not in before and n.name not in FOLDED} != set()
+    # Collapsed, a part holding changes is coloured so.
+    pane.locator(".jl-passgraph").get_by_role("button", name="Collapse all").click()
+    fills = graph.locator("g.node > path:first-child").evaluate_all("(ps) => ps.map((p) => p.style.fill)")
+    assert any("--jl-chg" in f or "--jl-del" in f for f in fills)
+    pane.locator(".jl-passgraph").screenshot(path=str(artifacts / "resnet_pass_graph.png"))
+    assert page.errors == []
+
+
+def test_pass_diff_shows_the_pass_records_lines(page, resnet_pages, artifacts):
+    exe = resnet_pages[2]
+    index = next(i for i, r in enumerate(exe.report.passes) if r.name == "fuse")
+    before, after = (exe.report.passes[index].before.splitlines(), exe.report.passes[index].after.splitlines())
+    root = open_page(page, resnet_pages[0])
+    root.locator("[data-tab=passes]").click()
+    pane = root.locator(".jl-pane-passes")
+    pane.locator(f"tr.jl-pass[data-index='{index}']").click()
+    rows = pane.locator(".jl-passdetail table.jl-diff tbody tr").evaluate_all(
+        "(trs) => trs.map((tr) => [tr.className, ...[...tr.children].map((td) => td.textContent)])")
+    seen_left = seen_right = 0
+    for cls, *cells in rows:
+        if cls == "jl-skip":
+            n = int(cells[0].split()[1])
+            seen_left, seen_right = seen_left + n, seen_right + n
+            continue
+        ln, a, rn, b = cells
+        if ln:
+            assert a == before[int(ln) - 1]
+            seen_left += 1
+        if rn:
+            assert b == after[int(rn) - 1]
+            seen_right += 1
+        assert (cls == "jl-row-same") == (a == b and bool(ln) and bool(rn))
+    # Every line of the IR before and after the pass is shown or counted in a skipped run.
+    assert (seen_left, seen_right) == (len(before), len(after))
+    assert sum(cls != "jl-row-same" and cls != "jl-skip" for cls, *_ in rows) > 100
+    root.screenshot(path=str(artifacts / "resnet_passes.png"))
     assert page.errors == []

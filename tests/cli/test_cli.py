@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import shutil
@@ -13,6 +14,7 @@ import pytest
 
 import jitlab as jl
 from jitlab import cli
+from jitlab.explore.html import read_state
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHAIN, MLP = ROOT / "examples/ir/chain.jir", ROOT / "examples/ir/mlp.jir"
@@ -74,7 +76,7 @@ def test_explore_writes_static_html(tmp_path, capsys):
     out = tmp_path / "report.html"
     assert cli.main(["explore", str(CHAIN), "-o", str(out)]) == 0
     html = out.read_text()
-    assert "<html" in html.lower() and "numba_cpu" in html
+    assert "<html" in html.lower() and "numba_cpu" in json.dumps(read_state(html))
 
 
 def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):

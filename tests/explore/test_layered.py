@@ -1,6 +1,7 @@
-"""The explorer without Graphviz's `dot`: every view is laid out by jitlab's own layered
-layout, drawn with the ids and classes Graphviz's SVG has, and says it is the fallback."""
+"""Without Graphviz's `dot`: the notebook reprs are laid out by jitlab's own layered layout, drawn with the
+ids and classes Graphviz's SVG has, and say it is the fallback; the explorer needs neither (the browser lays out)."""
 
+import json
 import pathlib
 import re
 import shutil
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 import jitlab as jl
 from jitlab import cli
 from jitlab.explore import from_object, layered, layout
+from jitlab.explore.html import read_state
 from tests.explore.fixtures import compiled
 
 CHAIN = pathlib.Path(__file__).resolve().parents[2] / "examples/ir/chain.jir"
@@ -42,42 +44,35 @@ def edge_ids(svg: str) -> set[str]:
 def test_every_explorer_view_works_without_dot(no_dot, tmp_path):
     exe, _ = compiled()
     widget = jl.explore(exe)
-    layouts = widget.data["graph"]["layouts"]
-    assert set(layouts) == {"none", "all", "0", "1"} and all(FALLBACK in svg for svg in layouts.values())
-    assert layouts["all"].count('class="cluster group"') == 2 and "groupnode" in layouts["none"]
-    assert "apt-get install graphviz" in layouts["all"]
-    reply = widget.session.handle({"type": "layout", "key": "0"})
-    assert FALLBACK in reply["svg"] and "error" not in reply
-    page = jl.explore(exe).save(tmp_path / "report.html").read_text()
-    assert 'data-layout=\\"fallback\\"' in page                          # inside the page's JSON
-    assert all(FALLBACK in p["svg"] for p in widget.session.static_data()["passes"] if p["svg"])
-    assert FALLBACK in jl.explore.compare(exe, exe).data["compare"]["graphs"][0]
+    # The explorer draws nothing with Graphviz: the browser lays out the graph and every pass's graph diff.
+    assert "view" in widget.data["graph"] and any(p["view"] for p in widget.data["passes"])
+    page = read_state(jl.explore(exe).save(tmp_path / "report.html").read_text())
+    assert "<svg" not in json.dumps(page)
     x = np.ones((2, 3), np.float32)
     program = jl.trace(lambda x: np.exp(x) + 1, x)
     assert FALLBACK in program._repr_html_() and FALLBACK in jl.compile(program, level="O0")._repr_html_()
+    assert "apt-get install graphviz" in program._repr_html_()
 
 
 def test_cli_explore_works_without_dot(no_dot, tmp_path):
     out = tmp_path / "chain.html"
     assert cli.main(["explore", str(CHAIN), "-o", str(out)]) == 0
-    assert 'data-layout=\\"fallback\\"' in out.read_text()
+    assert read_state(out.read_text())["data"]["graph"]["view"]["nodes"]
 
 
 def test_without_the_graphviz_package_too(monkeypatch):
     monkeypatch.setitem(sys.modules, "graphviz", None)       # `import graphviz` raises ImportError
     monkeypatch.setattr(layout, "_CACHE", OrderedDict())
     exe, _ = compiled()
-    assert FALLBACK in from_object(exe).build()["graph"]["layouts"]["all"]
+    assert FALLBACK in exe._repr_html_()
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="compares with Graphviz's drawing")
-@pytest.mark.parametrize("key", ["all", "none", "1"])
-def test_fallback_draws_what_graphviz_draws(key):
+def test_fallback_draws_what_graphviz_draws():
     exe, _ = compiled()
-    session = from_object(exe)
-    session.build()
+    colors = {int(k): v for k, v in from_object(exe).build()["colors"].items()}
     vg = layout.view_graph(exe.report.graph, {r.op: r.reason for r in exe.report.rejected})
-    d = layout.drawing(vg, session.colors(), layout.parse_key(key))
+    d = layout.drawing(vg, colors)
     by_dot, by_us = layout.render(layout.to_dot(d)), layered.svg(d)
     assert FALLBACK not in by_dot and FALLBACK in by_us
     assert elements(by_us) == elements(by_dot) and edge_ids(by_us) == edge_ids(by_dot)
@@ -138,8 +133,7 @@ def view_graphs(draw):
     vg.edges |= {("in_a", "op_0"), (f"op_{n - 1}", "out_0")}
     # Fusion never makes a group a path leaves and re-enters (its cycle check), and the layout relies on it.
     assume(all(convex(vg, g) for g in range(3)))
-    expanded = draw(st.one_of(st.none(), st.sets(st.integers(0, 2))))
-    return vg, expanded
+    return vg
 
 
 def convex(vg, group: int) -> bool:
@@ -161,9 +155,8 @@ def convex(vg, group: int) -> bool:
 
 
 @given(view_graphs())
-def test_layout_never_overlaps_and_edges_point_down(case):
-    vg, expanded = case
-    d = layout.drawing(vg, {}, expanded)
+def test_layout_never_overlaps_and_edges_point_down(vg):
+    d = layout.drawing(vg, {})
     at = layered.arrange(d)
     boxes = list(at.items.items())
     for k, (a, box_a) in enumerate(boxes):

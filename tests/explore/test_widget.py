@@ -1,6 +1,5 @@
 """The widget's Python side (traits, browser requests), static HTML, repros and Compare."""
 
-import json
 import re
 
 import numpy as np
@@ -8,6 +7,8 @@ import pytest
 
 import jitlab as jl
 from jitlab.explore.compare import bytes_moved, figures
+from jitlab.explore.html import read_state
+from jitlab.explore.repro import group_inputs, group_program, group_repro
 from jitlab.explore.session import Session
 from tests.explore.fixtures import DryRunExecutable, compiled
 
@@ -44,10 +45,8 @@ def test_browser_requests_are_answered_from_the_compiler_objects():
     widget = jl.explore(exe)
     sent = []
     widget.send = sent.append
-    widget._on_message(widget, {"type": "layout", "key": "0"}, [])
-    assert sent[-1]["key"] == "0" and sent[-1]["svg"].count('class="cluster group"') == 1
-    widget._on_message(widget, {"type": "pass_graph", "index": 99}, [])
-    assert "no pass run number 99" in sent[-1]["error"]
+    widget._on_message(widget, {"type": "repro", "group": 99}, [])
+    assert "no jit.group with id 99" in sent[-1]["error"]
     widget._on_message(widget, {"type": "dry_run", "values": {"B": 8}}, [])
     assert sent[-1]["memory"]["peak_bytes"] == exe.dry_run({"x": (8, 8)}).peak_bytes
 
@@ -79,10 +78,10 @@ def test_saved_html_is_one_offline_file_with_the_drawable_graph(tmp_path):
     path = jl.explore(exe).save(tmp_path / "report.html")
     text = path.read_text()
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)
-    state = json.loads(re.search(r'<script type="application/json" id="jl-data">(.*?)</script>', text, re.S).group(1))
+    state = read_state(text)
     data = state["data"]
     view = data["graph"]["view"]
-    assert data["static"] and "layouts" not in data["graph"]       # the page lays the graph out itself
+    assert data["static"] and set(data["graph"]) == {"folded", "nodes", "view"}    # the page lays the graph out itself
     assert len(view["nodes"]) == data["graph"]["nodes"] and all(len(e) == 2 for e in view["edges"])
     assert [p["changed"] for p in data["passes"]] == [r.changed for r in exe.report.passes]
     assert "explorerWidget.render" in text and "export default" not in text
@@ -119,7 +118,7 @@ def test_compare_counts_launches_and_bytes():
     widget = jl.explore.compare(simple, jl.compile(jl.trace(lambda a, b: a + b, x, x), level="O1"), args=(x, x))
     cmp = widget.data["compare"]
     assert widget.view == "compare" and cmp["labels"] == ["O0 cpu", "O1 cpu"]
-    assert all(c["run_seconds"] > 0 for c in cmp["columns"]) and len(cmp["graphs"]) == 2
+    assert all(c["run_seconds"] > 0 for c in cmp["columns"]) and len(cmp["views"]) == 2
 
 
 def test_rich_reprs_show_ir_and_graph():
@@ -129,3 +128,65 @@ def test_rich_reprs_show_ir_and_graph():
     assert "np.maximum(%x, %" in html.replace("&#x27;", "'") and "<svg" in html
     exe = jl.compile(program, level="O0")
     assert "O0 on cpu" in exe._repr_html_() and "<svg" in exe._repr_html_()
+
+
+def test_repro_request_writes_the_group_with_inputs_of_its_shapes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    exe, xs = compiled(batch=3)
+    widget = jl.explore(exe)
+    gid = exe.report.groups[0].id
+    entry = widget.data["repros"][str(gid)]
+    assert entry["ir"].startswith(f"func @{exe.program.name}_group{gid}(")
+    assert [x["shape"] for x in entry["inputs"]] == [list(a.shape) for a in
+                                                      group_inputs(exe.program, gid, xs, {"B": 3})]
+    sent = []
+    widget.send = sent.append
+    widget._on_message(widget, {"type": "repro", "group": gid}, [])
+    assert "error" not in sent[-1] and sent[-1]["group"] == gid
+    program, inputs = jl.explore.load_repro(sent[-1]["path"])
+    assert [x.shape for x in inputs] == [tuple(x["shape"]) for x in entry["inputs"]]
+    expected = jl.compile(program, level="O0")(*inputs)
+    np.testing.assert_allclose(jl.compile(program, level="O1")(*inputs)[0], expected[0], rtol=1e-5, atol=1e-5)
+
+
+def test_compare_lists_regrouped_ops_per_scope_and_pairs_the_passes():
+    from jitlab.explore.compare import pass_pairs, regrouped
+    from jitlab.explore.passview import ir_diff
+    from tests.explore.test_o2_lines import model
+
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((8, 16), (16, 32), (32, 4))]
+    program = jl.trace(model, *args)
+    o0, o1, o2 = (jl.compile(program, level=level) for level in ("O0", "O1", "O2"))
+    # O0 groups nothing: exactly the ops O1 puts in a group with another op both kept are regrouped.
+    kept = {n.uid for n in o0.report.graph.nodes} & {n.uid for n in o1.report.graph.nodes if n.name != "jit.group"}
+    members = {}
+    for n in o1.report.graph.nodes:
+        if n.uid in kept and n.group is not None:
+            members.setdefault(n.group, []).append(n.uid)
+    expected = {u: [g, None] for g, us in members.items() if len(us) > 1 for u in us}
+    diff = regrouped(o1.report, o0.report)
+    assert {int(u): g for u, g in diff["ops"].items()} == expected and diff["scopes"][""]["count"] == len(expected)
+    same = regrouped(o1.report, o2.report)        # the same groups at O2, ops made by passes matched too
+    computing = [n for n in o1.report.graph.nodes
+                 if n.name not in ("np.weight", "np.constant", "jit.group") and not n.view and not n.name.startswith("mem.")]
+    assert same["ops"] == {} and same["shared"] == len(computing)
+    assert {n.uid for n in o1.report.graph.nodes} != {n.uid for n in o2.report.graph.nodes}     # which renumbered them
+    pairs = pass_pairs(o1.report, o2.report)
+    names = [r.name for r in o1.report.passes]
+    assert [r["name"] for r in pairs["rows"]] == names and [r["a"] for r in pairs["rows"]] == list(range(len(names)))
+    first = pairs["first_difference"]
+    assert all(r["same"] for r in pairs["rows"][:first]) and names[first] == "plan-memory"
+    assert pairs["rows"][first]["diff"] == ir_diff(o1.report.passes[first].after, o2.report.passes[first].after)
+    # O0's pipeline is the start of O1's: paired run for run, then O1's alone.
+    n = len(o0.report.passes)
+    assert [r.name for r in o0.report.passes] == names[:n]
+    assert [r["b"] for r in pass_pairs(o1.report, o0.report)["rows"]] == list(range(n)) + [None] * (len(names) - n)
+
+
+def test_a_group_with_unbound_dims_has_no_page_repro():
+    exe, _ = compiled(batch=3)
+    gid = exe.report.groups[0].id
+    assert any(str(v.type).count("B") for v in group_program(exe.program, gid).inputs)
+    assert group_repro(exe.program, gid, {}) is None
+    assert group_repro(exe.program, gid, {"B": 5})["inputs"][0]["shape"][0] == 5

@@ -68,7 +68,8 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
     report.stats["o2_fallbacks"] = len(fallbacks)
     report.kernels.append(KernelRecord(parts["structure"], "numba_cpu", graph.source, time.perf_counter() - start,
                                        entry.hit, entry.miss_reason, None,
-                                       f"O2: {len(segments)} compiled segment(s), {len(fallbacks)} numpy fallback(s)"))
+                                       f"O2: {len(segments)} compiled segment(s), {len(fallbacks)} numpy fallback(s)",
+                                       group_lines=graph.group_lines))
     bindings = dict(report.memory.bindings) if report.memory else {}
     compile_time = {tuple(sorted(bindings.items())): report.memory}
 

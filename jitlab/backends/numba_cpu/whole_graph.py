@@ -60,6 +60,8 @@ class WholeGraph:
     items: list = field(default_factory=list)
     source: str = ""
     buffer_index: dict[str, int] = field(default_factory=dict)   # value name -> slot in the offsets array
+    # group id -> (first, last) 1-based lines of `source` generated for it: its calls in a segment, its kernel
+    group_lines: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
 
 def why_not_compiled(op: Operation) -> str | None:
@@ -120,8 +122,10 @@ class _Builder:
         self.graph = WholeGraph()
         self.kernels: dict[str, str] = {}          # group key -> function name prefix
         self.bodies: dict[str, str] = {}           # kernel source (named kernel_*) -> function name prefix
+        self.body_index: dict[str, int] = {}       # function name prefix -> its index in `sources`
         self.plans: dict[str, tuple] = {}          # group key -> (loop plan, flat)
         self.sources: list[str] = []
+        self.spans: list[tuple[int, int, int, int]] = []   # (group, source index, first, last line in it; 0-based)
         self.symbols = sorted({s for v in program.inputs for s in v.type.symbols})
         self.outputs = {v.name for v in program.outputs}
 
@@ -144,6 +148,15 @@ class _Builder:
         self.graph.source = "\n\n\n".join(self.sources) + "\n"
         return self.graph
 
+    def locate(self, offset: int) -> None:
+        """Fills `group_lines` once the sources sit `offset` lines down the module."""
+        starts = []
+        for text in self.sources:
+            starts.append(offset)
+            offset += text.count("\n") + 3               # each source, then two blank lines
+        for gid, index, first, last in self.spans:
+            self.graph.group_lines.setdefault(gid, []).append((starts[index] + first + 1, starts[index] + last + 1))
+
     def _close(self, ops: list[Operation]) -> None:
         work = [op for op in ops if op.name == "jit.group" or op.has(Trait.VIEW)]
         if not work:
@@ -151,7 +164,11 @@ class _Builder:
         name = f"segment{sum(isinstance(i, Segment) for i in self.graph.items)}"
         seg = Segment(name, ops, [])
         self.graph.items.append(seg)
-        self.sources.append(_SegmentSource(self, seg).render())
+        source = _SegmentSource(self, seg)
+        self.sources.append(source.render())
+        below = 2                                          # the decorator and def lines
+        for gid, first, last in source.spans:
+            self.spans.append((gid, len(self.sources) - 1, below + first, below + last))
 
 
 class _SegmentSource:
@@ -164,6 +181,7 @@ class _SegmentSource:
         self.external: list[str] = []             # value names passed in
         self.hosts: list[str] = []                # outputs whose bytes are passed in to lodge temporaries
         self.blas = False                         # whether a contraction needs numpy's BLAS addresses
+        self.spans: list[tuple[int, int, int]] = []    # (group, first, last index in `lines`)
 
     def render(self) -> str:
         for op in self.seg.ops:
@@ -228,6 +246,12 @@ class _SegmentSource:
 
     # -- groups ---------------------------------------------------------------------
     def _group(self, op: Operation) -> None:
+        first = len(self.lines)
+        self._emit_group(op)
+        if len(self.lines) > first:
+            self.spans.append((int(op.attrs["id"]), first, len(self.lines) - 1))
+
+    def _emit_group(self, op: Operation) -> None:
         ins = [self.array(v) for v in op.operands]
         outs = [self.array(r) for r in op.results]
         con = next((o for o in op.block.ops if o.has(Trait.CONTRACTION)), None)
@@ -261,8 +285,11 @@ class _SegmentSource:
             if body not in self.b.bodies:
                 self.b.bodies[body] = prefix = f"g{len(self.b.bodies)}"
                 self.b.sources.append(body.replace("def kernel_", f"def {prefix}_"))
+                self.b.body_index[prefix] = len(self.b.sources) - 1
             self.b.kernels[key] = self.b.bodies[body]
             self.b.plans[key] = (plan, flat)
+        index = self.b.body_index[self.b.kernels[key]]
+        self.b.spans.append((int(op.attrs["id"]), index, 0, self.b.sources[index].count("\n")))
         return self.b.kernels[key]
 
     def _dims(self, op: Operation, con) -> tuple[list[str], object]:
@@ -321,9 +348,12 @@ def _decorate(src: str, parallel: bool) -> str:
 def whole_graph(program: Program, plan: MemoryPlan, segment_groups: int = SEGMENT_GROUPS) -> WholeGraph:
     """Segments (of at most `segment_groups` groups; 1 for profiling) and fallbacks for a
     scheduled, statically planned program."""
-    graph = _Builder(program, plan, segment_groups).build()
-    graph.source = (f'"""O2 segments of @{program.name}."""\n\n' + module_header()
-                    + "from jitlab.backends.numba_cpu.blas import gemm  # noqa: F401\n"
-                    + "from jitlab.backends.numba_cpu.library import conv2d_nb  # noqa: F401\n\n\n" + graph.source)
+    builder = _Builder(program, plan, segment_groups)
+    graph = builder.build()
+    header = (f'"""O2 segments of @{program.name}."""\n\n' + module_header()
+              + "from jitlab.backends.numba_cpu.blas import gemm  # noqa: F401\n"
+              + "from jitlab.backends.numba_cpu.library import conv2d_nb  # noqa: F401\n\n\n")
+    graph.source = header + graph.source
+    builder.locate(header.count("\n"))
     return graph
 
