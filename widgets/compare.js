@@ -42,7 +42,7 @@ function scopeTable(cmp, k) {
   const side = (label) => [h("th", {}, `${label}: ops`), h("th", {}, "groups"), h("th", {}, "at peak"), h("th", {}, "time")];
   return h("div", { class: "jl-cmpscopes" },
     h("h4", {}, `by scope: ${cmp.labels[0]} vs ${cmp.labels[k]}`),
-    h("div", { class: "jl-muted" }, `${Object.keys(diff.ops).length} of the ${diff.shared} ops both kept are grouped differently; click a scope to list them`),
+    h("div", { class: "jl-muted" }, `${Object.keys(diff.ops).length} of the ${diff.shared} computing ops both have are grouped differently; click a scope to list them`),
     h("div", { class: "jl-scroll" }, h("table", { class: "jl-table jl-cmpscope" },
       h("thead", {}, h("tr", {}, h("th", {}, "scope"), side(cmp.labels[0]), side(cmp.labels[k]), h("th", {}, "regrouped"))), body)));
 }
