@@ -298,7 +298,7 @@ def routed_creation(fn: Callable, ctx: TraceContext) -> Iterator[None]:
         try:
             for namespace, field in _namespaces(fn):
                 for name, value in _entries(namespace, field):
-                    replacement = _replacement(value, module, functions)
+                    replacement = _replacement(value, module, {**functions, **added_builtins})
                     if replacement is not None:
                         saved.append((namespace, field, name, value))
                         _set(namespace, field, name, replacement)
