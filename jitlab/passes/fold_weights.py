@@ -14,9 +14,11 @@ takes through static_argnums) or an `np.constant`. Two rules run to a fixpoint:
 
 Folding never grows the program for nothing: an op whose result is larger than its operands
 (a broadcast, an outer product, a tile) is folded only up to SMALL_BYTES, no folded value
-holds more than `limit` bytes (the ONNX importer's rule for constants), and all folds
-together add at most `limit` bytes to the weights (a weight that a fold leaves unused counts
-as freed). The report's `folding` record lists each folded weight and the bytes.
+holds more than `limit` bytes (the ONNX importer's rule for constants), and the folded arrays
+the compiled program holds together stay under `limit` bytes. Original weights a fold leaves
+unused leave the compiled program but free nothing (the source program keeps them), so the
+budget counts every folded array but views and those a later fold consumed. The report's
+`folding` record lists each folded weight and the bytes.
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ class FoldState:
     folded: dict[int, FoldedWeight] = field(default_factory=dict)     # by uid of the new np.weight/np.constant
     history: dict[int, tuple[dict[int, str], list[str]]] = field(default_factory=dict)   # ops, sources, by uid
     ops_folded: int = 0
-    added: int = 0
+    added: int = 0                # bytes of the folded arrays the program holds (views excluded)
+    own: dict[str, int] = field(default_factory=dict)   # those bytes by weight name
     skipped: list[RuleMiss] = field(default_factory=list)
     into_conv: list[int] = field(default_factory=list)
 
@@ -112,14 +115,20 @@ class FoldWeightOp(Pattern):
         outs = _evaluate(op, arrays, self.state.program)
         if isinstance(outs, str):
             return self._skip(op, rw, outs)
-        freed = self._freed(op)
-        self.state.added += sum(_added_bytes(o, arrays) for o in outs) - sum(freed.values())
-        self.state.ops_folded += 1
-        ops, sources = self._history(op)
-        for name in freed:          # before naming the new weights, so that they may take these names' place
-            del self.state.program.weights[name]
-        rw.replace_op(op, [self._materialize(op, r, o, rw, ops, sources) for r, o in zip(op.results, outs)])
+        self._replace(op, arrays, outs, rw)
         return True
+
+    def _replace(self, op: Operation, arrays: list[np.ndarray], outs: list[np.ndarray], rw: Rewriter) -> None:
+        """Replaces `op` by weights holding `outs`, dropping the weights only it read."""
+        folded = [v.op.name == "np.weight" and v.op.attrs["name"] in self.state.own for v in op.operands]
+        added = [_added_bytes(o, arrays, folded) for o in outs]
+        ops, sources = self._history(op)
+        for name in self._freed(op):    # before naming the new weights, so that they may take these names
+            self.state.added -= self.state.own.pop(name, 0)
+            del self.state.program.weights[name]
+        self.state.ops_folded += 1
+        rw.replace_op(op, [self._materialize(op, r, o, n, rw, ops, sources)
+                           for r, o, n in zip(op.results, outs, added)])
 
     def _skip(self, op: Operation, rw: Rewriter, reason: str) -> bool:
         self.state.skipped.append(RuleMiss(self.name, op.uid, op.name, reason))
@@ -144,18 +153,15 @@ class FoldWeightOp(Pattern):
         if out > inputs and out > SMALL_BYTES:
             return (f"its result ({out} bytes) is larger than its operands ({inputs} bytes): stored, it would "
                     "grow the program without saving work")
-        grown = self.state.added + out - sum(self._freed(op).values())
+        grown = self.state.added + out - sum(self.state.own.get(name, 0) for name in self._freed(op))
         if grown > self.state.limit:
-            return (f"it would bring the bytes folding adds to the weights to {grown}, over the limit of "
-                    f"{self.state.limit}")
+            return (f"it would bring the bytes of folded weights to {grown}, over the limit of {self.state.limit}")
         return None
 
-    def _freed(self, op: Operation) -> dict[str, int]:
-        """The weights only `op` reads, with their bytes: folding it leaves them unused."""
-        weights = {v.op.attrs["name"]: v for v in op.operands if v.op.name == "np.weight"}
-        return {name: nbytes(v.type) for name, v in weights.items()
-                if self.state.readers(name) == sum(u.op.attrs.get("name") == name for u in op.operands
-                                                   if u.op.name == "np.weight")}
+    def _freed(self, op: Operation) -> list[str]:
+        """The weights only `op` reads: folding it leaves them unused."""
+        names = [v.op.attrs["name"] for v in op.operands if v.op.name == "np.weight"]
+        return [name for name in dict.fromkeys(names) if self.state.readers(name) == names.count(name)]
 
     def _history(self, op: Operation) -> tuple[dict[int, str], list[str]]:
         """(ops folded by uid, original weights read) of the value `op` computes, through earlier folds."""
@@ -171,8 +177,8 @@ class FoldWeightOp(Pattern):
         ops[op.uid] = op.name
         return ops, list(dict.fromkeys(sources))
 
-    def _materialize(self, op: Operation, r: Value, array: np.ndarray, rw: Rewriter, ops: dict[int, str],
-                     sources: list[str]) -> Value:
+    def _materialize(self, op: Operation, r: Value, array: np.ndarray, added: int, rw: Rewriter,
+                     ops: dict[int, str], sources: list[str]) -> Value:
         if array.size <= CONSTANT_LIMIT:
             new = rw.create("np.constant", attrs={"value": Dense(array)})
             name = ""
@@ -182,6 +188,8 @@ class FoldWeightOp(Pattern):
             name = _fresh_weight(self.state.program, _base_name(op))
             new = rw.create("np.weight", attrs={"name": name}, result_types=[r.type])
             self.state.add_weight(name, array, new)
+            self.state.own[name] = added
+            self.state.added += added
         self.state.history[new.uid] = (ops, sources)
         self.state.folded[new.uid] = FoldedWeight(name, str(r.type), array.nbytes, list(ops.values()), sources,
                                                   new.uid)
@@ -199,9 +207,11 @@ def _evaluate(op: Operation, arrays: list[np.ndarray], program: Program) -> list
     return [np.asarray(o, order="C") for o in outs]     # ascontiguousarray would make a 0-d array 1-d
 
 
-def _added_bytes(out: np.ndarray, arrays: list[np.ndarray]) -> int:
-    """Bytes a folded array adds: none when it views an operand's memory (a reshape)."""
-    return 0 if any(np.may_share_memory(out, a) for a in arrays) else out.nbytes
+def _added_bytes(out: np.ndarray, arrays: list[np.ndarray], folded: list[bool]) -> int:
+    """Bytes a folded array holds beyond the original weights: none when it views one (a reshape).
+    A view of a folded array counts in full, since the array it views may be freed."""
+    views = [np.may_share_memory(out, a) for a in arrays]
+    return 0 if any(v and not f for v, f in zip(views, folded)) else out.nbytes
 
 
 def _base_name(op: Operation) -> str:

@@ -165,20 +165,37 @@ def test_the_limit_caps_each_folded_value():
     assert sorted(result.weights) == ["w.folded"]
 
 
-def test_the_limit_caps_the_bytes_all_folds_add_to_the_weights():
-    """Both weights stay (they are returned too): each transposed copy adds its 1024 bytes."""
-    result, _ = check_rewrite("""
-        func @f(%x: f32[16,16]) -> (f32[16,16], f32[16,16], f32[16,16]) {
+def test_the_limit_caps_the_bytes_all_folded_weights_hold():
+    """Each transposed copy holds 1024 bytes; the originals it replaces still live in the source program."""
+    text = """
+        func @f(%x: f32[16,16]) -> (f32[16,16]) {
           %a = np.weight() {name = "a"} : f32[16,16]
           %b = np.weight() {name = "b"} : f32[16,16]
           %ta = np.transpose(%a) {perm = [1, 0]} : f32[16,16]
           %tb = np.transpose(%b) {perm = [1, 0]} : f32[16,16]
           %s = np.add(%x, %ta) : f32[16,16]
           %y = np.add(%s, %tb) : f32[16,16]
-          func.return(%y, %a, %b)
-        }""", "fold-weights{limit=1500}", "CHECK: np.transpose(%b)", weights={"a": f32(16, 16), "b": f32(16, 16)},
-        misses=[("fold-weight-op", "bring the bytes folding adds to the weights to 2048, over the limit of 1500")])
-    assert sorted(result.weights) == ["a", "a.folded", "b"]
+          func.return(%y)
+        }"""
+    weights = {"a": f32(16, 16), "b": f32(16, 16)}
+    result, _ = check_rewrite(text, "fold-weights{limit=1500}", "CHECK: np.transpose(%b)", weights=weights,
+                              misses=[("fold-weight-op", "bring the bytes of folded weights to 2048, over the limit")])
+    assert sorted(result.weights) == ["a.folded", "b"]
+    result, _ = check_rewrite(text, "fold-weights{limit=2048}", "CHECK-NOT: np.transpose", weights=weights)
+    assert sorted(result.weights) == ["a.folded", "b.folded"]
+
+
+def test_a_folded_value_a_later_fold_consumes_leaves_the_budget():
+    """transpose then scale: the transposed copy is dropped once scaled, so 1024 bytes stay held."""
+    check_rewrite("""
+        func @f(%x: f32[16,16]) -> (f32[16,16]) {
+          %a = np.weight() {name = "a"} : f32[16,16]
+          %t = np.transpose(%a) {perm = [1, 0]} : f32[16,16]
+          %c = np.constant() {value = dense<f32[] 2.0>} : f32[]
+          %s = np.mul(%t, %c) : f32[16,16]
+          %y = np.add(%x, %s) : f32[16,16]
+          func.return(%y)
+        }""", "fold-weights{limit=1024}", "CHECK-NOT: np.mul", weights={"a": f32(16, 16)})
 
 
 def test_a_conv_whose_result_is_used_twice_keeps_its_batch_norm():
