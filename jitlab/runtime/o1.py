@@ -25,7 +25,7 @@ from ..ir.shapes import evaluate_shape
 from ..report import MemoryPlan
 from .donation import safe_to_donate
 from .pool import MemoryPool
-from .reference import concrete_attrs
+from .reference import concrete_attrs, weight_data
 
 
 class _Buffers:
@@ -262,5 +262,5 @@ def writable(value: np.ndarray) -> np.ndarray:
 def _constant(program: Program, op: Operation) -> np.ndarray:
     # np.asarray, not np.ascontiguousarray: the latter turns a 0-d array into shape (1,).
     if op.name == "np.weight":
-        return np.asarray(program.weights[op.attrs["name"]], order="C")
+        return np.asarray(weight_data(program, op.attrs["name"]), order="C")
     return np.asarray(op.attrs["value"].array, order="C")

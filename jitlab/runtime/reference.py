@@ -90,12 +90,17 @@ def _concrete(v, bindings):
     return v
 
 
+def weight_data(program, name: str) -> np.ndarray:
+    """The array of weight `name`; an InputError if the program carries none."""
+    if name not in program.weights:
+        raise InputError(f"np.weight: weight {name!r} has no data: pass weights= to jl.parse or set "
+                         "program.weights")
+    return program.weights[name]
+
+
 @handles("np.weight")
 def _weight(interp: Interpreter, op: Operation, args):
-    name = op.attrs["name"]
-    if name not in interp.program.weights:
-        raise InputError(f"weight {name!r} has no data: pass weights= to jl.parse or set program.weights")
-    return [interp.program.weights[name]]
+    return [weight_data(interp.program, op.attrs["name"])]
 
 
 @handles("jit.group")

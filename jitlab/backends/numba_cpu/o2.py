@@ -14,6 +14,7 @@ from ...ir.program import Program
 from ...report import CompileReport, KernelRecord
 from ...runtime.kernel_cache import default_cache
 from ...runtime.o2 import O2Runner
+from ...runtime.reference import weight_data
 from .backend import _compile_or_recover, _key_parts_for, is_readonly
 from .whole_graph import SEGMENT_GROUPS, Fallback, Segment, whole_graph
 
@@ -42,7 +43,7 @@ def _constants(program: Program) -> dict[str, np.ndarray]:
     out = {}
     for op in program.body.ops:
         if op.name == "np.weight":
-            out[op.result.name] = np.asarray(program.weights[op.attrs["name"]], order="C")
+            out[op.result.name] = np.asarray(weight_data(program, op.attrs["name"]), order="C")
         elif op.has(Trait.CONSTANT):
             out[op.result.name] = np.asarray(op.attrs["value"].array, order="C")
     return out
