@@ -139,6 +139,19 @@ def test_abs_over_every_binade_is_within_an_ulp_or_two_of_numpy(dtype):
     assert (np.abs(got[finite] - want[finite]) <= 2 * np.spacing(want[finite])).all()
 
 
+def test_norms():
+    z, m = crand(5), crand(3, 4)
+
+    def f(z, m):
+        return (np.linalg.norm(z), np.linalg.norm(z, 1), np.linalg.norm(z, np.inf), np.linalg.norm(z, 3),
+                np.linalg.norm(m), np.linalg.norm(m, "fro"), np.linalg.norm(m, 1), np.linalg.norm(m, axis=1),
+                np.linalg.norm(m, -np.inf), np.linalg.norm(z, 0))
+
+    check(f, z, m, levels=("O0",))
+    with pytest.raises(UnsupportedError, match="norm.*'nuc'.*complex"):
+        jl.trace(lambda m: np.linalg.norm(m, "nuc"), m)
+
+
 def test_reductions():
     z = crand(*shape(3), dtype=np.complex64)
 
