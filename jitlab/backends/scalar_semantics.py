@@ -1,7 +1,9 @@
 """numpy's scalar semantics that plain arithmetic does not give: NaN-propagating max/min,
 integer division, remainder and power by zero, -1 or negatives, float floor division and remainder
-(npy_divmod), saturating float -> int casts. Written once in plain Python;
+(npy_divmod), saturating float -> int casts, the magnitude of a complex number. Written once in plain Python;
 each backend compiles them for its own target (numba_cpu/helpers.py, numba_cuda/devicefns.py)."""
+
+import math
 
 
 def maximum(a, b):
@@ -105,3 +107,18 @@ def float_divmod_with(floor, fmod, copysign):
         return mod + b if (b < 0) != (mod < 0) else mod
 
     return floor_divide, remainder
+
+
+def complex_abs_with(sqrt):
+    """|z| as numpy 2's complex absolute loop computes it (the larger part times sqrt(1 + ratio**2):
+    no overflow, and no libm hypot call, which does not vectorize), with C99's hypot at infinities and
+    NaNs; built on the backend's own `sqrt`."""
+    def complex_abs(z):
+        a, b = abs(z.real), abs(z.imag)
+        big = a if a > b else b
+        small = b if a > b else a
+        ratio = small / big
+        h = big if small == 0 else big * sqrt(type(a)(1) + ratio * ratio)
+        return type(a)(math.inf) if (a == math.inf or b == math.inf) else h
+
+    return complex_abs

@@ -242,8 +242,14 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
 
 @implements(np.linalg.norm)
 def norm(x, ord=None, axis=None, keepdims=False):
-    v = _no_complex(context_of(x).lift(x), "np.linalg.norm")
+    v = context_of(x).lift(x)
     where = v.ctx.where()
+    if v.dtype.kind == "c":
+        matrix = (axis is None and v.ndim == 2 and ord is not None) or (axis is not None and np.ndim(axis) == 1
+                                                                        and len(axis) == 2)
+        if matrix and ord in (2, -2, "nuc"):
+            _no_complex(v, f"np.linalg.norm(ord={ord!r}) of a matrix")
+        v = np.abs(v)       # every other norm is that of the magnitudes
     if v.dtype.kind not in "f":
         v = astype(v, np.float64)
     if axis is None and ord is None:

@@ -6,6 +6,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jitlab as jl
 from jitlab.errors import JitlabError, ParseError, UnsupportedError
@@ -124,6 +126,32 @@ def test_special_values():
                 z * 1, z / 1, z + 0, z * -1, z - 0)
 
     check(f, z, levels=SOME, bitwise=True)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_abs_over_every_binade_is_within_an_ulp_or_two_of_numpy(dtype):
+    # the generated kernel computes |z| as numpy 2's loop does (not libm's hypot, 40x slower there)
+    n = 2000
+    parts = RNG.standard_normal((2, n)) * np.exp(RNG.uniform(-80, 80, (2, n)))
+    z = (parts[0] + 1j * parts[1]).astype(dtype)
+    got = jl.jit(np.abs, level="O1")(z)
+    want = np.abs(z)
+    finite = np.isfinite(want) & (want > 0)
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+    assert (np.abs(got[finite] - want[finite]) <= 2 * np.spacing(want[finite])).all()
+
+
+def test_norms():
+    z, m = crand(5), crand(3, 4)
+
+    def f(z, m):
+        return (np.linalg.norm(z), np.linalg.norm(z, 1), np.linalg.norm(z, np.inf), np.linalg.norm(z, 3),
+                np.linalg.norm(m), np.linalg.norm(m, "fro"), np.linalg.norm(m, 1), np.linalg.norm(m, axis=1),
+                np.linalg.norm(m, -np.inf), np.linalg.norm(z, 0))
+
+    check(f, z, m, levels=("O0",))
+    with pytest.raises(UnsupportedError, match="norm.*'nuc'.*complex"):
+        jl.trace(lambda m: np.linalg.norm(m, "nuc"), m)
 
 
 def test_reductions():
@@ -299,3 +327,27 @@ def test_writing_complex_values_into_a_real_array_is_numpys():
     with pytest.warns(np.exceptions.ComplexWarning):
         got = jl.jit(array)(x.copy(), z)
     np.testing.assert_array_equal(got, z.real)
+
+
+UNARY = [lambda u: -u, np.conj, np.exp, np.sqrt, np.square, lambda u: u * 1j, lambda u: u / (np.abs(u) + 1),
+         lambda u: np.where(np.abs(u) > 1, u, u.real), lambda u: np.log(u + 3)]
+BINARY = [np.add, np.subtract, np.multiply, lambda u, v: u / (v + 2), lambda u, v: np.where(u == v, u, v)]
+
+
+@settings(max_examples=int(os.environ.get("JITLAB_HYPOTHESIS_EXAMPLES", 5)), deadline=None)
+@given(st.data())
+def test_random_complex_expressions(data):
+    """Random chains of complex ops over broadcast operands, fused at O1, against numpy."""
+    dtype = data.draw(st.sampled_from([np.complex64, np.complex128]))
+    steps = data.draw(st.lists(st.tuples(st.integers(0, len(UNARY) - 1), st.integers(0, len(BINARY) - 1),
+                                         st.booleans()), min_size=1, max_size=5))
+    shape = data.draw(st.sampled_from([(3, 4), (1, 5), (2, 1, 3)]))
+    z, w = crand(*shape, dtype=dtype), crand(shape[-1], dtype=dtype)
+
+    def f(z, w):
+        u = z
+        for k, j, unary_first in steps:
+            u = BINARY[j](UNARY[k](u), w) if unary_first else UNARY[k](BINARY[j](u, w))
+        return u, np.abs(u), np.sum(u, axis=-1)
+
+    check(f, z, w, levels=("O0", "O1"), rtol=1e-3 if dtype == np.complex64 else 1e-9)

@@ -6,6 +6,7 @@ import numpy as np
 from numba import njit
 
 from ..scalar_semantics import (
+    complex_abs_with,
     float_divmod_with,
     float_to_int_with,
     int_div,
@@ -28,6 +29,7 @@ _floor_divide, _mod = (njit(**_INLINE)(fn) for fn in float_divmod_with(np.floor,
 
 
 _float_to_int = njit(**_INLINE)(float_to_int_with(np.trunc))
+_complex_abs = njit(**_INLINE)(complex_abs_with(np.sqrt))
 
 
 @njit(**_INLINE)

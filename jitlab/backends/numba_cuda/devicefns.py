@@ -21,6 +21,7 @@ import numpy as np
 from numba import cuda
 
 from ..scalar_semantics import (
+    complex_abs_with,
     float_divmod_with,
     float_to_int_with,
     int_div,
@@ -136,6 +137,7 @@ def _sign(x):
 _maximum, _minimum, _int_div, _int_floor_div, _int_fmod, _int_mod, _int_pow = (
     device(fn) for fn in (maximum, minimum, int_div, int_floor_div, int_fmod, int_mod, int_pow))
 _floor_divide, _mod = (device(fn) for fn in float_divmod_with(_floor, _fmod, _copysign))
+_complex_abs = device(complex_abs_with(_sqrt))
 
 
 @device
