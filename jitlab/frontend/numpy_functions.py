@@ -477,11 +477,14 @@ UFUNC_METHODS = {"outer": ufunc_outer, "accumulate": ufunc_accumulate, "reduce":
 
 
 # -- linear algebra: library kernels ------------------------------------------------------
-def _linalg_operand(a, name: str) -> Tracer:
-    x = _no_complex(context_of(a).lift(a), name)
+def _linalg_operand(a, name: str, complex_ok: bool = False) -> Tracer:
+    """a as LAPACK takes it: float32/64 (complex too where the result keeps numpy's dtype), at least 2-d."""
+    x = context_of(a).lift(a)
+    if not complex_ok:
+        _no_complex(x, name)
     if x.dtype.kind == "f" and x.dtype.itemsize < 4:
         raise TraceError(f"{name}: array type {x.dtype} is unsupported in linalg ({x.ctx.where()})")
-    if x.dtype.kind not in "f":
+    if x.dtype.kind not in "fc":
         x = _as_dtype(x, np.float64)     # numpy solves integer and bool matrices in float64
     if x.ndim < 2:
         raise TraceError(f"{name}: {x.ndim}-dimensional array given; it must be at least two-dimensional "
@@ -491,29 +494,29 @@ def _linalg_operand(a, name: str) -> Tracer:
 
 @implements(np.linalg.cholesky)
 def cholesky(a, /, *, upper=False):
-    x = _linalg_operand(a, "np.linalg.cholesky")
+    x = _linalg_operand(a, "np.linalg.cholesky", complex_ok=True)
     low = x.ctx.op("np.cholesky", x.value)
     return np.swapaxes(low, -1, -2) if upper else low
 
 
 @implements(np.linalg.inv)
 def inv(a):
-    x = _linalg_operand(a, "np.linalg.inv")
+    x = _linalg_operand(a, "np.linalg.inv", complex_ok=True)
     return x.ctx.op("np.inv", x.value)
 
 
 @implements(np.linalg.det)
 def det(a):
-    x = _linalg_operand(a, "np.linalg.det")
+    x = _linalg_operand(a, "np.linalg.det", complex_ok=True)
     return x.ctx.op("np.det", x.value)
 
 
 @implements(np.linalg.solve)
 def solve(a, b):
     ctx = context_of(a, b)
-    x = _linalg_operand(a, "np.linalg.solve")
-    y = _no_complex(ctx.lift(b), "np.linalg.solve")
-    x, y = _promote([x, y if y.dtype.kind == "f" else _as_dtype(y, np.float64)])
+    x = _linalg_operand(a, "np.linalg.solve", complex_ok=True)
+    y = ctx.lift(b)
+    x, y = _promote([x, y if y.dtype.kind in "fc" else _as_dtype(y, np.float64)])
     if y.ndim == 1:             # numpy 2: a 1-d b is one vector, solved against every matrix of a
         if x.ndim == 2:
             return ctx.op("np.solve", x.value, y.value)

@@ -154,6 +154,19 @@ def test_norms():
         jl.trace(lambda m: np.linalg.norm(m, "nuc"), m)
 
 
+def test_linalg_library_ops():
+    a, b = crand(4, 4), crand(4)
+    spd = a @ a.conj().T + 4 * np.eye(4)
+
+    def f(a, b, spd):
+        return (np.linalg.inv(a), np.linalg.det(a), np.linalg.solve(a, b), np.linalg.cholesky(spd),
+                np.linalg.solve(a.astype(np.complex64), np.ones(4, np.float32)), np.linalg.solve(a.real, b))
+
+    check(f, a, b, spd, rtol=1e-5, levels=SOME)
+    with pytest.raises(UnsupportedError, match="svdvals.*complex"):
+        jl.trace(lambda m: np.linalg.svdvals(m), a)
+
+
 def test_reductions():
     z = crand(*shape(3), dtype=np.complex64)
 

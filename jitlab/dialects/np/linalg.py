@@ -10,11 +10,11 @@ from ...errors import InputError
 from ...ir.opdef import Trait, defop
 from ...ir.shapes import Sym
 from ...ir.types import TensorType
-from .common import FLOAT, check_dtype, same_dtype
+from .common import FLOAT, INEXACT, check_dtype, same_dtype
 
 
 def _square(ctx, t, what: str) -> None:
-    check_dtype(ctx, t, FLOAT, what)
+    check_dtype(ctx, t, INEXACT, what)
     if t.rank < 2:
         raise ctx.error(f"{what} {t} must be a matrix (rank >= 2)")
     ctx.equal(t.shape[-2], t.shape[-1], f"the square dims of {what} {t}")
