@@ -127,6 +127,47 @@ def test_repeated_indices_keep_numpys_order_and_masks_write():
     check(masks, RNG.standard_normal(4), RNG.standard_normal((3, 3)))
 
 
+def int_indices_2d(a, rows, cols):
+    a = a + 0
+    a[rows, cols] = 7
+    a[rows] += 1
+    np.multiply.at(a, (rows, cols), 3)
+    np.minimum.at(a, rows, -2)
+    return a
+
+
+def bools_and_negative_steps(b):
+    b = b | False
+    b[::-2] = True
+    b[1] = b[0]
+    return b
+
+
+def strided_3d_and_scalars(x):
+    y = x * 1.0
+    y[1, ::2, 1:] = y[0, ::2, :-1] + 1
+    y[0, -1::-1, 0] = 5.0
+    s = np.float64(0.0) + x[0, 0, 0]
+    s += 1
+    return y, s
+
+
+def int32_indices_float32(a, idx):
+    a = a * 2
+    np.maximum.at(a, idx, np.float32(0.25))
+    a[idx[:2]] = a[idx[:2]] * 3
+    return a
+
+
+def test_dtypes_steps_and_multi_dim_indices():
+    check(int_indices_2d, RNG.integers(-5, 5, (4, 5)), np.array([0, 2, 0, -1]), np.array([1, 1, 1, 4]),
+          levels=("O1", "O2"))
+    check(bools_and_negative_steps, RNG.random(7) > 0.5, levels=("O1", "O2"))
+    check(strided_3d_and_scalars, RNG.standard_normal((2, 5, 4)), levels=("O1", "O2"))
+    check(int32_indices_float32, RNG.standard_normal(6).astype(np.float32), np.array([5, 0, 5, -6], np.int32),
+          levels=("O1", "O2"))
+
+
 def test_writes_become_fused_groups():
     exe = jl.jit(fill_rows, level="O1")
     exe(np.ones((6, 4)))
