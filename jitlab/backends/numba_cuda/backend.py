@@ -65,6 +65,8 @@ class NumbaCUDABackend(Backend):
         kind = self.fusion_kind(op)
         if kind == "write":
             return "writes (update_slice, scatters) run as library kernels on numba_cuda"
+        if kind == "contraction" and min(v.type.rank for v in op.operands) < 2:
+            return "matrix-vector products run as library kernels on numba_cuda"
         dtype = np.dtype(op.results[0].type.dtype)
         if kind == "reduction" and op.name not in ("np.any", "np.all") and dtype not in _SHUFFLED:
             return f"block reductions shuffle 32- and 64-bit values; {dtype} runs as a library kernel"
