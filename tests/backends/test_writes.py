@@ -324,3 +324,17 @@ def test_autotune_does_not_measure_a_scatter_on_random_indices():
     a, idx = np.zeros(3), np.array([2, 0])
     exe = jl.compile(jl.trace(f, a, idx), level="O1", autotune=True)    # random indices 0..7 would not fit
     np.testing.assert_allclose(exe(a, idx)[0], [2.0, 0.0, 2.0])
+
+
+def test_gradients_through_writes_and_gathers_agree_with_o0():
+    def loss(x, w):
+        y = np.tanh(x[np.array([0, 2, 2, -1])] @ w)      # its VJP scatters with repeats (add)
+        z = x * 1.0
+        z[1:3] = y[:2, :3] * 2
+        return (z * z).sum()
+
+    x, w = RNG.random((4, 3)), RNG.random((3, 3))
+    want = jl.jit(jl.grad(loss, argnums=(0, 1)), level="O0")(x, w)
+    for level in ("O1", "O2"):
+        for g, e in zip(jl.jit(jl.grad(loss, argnums=(0, 1)), level=level)(x, w), want):
+            np.testing.assert_allclose(g, e, rtol=1e-10, err_msg=level)
