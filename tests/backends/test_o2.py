@@ -85,6 +85,13 @@ def test_contractions_inside_segments():
     check(program, [img, k], rtol=1e-4)
 
 
+def test_matrix_vector_products_are_gemms_inside_segments():
+    a, v, b = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (4,), (4, 5)))
+    program = jl.trace(lambda a, v, b: (np.tanh(a @ v) + 1.0, v @ b, a.T @ (a @ v)), a, v, b)
+    exe = check(program, [a, v, b], rtol=1e-4)
+    assert exe.report.stats["o2_fallbacks"] == 0
+
+
 def test_resnet_shaped_graph_at_o2():
     fn, args = models.resnet50(width=4, size=32)
     exe = check(jl.trace(fn, *args), list(args), rtol=1e-3, atol=1e-3)

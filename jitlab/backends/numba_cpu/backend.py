@@ -77,8 +77,8 @@ class NumbaCPUBackend(Backend):
             if op.has(Trait.COMPOSITE):
                 return "composite op: the decompose pass turns it into primitives first"
             return "no generated kernel for this op: it runs as a numpy library kernel"
-        if kind == "contraction" and op.name == "np.matmul" and min(v.type.rank for v in op.operands) < 2:
-            return "matrix-vector products run as numpy library kernels"
+        if kind == "contraction" and op.name == "np.matmul" and not _blas_shaped(op):
+            return "vector products other than matrix @ vector and vector @ matrix run as numpy library kernels"
         return None
 
     def compile_program(self, program, report, options: dict[str, Any]):
@@ -251,6 +251,13 @@ def _choice(group: Operation) -> str:
 
 
 # -- contractions ------------------------------------------------------------------------
+
+def _blas_shaped(op: Operation) -> bool:
+    """A matmul one BLAS gemm call per matrix computes: no 1-D operand, or a 2-D matrix times a
+    vector (a gemm with one column or one row)."""
+    ranks = sorted(v.type.rank for v in op.operands)
+    return ranks[0] >= 2 or ranks == [1, 2]
+
 
 def _matmul(op: Operation) -> Callable:
     return lambda a, b, out: matmul_into(a, b, out)

@@ -83,7 +83,8 @@ def why_not_compiled(op: Operation) -> str | None:
 
 def _dot_ok(con: Operation) -> bool:
     a, b = (v.type for v in con.operands)
-    return a.rank >= 2 and b.rank == 2 or (a.rank == b.rank and a.shape[:-2] == b.shape[:-2])
+    return (a.rank >= 2 and b.rank == 2 or (a.rank == b.rank and a.shape[:-2] == b.shape[:-2])
+            or (a.rank, b.rank) in ((2, 1), (1, 2)))
 
 
 def _sym(d, prefix: str = "s_") -> str:
@@ -331,6 +332,8 @@ def _dot(a: str, b: str, dst: str, con: Operation, ta: bool, tb: bool) -> str:
     flags = f"{ta}, {tb}"
     if at.rank == 2 and bt.rank == 2:
         return f"gemm(blas, {a}, {b}, {dst}, {flags})"
+    if bt.rank == 1:        # (M, K) @ (K,): a gemm with one column
+        return f"gemm(blas, {a}, {b}.reshape(-1, 1), {dst}.reshape(-1, 1), {ta}, False)"
     if bt.rank == 2:        # (..., M, K) @ (K, N): one call over the flattened leading dims
         k, n = _sym(at.shape[-1]), _sym(bt.shape[-1])
         return f"gemm(blas, {a}.reshape(-1, {k}), {b}, {dst}.reshape(-1, {n}), {flags})"

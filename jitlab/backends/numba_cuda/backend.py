@@ -65,6 +65,8 @@ class NumbaCUDABackend(Backend):
         kind = self.fusion_kind(op)
         if kind == "write":
             return "writes (update_slice, scatters) run as library kernels on numba_cuda"
+        if kind == "contraction" and min(v.type.rank for v in op.operands) < 2:
+            return "matrix-vector products run as library kernels on numba_cuda"
         dtype = np.dtype(op.results[0].type.dtype)
         if op.name == "np.pow" and dtype.kind == "c":
             return "complex power has no device function in numba.cuda; it runs as a library kernel"

@@ -32,9 +32,17 @@ def disjoint(a: Region, b: Region) -> bool:
     """Whether two regions share no element: some dim's index ranges do not meet (conservative:
     interleaved strided ranges count as meeting)."""
     for ra, rb in zip(a, b):
-        if not ra or not rb or max(ra) < min(rb) or max(rb) < min(ra):
+        if not ra or not rb or _hi(ra) < _lo(rb) or _hi(rb) < _lo(ra):
             return True
     return False
+
+
+def _lo(r: range) -> int:
+    return min(r[0], r[-1])
+
+
+def _hi(r: range) -> int:
+    return max(r[0], r[-1])
 
 
 def write_chain(block) -> list[Operation]:
