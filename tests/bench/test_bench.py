@@ -133,7 +133,7 @@ def test_device_targets_bound_by_the_device_peak_not_the_host(monkeypatch):
     monkeypatch.setattr("jitlab.backends.base.backend_for_target", lambda target: Device(None))
     assert cli._bound_bandwidth("cuda", host) == (None, "device")
     bench = suite.by_name(["chain"])[0]
-    result = cli.run_benchmark(bench, [PEERS["numpy"]], type("Args", (), {"quick": True, "repeats": 1})(), None)
+    result = cli.run_benchmark(bench, [PEERS["numpy"]], type("Args", (), {"quick": True, "repeats": 1, "starts": False})(), None)
     assert result["lower_bound_ms"] is None
 
 
