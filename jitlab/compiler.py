@@ -111,6 +111,7 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
         options["memory_limit"], memory_limit = memory_limit, None
     if cached is not None:
         compiled, report = cached
+        memory_limit = None if recompute else memory_limit    # as in the compile that stored it
     elif recompute:
         compiled, report = _passes_under_limit(program, level, target, engine_passes, memory_limit,
                                                verify_each, instrumentation, options)
