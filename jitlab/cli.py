@@ -7,6 +7,7 @@ Each subcommand is one small function over parsed arguments; bad input is a Jitl
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import sys
 import time
@@ -162,15 +163,20 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 
 @command("cache")
 def cmd_cache(args: argparse.Namespace) -> int:
-    """Shows or empties the kernel cache."""
+    """Shows or empties the kernel cache and the executable cache beside it."""
+    from .runtime import executable_cache
     from .runtime.kernel_cache import default_cache
 
     cache = default_cache()
     if args.action == "clear":
-        print(f"removed {cache.clear()} kernel module(s) from {cache.directory}")
+        print(f"removed {cache.clear()} kernel module(s) and {executable_cache.clear(cache)} executable(s) "
+              f"from {cache.directory}")
     else:
         info = cache.info()
-        print(f"directory: {info['directory']}\nkernels: {info['kernels']}\nbytes: {info['bytes']}")
+        exes = executable_cache.entries(cache)
+        size = sum(os.path.getsize(p) for p in exes)
+        print(f"directory: {info['directory']}\nkernels: {info['kernels']}\nbytes: {info['bytes']}\n"
+              f"executables: {len(exes)} ({size} bytes)")
     return 0
 
 
@@ -203,7 +209,8 @@ def parser() -> argparse.ArgumentParser:
         q = sub.add_parser(name, help=what, description=what, add_help=False)
         q.add_argument("rest", nargs=argparse.REMAINDER)
     _fuzz_parser(sub)
-    q = sub.add_parser("cache", help="show or empty the kernel cache", description="Show or empty the kernel cache.")
+    q = sub.add_parser("cache", help="show or empty the kernel and executable caches",
+                       description="Show or empty the kernel cache and the executable cache.")
     q.add_argument("action", choices=["info", "clear"])
     return p
 

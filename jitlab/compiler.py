@@ -13,10 +13,7 @@ from .passes import PassContext, PassManager, pipeline_for
 from .passes.manager import INSTRUMENTATION, split_instrumentation
 from .progress import progress
 from .report import CompileReport, KernelRecord, snapshot
-from .runtime import (
-    executable_cache,
-    memexec,  # noqa: F401  (the interpreter's mem op handlers)
-)
+from .runtime import memexec  # noqa: F401  (the interpreter's mem op handlers)
 from .runtime.dryrun import parse_bytes
 from .runtime.executable import Executable
 from .runtime.o1 import O1Runner
@@ -95,6 +92,8 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     target = resolve_target(target)
     check_options(options, target)
     start = time.perf_counter()
+    from .runtime import executable_cache  # with what it imports (platformdirs, pickle), on first use
+
     entry = _cache_entry(program, level, target, passes, engine_passes, verify_each, options)
     cached = executable_cache.load(entry, program) if entry is not None else None
     memory_limit = options.pop("memory_limit", None)
@@ -112,6 +111,7 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
         options["memory_limit"], memory_limit = memory_limit, None
     if cached is not None:
         compiled, report = cached
+        memory_limit = None if recompute else memory_limit    # as in the compile that stored it
     elif recompute:
         compiled, report = _passes_under_limit(program, level, target, engine_passes, memory_limit,
                                                verify_each, instrumentation, options)
@@ -145,9 +145,11 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
 
 
 def _cache_entry(program: Program, level: str, target: str, passes: str | None, engine_passes: str | None,
-                 verify_each, options: dict) -> executable_cache.Entry | None:
-    """Where the executable cache keeps this compile's passes' result; None when it is off or the
-    caller asked for the passes' printouts or a partial pipeline."""
+                 verify_each, options: dict):
+    """Where the executable cache keeps this compile's passes' result (an executable_cache.Entry);
+    None when it is off or the caller asked for the passes' printouts or a partial pipeline."""
+    from .runtime import executable_cache
+
     if not executable_cache.enabled(options) or set(options) & set(INSTRUMENTATION):
         return None
     pipeline = passes if passes is not None else _pipeline(level, target, engine_passes)

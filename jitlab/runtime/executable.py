@@ -81,7 +81,8 @@ class Executable:
             return None
         copies = self._copies_inputs
         for a, (dtype, shape) in zip(args, self._static):
-            if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
+            # dtypes are compared by identity first: numpy's native ones are singletons
+            if type(a) is not np.ndarray or a.shape != shape or (a.dtype is not dtype and a.dtype != dtype):
                 return None
             if copies:
                 flags = a.flags
@@ -117,7 +118,9 @@ class Executable:
     def _run(self, arrays: list[np.ndarray], bindings: dict[str, int]) -> tuple[np.ndarray, ...]:
         with self._lock:
             try:
-                results = list(self._runner(arrays, bindings))
+                results = self._runner(arrays, bindings)
+                if type(results) is not list:
+                    results = list(results)
             except MemoryError as e:
                 plan = plan_for_level(self.program, self.level, bindings)
                 raise out_of_memory(plan, self._where, f"does not fit ({e})", self._input_copies(arrays)) from e

@@ -221,6 +221,23 @@ def store(entry: Entry, program, report: CompileReport, source) -> dict:
 _EMPTY = {"passes": list, "graph": lambda: None}
 
 
+def entries(cache: KernelCache) -> list[str]:
+    """The paths of the entries in the kernel cache's folder."""
+    folder = os.path.join(cache.directory, FOLDER)
+    try:
+        return [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.endswith(".pkl")]
+    except OSError:
+        return []
+
+
+def clear(cache: KernelCache) -> int:
+    """Deletes every entry; returns how many."""
+    paths = entries(cache)
+    for path in paths:
+        os.unlink(path)
+    return len(paths)
+
+
 def weights_digest(weights: dict[str, np.ndarray]) -> str:
     digest = hashlib.blake2b(digest_size=16)
     for name in sorted(weights):

@@ -88,7 +88,7 @@ class O2Runner:
     def layout(self, bindings: dict[str, int]) -> _Layout:
         """The arena for these symbol values. Arenas are kept for the last LAYOUTS_KEPT bindings
         only, so a program called with ever new batch sizes holds a few arenas, not one per size."""
-        key = tuple(sorted(bindings.items()))
+        key = tuple(sorted(bindings.items())) if bindings else ()
         layout = self.layouts.pop(key, None)
         if layout is None:
             if key not in self.plans:
@@ -127,8 +127,8 @@ class O2Runner:
                      for p in params])
             else:
                 self._fallback(step.op, env, layout, bindings)
-        return [self._value(n, env, layout, bindings).copy() if n in self.constants
-                else self._value(n, env, layout, bindings) for n in self.output_names]
+        return [(env[n] if n in env else self._value(n, env, layout, bindings)).copy() if n in self.constants
+                else env[n] if n in env else self._value(n, env, layout, bindings) for n in self.output_names]
 
     def _arg(self, param: tuple[str, str], env, layout: _Layout, bindings):
         kind, name = param

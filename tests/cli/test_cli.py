@@ -82,10 +82,13 @@ def test_explore_writes_static_html(tmp_path, capsys):
 def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path))
     (tmp_path / "k1.py").write_text("x = 1\n")
+    (tmp_path / "executables").mkdir(mode=0o700)
+    (tmp_path / "executables" / "e1.pkl").write_bytes(b"entry")
     assert cli.main(["cache", "info"]) == 0
-    assert "kernels: 1" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "kernels: 1" in out and "executables: 1 (5 bytes)" in out
     assert cli.main(["cache", "clear"]) == 0
-    assert not (tmp_path / "k1.py").exists()
+    assert not (tmp_path / "k1.py").exists() and not (tmp_path / "executables" / "e1.pkl").exists()
 
 
 def test_bench_and_conformance_delegate(monkeypatch):

@@ -255,3 +255,20 @@ def test_a_pass_of_the_users_is_part_of_the_key(cache, tmp_path, monkeypatch):
     edited = executable_cache.key_parts(program, "O1", "cpu", "p", {})["extensions"]
     assert len({before, added, edited}) == 3
     assert issubclass(my_pass.MyPass, Pass)
+
+
+def test_a_hit_under_recompute_keeps_the_plan_that_met_the_limit(cache):
+    kernels, runs = cache
+
+    def chain(x):
+        a = np.exp(x)
+        b = np.tanh(a) * a
+        return (b + a).sum(axis=0), (b * 2.0).sum(axis=0)
+
+    x = np.linspace(-1, 1, 4096, dtype=np.float32).reshape(64, 64)
+    exes = [jl.compile(jl.trace(chain, x), level="O1", target="cpu", cache=kernels, recompute=True,
+                       memory_limit=48 << 10) for _ in range(2)]
+    assert [e.report.executable_cache["hit"] for e in exes] == [False, True]
+    assert exes[0].memory_limit == exes[1].memory_limit
+    for got, want in zip(exes[1](x), chain(x)):
+        np.testing.assert_allclose(got, want, rtol=1e-5)

@@ -171,6 +171,9 @@ class _Generated:
         types = {f"a{i}": (a.type.dtype, a.type.rank) for i, a in enumerate(block.args)}
         types.update({name: (v.type.dtype, v.type.rank) for v, name in materialized.items()})
         types.update({f"o{i}": (v.type.dtype, v.type.rank) for i, v in enumerate(self.outputs)})
+        arrays = [p for p in self.params if not p.startswith("n")]
+        # a flat loop takes 1-D views; arguments that are 1-D already are passed as they are
+        self.reshape = self.flat and any(types[p][1] != 1 for p in arrays)
         if self.flat:
             types = {k: (dt, 1) for k, (dt, _) in types.items()}
         readonly = {f"a{i}" for i, v in enumerate(group.operands) if is_readonly(v)}
@@ -182,7 +185,9 @@ class _Generated:
         self.static_space = _static(self.plan.space, block) if not self.flat else None
         self.static_size = math.prod(self.static_space) if self.static_space is not None else None
         kinds = {"a": 0, "o": 1, "m": 2}
-        self.slots = [(kinds[p[0]], int(p[1:])) for p in self.params if not p.startswith("n")]
+        self.slots = [(kinds[p[0]], int(p[1:])) for p in arrays]
+        # the common order, every input then every output: the call needs no per-argument lookup
+        self.plain = self.slots == [(0, i) for i in range(len(block.args))] + [(1, j) for j in range(len(self.outputs))]
         self._compile_needed(entry.module.__file__)
         self.seconds = time.perf_counter() - start
         self.cache_hit, self.miss_reason = entry.hit, entry.miss_reason
@@ -200,13 +205,17 @@ class _Generated:
                  ) -> None:
         """Calls the kernel (a Kernel's `run`); `extra` are the materialized arrays (m0, ...) after
         inputs and outputs."""
-        sources = (inputs, outputs, extra)
-        args = [sources[kind][i] for kind, i in self.slots]
+        if self.plain:
+            args = [*inputs, *outputs]
+        else:
+            sources = (inputs, outputs, extra)
+            args = [sources[kind][i] for kind, i in self.slots]
         if self.flat:
             # The outputs have the full size; an input broadcast whole has size 1 even when the
             # output is empty (a size-0 broadcast), so the inputs cannot give the loop's length.
             size = outputs[0].size
-            args = [a.reshape(-1) for a in args]
+            if self.reshape:
+                args = [a.reshape(-1) for a in args]
             dims = (size,)
         elif self.static_space is not None:
             dims, size = self.static_space, self.static_size
