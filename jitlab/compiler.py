@@ -8,11 +8,12 @@ import time
 
 from .backends.base import Kernel, available_targets, backend_for_target, get_backend
 from .errors import JitlabError
+from .ir.builder import InferClock
 from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
 from .passes.manager import INSTRUMENTATION, split_instrumentation
 from .progress import progress
-from .report import CompileReport, KernelRecord, snapshot
+from .report import CompileReport, CompileTiming, KernelRecord, KernelTiming, snapshot
 from .runtime import (
     executable_cache,
     memexec,  # noqa: F401  (the interpreter's mem op handlers)
@@ -92,11 +93,13 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
                           "(use jl.trace, jl.parse or jl.onnx.load first)")
     if level not in LEVEL_NAMES:
         raise JitlabError(f"unknown level {level!r}; levels are {', '.join(LEVEL_NAMES)}")
+    began, inferred = time.perf_counter(), InferClock.seconds
     target = resolve_target(target)
     check_options(options, target)
     start = time.perf_counter()
     entry = _cache_entry(program, level, target, passes, engine_passes, verify_each, options)
     cached = executable_cache.load(entry, program) if entry is not None else None
+    exe_cache_seconds = time.perf_counter() - start
     memory_limit = options.pop("memory_limit", None)
     memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
     donate = options.pop("donate", ())
@@ -122,7 +125,9 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     if cached is None:
         report.graph = snapshot(compiled)
         if entry is not None:
+            stored = time.perf_counter()
             report.executable_cache = executable_cache.store(entry, compiled, report, program)
+            exe_cache_seconds += time.perf_counter() - stored
     report.seconds["passes"] = time.perf_counter() - start
     if level == "O0":
         def run(arrays, bindings):
@@ -141,7 +146,22 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
                      donations=_donations(compiled, donate, run, report))
     if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
         exe.check_memory({})      # static shapes: fail now, before anything runs
+    report.timing = _timing(report, program, time.perf_counter() - began, InferClock.seconds - inferred,
+                            exe_cache_seconds)
     return exe
+
+
+def _timing(report: CompileReport, program: Program, seconds: float, inferred: float,
+            exe_cache_seconds: float) -> CompileTiming:
+    """Where the compile went: the frontend's time (on `program`), this compile's `seconds`, the
+    stages the report timed and the parts of every kernel."""
+    parts = KernelTiming()
+    for kernel in report.kernels:
+        parts.add(kernel.timing)
+    return CompileTiming(total=program.trace_seconds + seconds, trace=program.trace_seconds,
+                         shape_inference=program.trace_inference_seconds + inferred,
+                         passes=report.seconds.get("passes", 0.0), executable_cache=exe_cache_seconds,
+                         kernels=report.seconds.get("kernels", 0.0), kernel_parts=parts)
 
 
 def _cache_entry(program: Program, level: str, target: str, passes: str | None, engine_passes: str | None,
@@ -225,7 +245,8 @@ def lower_groups(program: Program, target: str, report: CompileReport, options: 
                 backend = get_backend(op.attrs["backend"]) if op.attrs["backend"] else backend_for_target(target)
                 kernel = backend.compile_group(op, options)
                 record = KernelRecord(op.attrs["key"], kernel.backend, kernel.source, kernel.compile_seconds,
-                                      kernel.cache_hit, kernel.miss_reason, op.attrs["id"], kernel.choice)
+                                      kernel.cache_hit, kernel.miss_reason, op.attrs["id"], kernel.choice,
+                                      timing=kernel.timing or KernelTiming())
                 report.kernels.append(record)
                 by_key[key] = (kernel, record)
             kernels[op.uid] = kernel
