@@ -97,6 +97,7 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     target = resolve_target(target)
     check_options(options, target)
     start = time.perf_counter()
+    setup_seconds = start - began
     entry = _cache_entry(program, level, target, passes, engine_passes, verify_each, options)
     cached = executable_cache.load(entry, program) if entry is not None else None
     exe_cache_seconds = time.perf_counter() - start
@@ -147,18 +148,18 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
         exe.check_memory({})      # static shapes: fail now, before anything runs
     report.timing = _timing(report, program, time.perf_counter() - began, InferClock.seconds - inferred,
-                            exe_cache_seconds)
+                            setup_seconds, exe_cache_seconds)
     return exe
 
 
-def _timing(report: CompileReport, program: Program, seconds: float, inferred: float,
+def _timing(report: CompileReport, program: Program, seconds: float, inferred: float, setup_seconds: float,
             exe_cache_seconds: float) -> CompileTiming:
     """Where the compile went: the frontend's time (on `program`), this compile's `seconds`, the
     stages the report timed and the parts of every kernel."""
     parts = KernelTiming()
     for kernel in report.kernels:
         parts.add(kernel.timing)
-    return CompileTiming(total=program.trace_seconds + seconds, trace=program.trace_seconds,
+    return CompileTiming(total=program.trace_seconds + seconds, trace=program.trace_seconds, setup=setup_seconds,
                          shape_inference=program.trace_inference_seconds + inferred,
                          passes=report.seconds.get("passes", 0.0), executable_cache=exe_cache_seconds,
                          kernels=report.seconds.get("kernels", 0.0), kernel_parts=parts)

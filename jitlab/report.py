@@ -260,12 +260,13 @@ class KernelTiming:
 
 @dataclass
 class CompileTiming:
-    """Where one compile went, in seconds. trace, passes and kernels are disjoint parts of `total`;
+    """Where one compile went, in seconds. trace, setup, passes and kernels are disjoint parts of `total`;
     shape_inference is part of trace and passes, executable_cache part of passes, and `kernel_parts`
     (the sum of every kernel's KernelTiming) part of kernels."""
 
     total: float = 0.0            # trace (when the program was traced in this process) and jl.compile
     trace: float = 0.0            # tracing the function or importing the model
+    setup: float = 0.0            # resolving the target, importing its backend (numba: once a process, ~0.6 s)
     shape_inference: float = 0.0  # inferring result types while tracing and in the passes
     passes: float = 0.0           # the pipeline, or its result loaded from the executable cache
     executable_cache: float = 0.0  # keying, loading or storing the executable cache entry

@@ -33,7 +33,7 @@ def test_records_exist_and_add_up(level, tmp_path):
     assert all(v >= 0 for v in dataclasses.asdict(t).values() if isinstance(v, float))
     assert all(v >= 0 for v in parts(t.kernel_parts).values())
     assert t.trace > 0 and t.passes > 0 and t.kernels > 0
-    assert t.trace + t.passes + t.kernels <= t.total + SLACK
+    assert t.trace + t.setup + t.passes + t.kernels <= t.total + SLACK
     assert t.executable_cache <= t.passes + SLACK
     assert t.shape_inference <= t.trace + t.passes + SLACK
     assert sum(p.seconds for p in exe.report.passes) <= t.passes + SLACK
@@ -71,7 +71,7 @@ def test_explorer_data_carries_the_breakdown(tmp_path):
     t = exe.report.timing
     breakdown = data["compile_time"]
     assert breakdown["total"] == t.total
-    assert set(breakdown["stages"]) == {"trace", "passes", "kernels", "other"}
+    assert set(breakdown["stages"]) == {"trace", "setup", "passes", "kernels", "other"}
     assert sum(breakdown["stages"].values()) == pytest.approx(t.total)
     assert [p["name"] for p in breakdown["passes"]] == [p.name for p in exe.report.passes]
     assert breakdown["kernel_parts"] == parts(t.kernel_parts)

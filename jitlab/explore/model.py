@@ -106,7 +106,7 @@ def compile_time_data(report: CompileReport) -> dict[str, Any] | None:
     t = report.timing
     if t is None:
         return None
-    stages = {"trace": t.trace, "passes": t.passes, "kernels": t.kernels}
+    stages = {"trace": t.trace, "setup": t.setup, "passes": t.passes, "kernels": t.kernels}
     stages["other"] = max(t.total - sum(stages.values()), 0.0)
     return {"total": t.total, "stages": stages, "shape_inference": t.shape_inference,
             "executable_cache": t.executable_cache,
