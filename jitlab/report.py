@@ -290,6 +290,8 @@ class KernelRecord:
     # O2's program-wide source: group id -> (first, last) 1-based line ranges generated for that group
     group_lines: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     timing: KernelTiming = field(default_factory=KernelTiming)    # the parts of compile_seconds
+    worker: bool = False          # compiled by a worker process: compile_seconds and timing are this
+                                  # process loading its result from the cache
 
 
 @dataclass

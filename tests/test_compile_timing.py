@@ -77,6 +77,7 @@ def test_explorer_data_carries_the_breakdown(tmp_path):
     assert breakdown["kernel_parts"] == parts(t.kernel_parts)
     assert breakdown["passes_cached"] is False
     assert [k["timing"] for k in data["kernels"]] == [parts(k.timing) for k in exe.report.kernels]
+    assert [k["worker"] for k in data["kernels"]] == [False] * len(exe.report.kernels)
 
 
 def test_o0_and_hand_built_reports_have_no_kernel_parts():

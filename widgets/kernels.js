@@ -142,7 +142,7 @@ export class KernelsView {
       h("td", {}, k.group !== null && k.group !== undefined ? chip(this.ctx.data.colors[String(k.group)], `group ${k.group}`) : "–"),
       h("td", { class: "jl-key", title: k.key }, k.key.length > 28 ? `${k.key.slice(0, 26)}…` : k.key),
       h("td", {}, k.backend), h("td", { class: "jl-num" }, fmtSec(k.compile_seconds)), ...this.timingCells(k),
-      h("td", { class: k.cache_hit ? "jl-good" : "jl-warn" }, k.cache_hit ? "hit" : `miss${k.miss_reason ? `: ${k.miss_reason}` : ""}`),
+      h("td", { class: k.cache_hit ? "jl-good" : "jl-warn" }, k.cache_hit ? (k.worker ? "hit: compiled by a worker process" : "hit") : `miss${k.miss_reason ? `: ${k.miss_reason}` : ""}`),
       h("td", { class: "jl-num" }, k.per_call_seconds === null || k.per_call_seconds === undefined ? "–" : fmtSec(k.per_call_seconds)),
       h("td", { class: "jl-muted" }, this.measured(k))));
     this.el.append(h("table", { class: "jl-table" },
