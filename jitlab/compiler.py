@@ -259,6 +259,12 @@ def lower_groups(program: Program, target: str, report: CompileReport, options: 
                 if _sharing_key(op) not in elsewhere:      # a worker's kernels were counted as they finished
                     bar.step(_label(op))
                 ready[_sharing_key(op)] = compile_one(op)
+    return _record_kernels(groups, ready, elsewhere, report)
+
+
+def _record_kernels(groups: list, ready: dict[str, Kernel], elsewhere: set[str], report: CompileReport
+                    ) -> dict[int, Kernel]:
+    """Each group's kernel by the group op's uid; a KernelRecord per distinct kernel, in group order."""
     kernels: dict[int, Kernel] = {}
     records: dict[str, KernelRecord] = {}
     for op in groups:
