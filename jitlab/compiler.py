@@ -8,11 +8,14 @@ import time
 
 from .backends.base import Kernel, available_targets, backend_for_target, get_backend
 from .errors import JitlabError
+from .ir.builder import InferClock
+from .ir.core import Operation
 from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
 from .passes.manager import INSTRUMENTATION, split_instrumentation
 from .progress import progress
-from .report import CompileReport, KernelRecord, snapshot
+from .report import CompileReport, CompileTiming, KernelRecord, KernelTiming, snapshot
+from .runtime import compile_pool
 from .runtime import memexec  # noqa: F401  (the interpreter's mem op handlers)
 from .runtime.dryrun import parse_bytes
 from .runtime.executable import Executable
@@ -89,13 +92,16 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
                           "(use jl.trace, jl.parse or jl.onnx.load first)")
     if level not in LEVEL_NAMES:
         raise JitlabError(f"unknown level {level!r}; levels are {', '.join(LEVEL_NAMES)}")
+    began, inferred = time.perf_counter(), InferClock.seconds
     target = resolve_target(target)
     check_options(options, target)
     start = time.perf_counter()
+    setup_seconds = start - began
     from .runtime import executable_cache  # with what it imports (platformdirs, pickle), on first use
 
     entry = _cache_entry(program, level, target, passes, engine_passes, verify_each, options)
     cached = executable_cache.load(entry, program) if entry is not None else None
+    exe_cache_seconds = time.perf_counter() - start
     memory_limit = options.pop("memory_limit", None)
     memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
     donate = options.pop("donate", ())
@@ -122,7 +128,9 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     if cached is None:
         report.graph = snapshot(compiled)
         if entry is not None:
+            stored = time.perf_counter()
             report.executable_cache = executable_cache.store(entry, compiled, report, program)
+            exe_cache_seconds += time.perf_counter() - stored
     report.seconds["passes"] = time.perf_counter() - start
     if level == "O0":
         def run(arrays, bindings):
@@ -141,7 +149,22 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
                      donations=_donations(compiled, donate, run, report))
     if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
         exe.check_memory({})      # static shapes: fail now, before anything runs
+    report.timing = _timing(report, program, time.perf_counter() - began, InferClock.seconds - inferred,
+                            setup_seconds, exe_cache_seconds)
     return exe
+
+
+def _timing(report: CompileReport, program: Program, seconds: float, inferred: float, setup_seconds: float,
+            exe_cache_seconds: float) -> CompileTiming:
+    """Where the compile went: the frontend's time (on `program`), this compile's `seconds`, the
+    stages the report timed and the parts of every kernel."""
+    parts = KernelTiming()
+    for kernel in report.kernels:
+        parts.add(kernel.timing)
+    return CompileTiming(total=program.trace_seconds + seconds, trace=program.trace_seconds, setup=setup_seconds,
+                         shape_inference=program.trace_inference_seconds + inferred,
+                         passes=report.seconds.get("passes", 0.0), executable_cache=exe_cache_seconds,
+                         kernels=report.seconds.get("kernels", 0.0), kernel_parts=parts)
 
 
 def _cache_entry(program: Program, level: str, target: str, passes: str | None, engine_passes: str | None,
@@ -211,29 +234,82 @@ def _donations(compiled: Program, donate, run, report: CompileReport) -> list:
 
 
 def lower_groups(program: Program, target: str, report: CompileReport, options: dict) -> dict[int, Kernel]:
-    """Compiles every jit.group with its backend; groups with equal keys share a kernel."""
-    kernels: dict[int, Kernel] = {}
-    by_key: dict[str, tuple[Kernel, KernelRecord]] = {}
+    """Compiles every jit.group with its backend; groups with equal keys share a kernel. Once a
+    kernel has had to be compiled (it was not in the disk cache), the rest compile side by side in
+    worker processes and come back through the cache (runtime/compile_pool.py)."""
     groups = [op for op in program.body.ops if op.name == "jit.group"]
-    distinct = len({_sharing_key(op) for op in groups})
-    with progress(distinct, f"compiling @{program.name}", disable=not options.get("progress", True)) as bar:
-        for op in groups:
-            key = _sharing_key(op)
-            if key in by_key:
-                kernel, record = by_key[key]
-                record.reused_by.append(op.attrs["id"])
-            else:
-                bar.step(f"group {op.attrs['id']}: " + ", ".join(_op_names(op)))
-                backend = get_backend(op.attrs["backend"]) if op.attrs["backend"] else backend_for_target(target)
-                kernel = backend.compile_group(op, options)
-                record = KernelRecord(op.attrs["key"], kernel.backend, kernel.source, kernel.compile_seconds,
-                                      kernel.cache_hit, kernel.miss_reason, op.attrs["id"], kernel.choice)
-                report.kernels.append(record)
-                by_key[key] = (kernel, record)
-            kernels[op.uid] = kernel
-    report.stats["kernels_compiled"] = len(by_key)
-    report.stats["kernels_reused"] = len(kernels) - len(by_key)
+    first: dict[str, Operation] = {}
+    for op in groups:
+        first.setdefault(_sharing_key(op), op)
+    distinct = list(first.values())
+
+    def compile_one(op) -> Kernel:
+        backend = get_backend(op.attrs["backend"]) if op.attrs["backend"] else backend_for_target(target)
+        return backend.compile_group(op, options)
+
+    ready: dict[str, Kernel] = {}
+    elsewhere: set[str] = set()        # compiled by a worker: this process loaded the result
+    with progress(len(distinct), f"compiling @{program.name}", disable=not options.get("progress", True)) as bar:
+        for n, op in enumerate(distinct):
+            bar.step(_label(op))
+            ready[_sharing_key(op)] = compile_one(op)
+            if _compiled(ready[_sharing_key(op)]):
+                elsewhere = _compile_rest(distinct[n + 1:], compile_one, ready, bar)
+                break
+        for op in distinct:
+            if _sharing_key(op) not in ready:
+                if _sharing_key(op) not in elsewhere:      # a worker's kernels were counted as they finished
+                    bar.step(_label(op))
+                ready[_sharing_key(op)] = compile_one(op)
+    return _record_kernels(groups, ready, elsewhere, report)
+
+
+def _record_kernels(groups: list, ready: dict[str, Kernel], elsewhere: set[str], report: CompileReport
+                    ) -> dict[int, Kernel]:
+    """Each group's kernel by the group op's uid; a KernelRecord per distinct kernel, in group order."""
+    kernels: dict[int, Kernel] = {}
+    records: dict[str, KernelRecord] = {}
+    for op in groups:
+        key = _sharing_key(op)
+        kernels[op.uid] = kernel = ready[key]
+        if key in records:
+            records[key].reused_by.append(op.attrs["id"])
+            continue
+        records[key] = KernelRecord(op.attrs["key"], kernel.backend, kernel.source, kernel.compile_seconds,
+                                    kernel.cache_hit, kernel.miss_reason, op.attrs["id"], kernel.choice,
+                                    timing=kernel.timing or KernelTiming(), worker=key in elsewhere)
+        report.kernels.append(records[key])
+    report.stats["kernels_compiled"] = len(records)
+    report.stats["kernels_reused"] = len(kernels) - len(records)
+    if elsewhere:
+        report.stats["kernels_by_workers"] = len(elsewhere)
     return kernels
+
+
+def _compiled(kernel: Kernel) -> bool:
+    """Whether numba compiled the kernel (rather than loading it from its cache): others will need it too."""
+    return kernel.timing is not None and kernel.timing.llvm > 0
+
+
+def _compile_rest(rest: list, compile_one, ready: dict[str, Kernel], bar) -> set[str]:
+    """Compiles `rest` here and in worker processes, here's kernels into `ready`; returns the keys
+    the workers compiled (loaded afterwards from the cache). Nothing without a second process."""
+    workers = min(compile_pool.processes() - 1, len(rest) - 1)
+    if workers <= 0:
+        return set()
+    finished: set[int] = set()
+
+    def done(i: int) -> None:
+        finished.add(i)
+        bar.step(_label(rest[i]))
+
+    here = compile_pool.run(rest, compile_one, compile_one, workers, done)
+    ready.update({_sharing_key(rest[i]): kernel for i, kernel in here.items()})
+    return {_sharing_key(rest[i]) for i in finished - here.keys()}
+
+
+def _label(group) -> str:
+    return f"group {group.attrs['id']}: " + ", ".join(_op_names(group))
 
 
 def _sharing_key(group) -> str:

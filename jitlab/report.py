@@ -238,6 +238,43 @@ class MemoryPlan:
 
 
 @dataclass
+class KernelTiming:
+    """Where one kernel's compile time went, in seconds: disjoint parts of its `compile_seconds`."""
+
+    codegen: float = 0.0          # our Python writing the kernel's source
+    kernel_cache: float = 0.0     # jitlab's kernel cache: finding, checking (or writing) and importing the module
+    numba_init: float = 0.0       # numba readying its typing and target contexts (once a process: ~1 s)
+    numba_cache_read: float = 0.0   # numba's disk cache: looking up the compiled code and loading it
+    numba_cache_write: float = 0.0  # numba's disk cache: saving code it has just compiled
+    typing: float = 0.0           # numba's type inference (helpers it compiles or loads on the way included)
+    llvm: float = 0.0             # LLVM parsing, optimising and emitting machine code (numba's LLVM lock held)
+    numba_other: float = 0.0      # numba's other passes: bytecode, rewrites, parfors, building LLVM IR
+
+    def add(self, other: KernelTiming) -> None:
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def sum(self) -> float:
+        return sum(getattr(self, f.name) for f in dataclasses.fields(self))
+
+
+@dataclass
+class CompileTiming:
+    """Where one compile went, in seconds. trace, setup, passes and kernels are disjoint parts of `total`;
+    shape_inference is part of trace and passes, executable_cache part of passes, and `kernel_parts`
+    (the sum of every kernel's KernelTiming) part of kernels."""
+
+    total: float = 0.0            # trace (when the program was traced in this process) and jl.compile
+    trace: float = 0.0            # tracing the function or importing the model
+    setup: float = 0.0            # resolving the target, importing its backend (numba: once a process, ~0.6 s)
+    shape_inference: float = 0.0  # inferring result types while tracing and in the passes
+    passes: float = 0.0           # the pipeline, or its result loaded from the executable cache
+    executable_cache: float = 0.0  # keying, loading or storing the executable cache entry
+    kernels: float = 0.0          # compiling every kernel (O2: the program's segments)
+    kernel_parts: KernelTiming = field(default_factory=KernelTiming)
+
+
+@dataclass
 class KernelRecord:
     """A compiled kernel: its source, compile time and cache outcome."""
 
@@ -252,6 +289,9 @@ class KernelRecord:
     reused_by: list[int] = field(default_factory=list)
     # O2's program-wide source: group id -> (first, last) 1-based line ranges generated for that group
     group_lines: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    timing: KernelTiming = field(default_factory=KernelTiming)    # the parts of compile_seconds
+    worker: bool = False          # compiled by a worker process: compile_seconds and timing are this
+                                  # process loading its result from the cache
 
 
 @dataclass
@@ -281,6 +321,7 @@ class CompileReport:
     # whether the passes' result came from the executable cache (runtime/executable_cache.py):
     # hit, and where the entry is; on a miss, why
     executable_cache: dict[str, Any] | None = None
+    timing: CompileTiming | None = None          # where the compile's time went
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

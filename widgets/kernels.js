@@ -1,5 +1,6 @@
-// The Kernels view: each compiled kernel's backend, compile time, cache outcome and
-// per-call time, and its generated source, syntax highlighted here.
+// The Kernels view: where the compile went, each compiled kernel's backend, compile time (with
+// its typing, LLVM and cache parts), cache outcome and per-call time, and its generated source,
+// syntax highlighted here.
 
 import { chip, empty, fmtSec, h } from "./core.js";
 import { highlightPython } from "./pysyntax.js";
@@ -88,10 +89,49 @@ export class KernelsView {
     return h("div", { class: c.hit ? "jl-good jl-exe-cache" : "jl-muted jl-exe-cache" }, text);
   }
 
+  // Where the compile went (data.compile_time): the stages, the kernels' parts and the slowest passes as stacked bars.
+  compileTime() {
+    const t = this.ctx.data.compile_time;
+    if (!t) return null;
+    const colors = ["#8cb4e8", "#f2a86f", "#8fd18f", "#e88f8f", "#c3a5e0", "#d8b48c", "#f0a8d8", "#b8b8b8", "#7fd4d9"];
+    const label = (name) => name.replace(/_/g, " ").replace("llvm", "LLVM");
+    const bar = (title, parts, total) => {
+      const entries = parts.filter(([, v]) => v > 0);
+      const sum = total || entries.reduce((a, [, v]) => a + v, 0) || 1;
+      const segs = entries.map(([n, v], i) => h("div", { class: "jl-stackpart", "data-part": n, title: `${label(n)}: ${fmtSec(v)}`,
+        style: `width:${(100 * v) / sum}%;background:${colors[i % colors.length]}` }));
+      const legend = entries.map(([n, v], i) => h("span", { class: "jl-stacklegend" },
+        h("span", { class: "jl-swatch", style: `background:${colors[i % colors.length]}` }), `${label(n)} ${fmtSec(v)}`));
+      return h("tr", {}, h("td", {}, title), h("td", { class: "jl-num" }, fmtSec(sum)),
+        h("td", {}, h("div", { class: "jl-stack" }, segs), h("div", { class: "jl-muted" }, legend)));
+    };
+    const passes = [...t.passes].sort((a, b) => b.seconds - a.seconds);
+    const top = passes.slice(0, 6).map((p) => [p.name, p.seconds]);
+    const rest = passes.slice(6).reduce((a, p) => a + p.seconds, 0);
+    return h("div", { class: "jl-compile-time" },
+      h("h4", {}, `compile: ${fmtSec(t.total)}`, h("span", { class: "jl-muted" },
+        ` · shape inference ${fmtSec(t.shape_inference)} (in trace and passes) · executable cache ${fmtSec(t.executable_cache)}`)),
+      h("table", { class: "jl-table" }, h("tbody", {},
+        bar("stages", Object.entries(t.stages), t.total),
+        bar("kernels", Object.entries(t.kernel_parts), t.stages.kernels),
+        bar(t.passes_cached ? "passes (when stored)" : "passes", rest > 0 ? [...top, ["other passes", rest]] : top))));
+  }
+
+  // A kernel's typing, LLVM and cache seconds (its `timing`), the full breakdown on hover.
+  timingCells(k) {
+    const t = k.timing;
+    if (!t) return [h("td", {}, "–"), h("td", {}, "–"), h("td", {}, "–")];
+    const all = Object.entries(t).map(([n, v]) => `${n}: ${fmtSec(v)}`).join("\n");
+    const cache = t.kernel_cache + t.numba_cache_read + t.numba_cache_write;
+    return [t.typing, t.llvm, cache].map((v) => h("td", { class: "jl-num", title: all }, fmtSec(v)));
+  }
+
   mount(parent) {
     parent.append(this.el);
     const cached = this.executableCache();
     if (cached) this.el.append(cached);
+    const breakdown = this.compileTime();
+    if (breakdown) this.el.append(breakdown);
     const recompiles = this.recompiles();
     if (recompiles) this.el.append(recompiles);
     if (!this.kernels.length) {
@@ -101,12 +141,12 @@ export class KernelsView {
     const rows = this.kernels.map((k) => h("tr", { "data-key": k.key, onclick: () => this.choose(k) },
       h("td", {}, k.group !== null && k.group !== undefined ? chip(this.ctx.data.colors[String(k.group)], `group ${k.group}`) : "–"),
       h("td", { class: "jl-key", title: k.key }, k.key.length > 28 ? `${k.key.slice(0, 26)}…` : k.key),
-      h("td", {}, k.backend), h("td", { class: "jl-num" }, fmtSec(k.compile_seconds)),
-      h("td", { class: k.cache_hit ? "jl-good" : "jl-warn" }, k.cache_hit ? "hit" : `miss${k.miss_reason ? `: ${k.miss_reason}` : ""}`),
+      h("td", {}, k.backend), h("td", { class: "jl-num" }, fmtSec(k.compile_seconds)), ...this.timingCells(k),
+      h("td", { class: k.cache_hit ? "jl-good" : "jl-warn" }, k.cache_hit ? (k.worker ? "hit: compiled by a worker process" : "hit") : `miss${k.miss_reason ? `: ${k.miss_reason}` : ""}`),
       h("td", { class: "jl-num" }, k.per_call_seconds === null || k.per_call_seconds === undefined ? "–" : fmtSec(k.per_call_seconds)),
       h("td", { class: "jl-muted" }, this.measured(k))));
     this.el.append(h("table", { class: "jl-table" },
-      h("thead", {}, h("tr", {}, ["group", "key", "backend", "compile", "cache", "per call", "measured"].map((t) => h("th", {}, t)))),
+      h("thead", {}, h("tr", {}, ["group", "key", "backend", "compile", "typing", "LLVM", "cache s", "cache", "per call", "measured"].map((t) => h("th", {}, t)))),
       h("tbody", {}, rows)), this.source);
     this.show(this.kernels[0]);
     this.follow(this.ctx.selection);

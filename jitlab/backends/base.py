@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import CompileError, JitlabError, PluginError
 from ..ir.core import Operation
+from ..report import KernelTiming
 
 INTERFACE_VERSION = 1
 
@@ -38,6 +39,7 @@ class Kernel:
     # At each index every input is read before any output is written there, so an output may
     # share a donated input's array even when the group has several results.
     reads_before_writes: bool = False
+    timing: KernelTiming | None = None      # where compile_seconds went, where the backend measures it
 
 
 class Backend:

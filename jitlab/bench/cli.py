@@ -16,7 +16,7 @@ from .harness import bandwidth, interleaved_medians, machine
 from .onnx_models import NAMES as ONNX_MODELS
 from .onnx_models import format_models, run_model
 from .peers import PEERS, Runner, jitlab_runner
-from .startup import cold_and_warm
+from .startup import BREAKDOWN_HELP, breakdown_line, cold_and_warm
 from .suite import Benchmark, by_name, flat
 from .training import NAME as RECOMPUTE
 from .training import format_recompute, run_recompute
@@ -185,7 +185,7 @@ def format_suite(benchmarks: list[dict]) -> list[str]:
                 cold, warm = (f"{r[k]:.3f}" if k in r else "-" for k in ("compile_cold_s", "compile_warm_s"))
                 lines.append(f"| {b['name']} | {name} | {r['first_call_s']:.3f} | {cold} | {warm} | {peak} "
                              f"| {r.get('engine_ops', '-')} |")
-    return lines + format_starts(benchmarks) + format_memory(benchmarks)
+    return lines + format_starts(benchmarks) + format_breakdowns(benchmarks) + format_memory(benchmarks)
 
 
 def format_starts(benchmarks: list[dict]) -> list[str]:
@@ -203,6 +203,13 @@ def format_starts(benchmarks: list[dict]) -> list[str]:
             lines.append(f"| {b['name']} | {name} | {warm['import_s']:.3f} | {cold['start_s']:.3f} "
                          f"| {cold['compile_s']:.3f} | {warm['start_s']:.3f} | {warm['compile_s']:.3f} | {hit} |")
     return lines if len(lines) > 4 else []
+
+
+def format_breakdowns(benchmarks: list[dict]) -> list[str]:
+    """Where each cold compile went (the cold start's CompileTiming), one line per program and runner."""
+    lines = [breakdown_line(f"{b['name']} / {name}", r["cold_start"].get("breakdown", {}))
+             for b in benchmarks for name, r in b["results"].items() if r.get("cold_start")]
+    return ["", f"cold compile breakdown, s: {BREAKDOWN_HELP}", *lines] if lines else []
 
 
 def _bytes(n: int | None) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .harness import interleaved_medians
+from .startup import BREAKDOWN_HELP, breakdown, breakdown_line
 
 NAMES = ("resnet50",)
 RTOL, ATOL = 1e-3, 1e-5
@@ -80,13 +81,14 @@ def compile_in_fresh_process(path: str, level: str, cache_dir: str) -> dict:
 
 
 def _compile_main() -> None:
-    """The child of compile_in_fresh_process: prints {"seconds": ...} as its last line."""
+    """The child of compile_in_fresh_process: prints {"seconds": ..., "hit", "breakdown"} as its last line."""
     import jitlab as jl
 
     path, level = sys.argv[1], sys.argv[2]
     start = time.perf_counter()
     exe = jl.compile(jl.onnx.load(path), level=level)
-    print(json.dumps({"seconds": time.perf_counter() - start, "hit": (exe.report.executable_cache or {}).get("hit")}))
+    print(json.dumps({"seconds": time.perf_counter() - start, "hit": (exe.report.executable_cache or {}).get("hit"),
+                      "breakdown": breakdown(exe.report)}))
 
 
 def _jitlab(path: str, level: str, feed: dict, cache_dir: str) -> tuple[Callable, dict]:
@@ -104,6 +106,7 @@ def _jitlab(path: str, level: str, feed: dict, cache_dir: str) -> tuple[Callable
     args = list(feed.values())
     memory = exe.report.memory
     info = {"compile_cold_s": cold["seconds"], "compile_warm_s": warm["seconds"], "warm_hit": warm["hit"],
+            "cold_breakdown": cold.get("breakdown", {}), "warm_breakdown": warm.get("breakdown", {}),
             "peak_bytes": memory.peak_bytes if memory is not None else None}
     return (lambda: exe(*args)[0]), info
 
@@ -183,4 +186,11 @@ def format_models(models: list[dict]) -> list[str]:
             peak = f"{r['peak_bytes'] / 2**20:.1f} MiB" if r.get("peak_bytes") is not None else "-"
             lines.append(f"| {m['name']} | {m['size']} | {runner} | {r['ms']:.2f} | {ratio} | {cold} | {warm} "
                          f"| {peak} |")
-    return lines
+    return lines + format_model_breakdowns(models)
+
+
+def format_model_breakdowns(models: list[dict]) -> list[str]:
+    """Where each cold and warm compile of a model went, one line each."""
+    lines = [breakdown_line(f"{m['name']} / {runner} {kind}", r[f"{kind}_breakdown"]) for m in models
+             for runner, r in m["results"].items() for kind in ("cold", "warm") if f"{kind}_breakdown" in r]
+    return ["", f"compile breakdown, s: {BREAKDOWN_HELP}", *lines] if lines else []

@@ -3,11 +3,13 @@
 Cold runs with an empty JITLAB_CACHE_DIR, warm with the folder the cold run filled (the
 kernel cache and the executable cache), so a warm start is what a user sees rerunning a
 script. Each is split into import, trace + compile, and the first call; `hit` says whether
-the executable cache gave the passes' result.
+the executable cache gave the passes' result, `breakdown` where the compile went (the report's
+CompileTiming, flattened).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -26,6 +28,32 @@ def start_in_fresh_process(name: str, level: str, target: str, quick: bool, cach
     if done.returncode != 0:
         raise RuntimeError(f"starting {name} at {level} failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+STAGES = ("trace", "setup", "passes", "kernels")
+BREAKDOWN_HELP = ("trace or model import, setup (importing the backend: numba), passes, kernels (LLVM, numba's "
+                  "other passes, its type inference, readying its contexts, the kernel and numba disk caches, "
+                  "writing the source), other")
+
+
+def breakdown(report) -> dict[str, float]:
+    """The report's CompileTiming flattened: total, the stages, then the kernels' parts summed."""
+    t = report.timing
+    if t is None:
+        return {}
+    return {"total": t.total, **{k: getattr(t, k) for k in STAGES}, **dataclasses.asdict(t.kernel_parts)}
+
+
+def breakdown_line(label: str, b: dict[str, float]) -> str:
+    """One compile's breakdown as a line: the stages adding up to the total, the kernels' parts in brackets."""
+    if not b:
+        return f"{label}: no timing recorded"
+    other = b["total"] - sum(b[k] for k in STAGES)
+    cache = b["kernel_cache"] + b["numba_cache_read"] + b["numba_cache_write"]
+    return (f"{label}: {b['total']:.2f} = trace {b['trace']:.2f} + setup {b['setup']:.2f} + passes {b['passes']:.2f} "
+            f"+ kernels {b['kernels']:.2f} (LLVM {b['llvm']:.2f}, numba other passes {b['numba_other']:.2f}, "
+            f"typing {b['typing']:.2f}, numba init {b['numba_init']:.2f}, caches {cache:.2f}, "
+            f"codegen {b['codegen']:.2f}) + other {other:.2f}")
 
 
 def cold_and_warm(name: str, level: str, target: str, quick: bool) -> dict:
@@ -55,4 +83,4 @@ def _child(start: float, imported: float) -> None:
     called = time.perf_counter()
     cache = exe.report.executable_cache or {}
     print(json.dumps({"import_s": imported - start, "compile_s": compiled - begin, "first_call_s": called - compiled,
-                      "start_s": called - begin, "hit": cache.get("hit")}))
+                      "start_s": called - begin, "hit": cache.get("hit"), "breakdown": breakdown(exe.report)}))

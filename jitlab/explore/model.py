@@ -7,6 +7,7 @@ browser lays the graph out. Every section may be missing; each view then says so
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..report import CompileReport, GraphSnapshot, OpNode
@@ -94,8 +95,25 @@ def kernels_data(report: CompileReport) -> list[dict[str, Any]]:
              "compile_seconds": k.compile_seconds, "cache_hit": k.cache_hit, "miss_reason": k.miss_reason,
              "group": k.group, "choice": k.choice, "per_call_seconds": per_call.get(k.key),
              "reused_by": list(k.reused_by), "profile": measured.get(k.key),
-             "group_lines": {str(g): [list(span) for span in spans] for g, spans in k.group_lines.items()}}
+             "group_lines": {str(g): [list(span) for span in spans] for g, spans in k.group_lines.items()},
+             "timing": dataclasses.asdict(k.timing), "worker": k.worker}
             for k in report.kernels]
+
+
+def compile_time_data(report: CompileReport) -> dict[str, Any] | None:
+    """Where the compile went: the stages (disjoint parts of `total`, the rest as "other"), every
+    pass, and the kernels' parts summed; None for a report without timing."""
+    t = report.timing
+    if t is None:
+        return None
+    stages = {"trace": t.trace, "setup": t.setup, "passes": t.passes, "kernels": t.kernels}
+    stages["other"] = max(t.total - sum(stages.values()), 0.0)
+    return {"total": t.total, "stages": stages, "shape_inference": t.shape_inference,
+            "executable_cache": t.executable_cache,
+            # on an executable cache hit the passes did not run: their seconds are the compile that stored them
+            "passes_cached": bool((report.executable_cache or {}).get("hit")),
+            "passes": [{"name": p.name, "seconds": p.seconds} for p in report.passes],
+            "kernel_parts": dataclasses.asdict(t.kernel_parts)}
 
 
 def step_seconds(profile: dict[str, Any]) -> dict[int, float]:
@@ -158,4 +176,5 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "warnings": list(report.warnings),
         "seconds": dict(report.seconds),
         "executable_cache": report.executable_cache,
+        "compile_time": compile_time_data(report),
     }

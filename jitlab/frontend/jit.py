@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, JitlabError, TraceError, UnsupportedOp
+from ..ir.builder import FrontendClock
 from ..ir.dtypes import as_dtype
 from ..ir.program import Program
 from ..ir.shapes import sym
@@ -135,6 +136,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
                    dynamic: dict[str, dict[int, str]] | None = None, static_argnums: tuple[int, ...] = ()
                    ) -> Traced:
     """Runs `fn` on tracers for its array arguments (but those in `static_argnums`) and records the program."""
+    clock = FrontendClock()
     fn_name = name or getattr(fn, "__name__", "main")
     bound = _bind_arguments(fn, args, kwargs)
     leaves, names, in_tree, mask = _flatten_arguments(bound, static_argnums)
@@ -163,6 +165,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
     # New values first: donating the written inputs pairs outputs with inputs in order, so
     # each new value gets its own input's array (written in place where the plan allows).
     program.set_outputs(new_values + outputs)
+    clock.stamp(program)
     return Traced(program, in_tree, mask, out_tree, mutated)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,13 +20,35 @@ def check_operand_count(opdef: OpDef, count: int) -> None:
         raise VerifyError(f"{opdef.name} takes {want} operand(s), got {count}")
 
 
+class InferClock:
+    """Seconds this process has spent inferring result types: the compile-time breakdown reads its
+    difference across a trace or a pipeline."""
+
+    seconds = 0.0
+
+
+class FrontendClock:
+    """Started when a frontend begins a program; `stamp` records on it what making it took."""
+
+    def __init__(self):
+        self.start, self.inferred = time.perf_counter(), InferClock.seconds
+
+    def stamp(self, program) -> None:
+        program.trace_seconds = time.perf_counter() - self.start
+        program.trace_inference_seconds = InferClock.seconds - self.inferred
+
+
 def infer_types(opdef: OpDef, operand_types: Sequence[TensorType], attrs: dict[str, Any],
                 constraints: ConstraintSet | None = None) -> list[TensorType]:
     """Result types of `opdef` applied to operands of these types (attrs already normalized)."""
     check_operand_count(opdef, len(operand_types))
     if opdef.infer is None:
         raise VerifyError(f"{opdef.name} cannot infer its result types; give them explicitly")
-    return list(opdef.infer(InferCtx(opdef.name, constraints), list(operand_types), attrs))
+    start = time.perf_counter()
+    try:
+        return list(opdef.infer(InferCtx(opdef.name, constraints), list(operand_types), attrs))
+    finally:
+        InferClock.seconds += time.perf_counter() - start
 
 
 class Builder:

@@ -28,6 +28,8 @@ class Program:
         self.body = Block(arg_types, arg_names)
         self.weights: dict[str, np.ndarray] = dict(weights or {})
         self.constraints = constraints if constraints is not None else ConstraintSet()
+        self.trace_seconds = 0.0      # what the frontend took to make it (tracing, importing a model)
+        self.trace_inference_seconds = 0.0   # of which inferring result types
 
     @property
     def inputs(self) -> list[Value]:

@@ -26,6 +26,7 @@ from ..errors import (
     UnsupportedError,
     UnsupportedOp,
 )
+from ..ir.builder import FrontendClock
 from ..ir.core import Location
 from ..ir.dtypes import DTYPE_NAMES, dtype_name
 from ..ir.program import Program
@@ -53,7 +54,10 @@ def load(model, *, values: Mapping[str, np.ndarray] | None = None,
     or str for a symbolic dim)."""
     from . import ops  # noqa: F401  (registers the handlers)
 
-    return Importer(read_model(model), values or {}, shapes or {}).run()
+    clock = FrontendClock()
+    program = Importer(read_model(model), values or {}, shapes or {}).run()
+    clock.stamp(program)
+    return program
 
 
 def symbol_name(text: str) -> str:

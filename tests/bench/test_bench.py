@@ -171,3 +171,6 @@ def test_starts_in_new_processes_warm_from_the_cold_starts_cache(tmp_path, monke
     for start in (result["cold_start"], result["warm_start"]):
         assert 0 < start["compile_s"] <= start["start_s"] and start["import_s"] > 0
     assert "| tiny_500 | jitlab O1 |" in cli.format_starts([bench])[-1]
+    cold, warm = result["cold_start"]["breakdown"], result["warm_start"]["breakdown"]
+    assert cold["llvm"] > 0 and warm["llvm"] == 0 and warm["passes"] < cold["passes"]
+    assert cli.format_breakdowns([bench])[-1].startswith("tiny_500 / jitlab O1: ")

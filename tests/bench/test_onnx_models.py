@@ -29,12 +29,18 @@ def test_quick_model_runs_on_onnxruntime_and_both_levels(quick_models):
     for level in ("O1", "O2"):
         r = model["results"][f"jitlab {level}"]
         assert r["compile_cold_s"] > 0 and r["compile_warm_s"] > 0 and r["peak_bytes"] > 0
+        cold, warm = r["cold_breakdown"], r["warm_breakdown"]
+        assert cold["llvm"] > 0 and warm["llvm"] == 0 and warm["numba_cache_read"] > 0
+        assert cold["trace"] + cold["setup"] + cold["passes"] + cold["kernels"] <= cold["total"] <= r["compile_cold_s"]
 
 
 def test_the_report_has_a_row_per_model_and_runner(quick_models):
     text = cli.format_report(quick_models[1])
     rows = [line for line in text.splitlines() if line.startswith("| tiny_convnet |")]
     assert [row.split(" | ")[2] for row in rows] == ["onnxruntime", "jitlab O1", "jitlab O2"]
+    lines = [line for line in text.splitlines() if line.startswith("tiny_convnet / jitlab")]
+    assert [line.split(":")[0] for line in lines] == [f"tiny_convnet / jitlab {lv} {kind}" for lv in ("O1", "O2")
+                                                      for kind in ("cold", "warm")]
 
 
 def test_without_onnxruntime_its_column_says_so(monkeypatch):

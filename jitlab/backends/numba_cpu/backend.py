@@ -19,6 +19,7 @@ from ...dialects.np.writes import is_write
 from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym, evaluate_shape
+from ...report import KernelTiming
 from ...runtime.kernel_cache import KernelCache, default_cache, support_hash
 from ..base import Backend, Kernel, register_backend
 from . import helpers
@@ -28,6 +29,7 @@ from .indexing import INDEX_RULES, has_static_offsets, is_unit_reshape
 from .library import conv2d_into, matmul_into
 from .scalar import SCALAR_RULES, fastmath_name
 from .selection import select
+from .timing import timed_compile
 
 FASTMATH = {"reassoc", "contract"}     # vectorizes reductions; keeps NaN, inf and signed zeros exact
 NUMBA_DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -164,6 +166,7 @@ class _Generated:
     """A generated loop nest over a group block, compiled and ready to call."""
 
     def __init__(self, group: Operation, block, materialized: dict[Value, str], options: dict[str, Any]):
+        start = time.perf_counter()
         par, seq, self.plan, self.flat = generate(block, "k", materialized)
         self.source = _module_source(group, par, seq)
         self.params = _params_of(par)
@@ -178,9 +181,10 @@ class _Generated:
             types = {k: (dt, 1) for k, (dt, _) in types.items()}
         readonly = {f"a{i}" for i, v in enumerate(group.operands) if is_readonly(v)}
         self.signature = _signature(self.params, types, readonly)
-        start = time.perf_counter()
+        generated = time.perf_counter()
         entry = (options.get("cache") or default_cache()).load(
             _key_parts(group, str(self.signature), self.source), self.source)
+        self.timing = KernelTiming(codegen=generated - start, kernel_cache=time.perf_counter() - generated)
         self.par, self.seq = entry.module.k_par, entry.module.k_seq
         self.static_space = _static(self.plan.space, block) if not self.flat else None
         self.static_size = math.prod(self.static_space) if self.static_space is not None else None
@@ -197,7 +201,7 @@ class _Generated:
         for fn, wanted in ((self.par, size is None or size >= PARALLEL_THRESHOLD),
                            (self.seq, size is None or size < PARALLEL_THRESHOLD)):
             if wanted and self.signature not in fn.overloads:
-                _compile_or_recover(fn, self.signature, path)
+                self.timing.add(_compile_or_recover(fn, self.signature, path))
                 # A later call with other argument types would be a bug: fail loudly, never recompile.
                 fn.disable_compile()
 
@@ -225,16 +229,16 @@ class _Generated:
         (self.par if size >= PARALLEL_THRESHOLD else self.seq)(*args, *dims)
 
 
-def _compile_or_recover(fn, signature: tuple, path: str) -> None:
-    """Compiles (or loads from numba's cache); an unreadable cache file is removed and compiled anew."""
+def _compile_or_recover(fn, signature: tuple, path: str) -> KernelTiming:
+    """Compiles (or loads from numba's cache), timed; an unreadable cache file is removed and compiled anew."""
     try:
-        fn.compile(signature)
+        return timed_compile(fn, signature)
     except Exception as e:  # a damaged pickle in numba's cache can raise almost any exception type
         if not KernelCache.clear_compiled(path):
             raise
         warnings.warn(f"jitlab: numba's compiled cache for {os.path.basename(path)} was unreadable "
                       f"({type(e).__name__}); recompiling", RuntimeWarning, stacklevel=2)
-        fn.compile(signature)
+        return timed_compile(fn, signature)
 
 
 def _params_of(body: str) -> list[str]:
@@ -249,7 +253,8 @@ def _static(space, block) -> tuple[int, ...] | None:
 def _compile_generated(group: Operation, options: dict[str, Any]) -> Kernel:
     gen = _Generated(group, group.block, {}, options)
     return Kernel(group.attrs["key"], "numba_cpu", gen, gen.source, gen.seconds, gen.cache_hit,
-                  gen.miss_reason, choice=_choice(group), reads_before_writes=True)   # codegen's store_all
+                  gen.miss_reason, choice=_choice(group), reads_before_writes=True,   # codegen's store_all
+                  timing=gen.timing)
 
 
 def _choice(group: Operation) -> str:
@@ -308,7 +313,8 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
     choice = f"library {'BLAS matmul' if con.name == 'np.matmul' else 'im2col + BLAS conv'}" + (
         " with a generated epilogue" + _epilogue_place(con, outputs, in_place) if gen is not None else "")
     return Kernel(group.attrs["key"], "numba_cpu", run, source, gen.seconds if gen else 0.0,
-                  gen.cache_hit if gen else True, gen.miss_reason if gen else "", choice)
+                  gen.cache_hit if gen else True, gen.miss_reason if gen else "", choice,
+                  timing=gen.timing if gen else None)
 
 
 def _epilogue_place(con: Operation, outputs: list[Value], in_place: int | None) -> str:

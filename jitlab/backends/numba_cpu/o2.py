@@ -11,7 +11,7 @@ import numpy as np
 
 from ...ir.opdef import Trait
 from ...ir.program import Program
-from ...report import CompileReport, KernelRecord
+from ...report import CompileReport, KernelRecord, KernelTiming
 from ...runtime.kernel_cache import default_cache
 from ...runtime.o2 import O2Runner
 from ...runtime.reference import weight_data
@@ -58,10 +58,13 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
     start = time.perf_counter()
     graph = whole_graph(program, report.memory, segment_groups)
     parts = _key_parts_for("program:" + hashlib.sha256(graph.source.encode()).hexdigest()[:16], "", graph.source)
+    generated = time.perf_counter()
     entry = (options.get("cache") or default_cache()).load(parts, graph.source)
+    timing = KernelTiming(codegen=generated - start, kernel_cache=time.perf_counter() - generated)
     segments = [item for item in graph.items if isinstance(item, Segment)]
     for seg in segments:
-        _compile_or_recover(getattr(entry.module, seg.name), _signature(program, seg), entry.module.__file__)
+        timing.add(_compile_or_recover(getattr(entry.module, seg.name), _signature(program, seg),
+                                       entry.module.__file__))
     fallbacks = [item for item in graph.items if isinstance(item, Fallback)]
     for item in fallbacks:
         report.warnings.append(f"O2: {item.op.name} (%{item.op.results[0].name}) falls back to numpy: {item.reason}")
@@ -70,7 +73,7 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
     report.kernels.append(KernelRecord(parts["structure"], "numba_cpu", graph.source, time.perf_counter() - start,
                                        entry.hit, entry.miss_reason, None,
                                        f"O2: {len(segments)} compiled segment(s), {len(fallbacks)} numpy fallback(s)",
-                                       group_lines=graph.group_lines))
+                                       group_lines=graph.group_lines, timing=timing))
     bindings = dict(report.memory.bindings) if report.memory else {}
     compile_time = {tuple(sorted(bindings.items())): report.memory}
 
