@@ -77,6 +77,7 @@ export function bufferLabel(data, b) {
   if (!op) return `%${b.name} · ${b.kind}`;
   let kind = op.name.replace(/^\w+\./, "");
   let place = where(op);
+  if (place && /^backward of /.test(op.loc || "")) place = `backward of ${place}`;     // a gradient: the line it differentiates
   const g = op.name === "jit.group" ? (data.groups || []).find((x) => x.id === op.group) : null;
   if (g) {      // a group's result: name the group's main op and where it came from
     const members = g.ops.map((u) => data.ops[String(u)]).filter(Boolean);

@@ -4,6 +4,8 @@ import re
 
 import pytest
 
+from jitlab.explore.html import read_state
+
 pytestmark = pytest.mark.browser
 
 
@@ -190,6 +192,16 @@ def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts)
     assert "gpu_0_data_0.0 = 8" in pane.locator(".jl-dryrun").inner_text()
     assert peaks() == 1 and "peak (planned; nothing ran)" in pane.locator(".jl-stats").inner_text()
     assert "181.9 MiB" in pane.locator(".jl-stats").inner_text()
+    # Drawn apart at that size: the weights the compile holds, the inputs at that size (8 images, not 1).
+    data = read_state(resnet_pages[0].read_text())["data"]
+    plan = data["dry_run"]["plans"][3]
+    n, held = len(plan["live_bytes"]), [0] * len(plan["live_bytes"])
+    for b in data["memory"]["buffers"]:
+        if b["kind"] in ("weight", "input", "constant") and not b["alias_of"]:
+            for k in range(max(0, b["first"]), min(n - 1, b["last"]) + 1):
+                held[k] += plan["input_bytes"].get(b["name"], b["bytes"])
+    top = pane.locator(".jl-timeline text.jl-axis").first.text_content()
+    assert abs(float(top.split()[0]) - max(v - f for v, f in zip(plan["live_bytes"], held)) / 2**20) < 0.1, top
     # and what is live at its peak at that size: r13 is 8 x 3.06 MiB there.
     assert "largest buffers live at the peak" in pane.inner_text()
     assert pane.locator(".jl-peaklist li").first.inner_text().startswith("%r13 · res2_0/branch1 · group 16: conv2d (n13) · 24.5 MiB")
