@@ -80,3 +80,17 @@ def test_a_deep_transformer_stays_usable(page, deep_page, artifacts):
     print(f"{n_ops} ops; opened in {opened:.0f} ms;", ", ".join(f"{k} {v:.0f} ms" for k, v in times.items()))
     assert all(v < LIMIT_MS for v in times.values()), times
     assert page.errors == []
+
+
+def test_a_long_pass_diff_is_drawn_in_part_until_asked(page, deep_page):
+    path, _ = deep_page
+    page.goto(path.as_uri())
+    page.locator(".jl-explorer [data-tab=passes]").click()
+    table = page.locator(".jl-pane-passes .jl-passdetail table.jl-diff")
+    table.wait_for()
+    index = int(page.locator(".jl-pane-passes .jl-passdetail").get_attribute("data-index"))
+    rows = page.evaluate("async (i) => (await window.jitlabData()).data.passes[i].diff.length", index)
+    assert rows > 600 and table.locator("tbody tr").count() == 600 + 1     # passes.js: DIFF_ROWS
+    table.locator("tr.jl-more a").click()
+    assert table.locator("tbody tr").count() == rows and not table.locator("tr.jl-more").count()
+    assert page.errors == []
