@@ -77,10 +77,14 @@ export function bufferLabel(data, b) {
   if (!op) return `%${b.name} · ${b.kind}`;
   let kind = op.name.replace(/^\w+\./, "");
   let place = where(op);
+  if (place && /^backward of /.test(op.loc || "")) place = `backward of ${place}`;     // a gradient: the line it differentiates
   const g = op.name === "jit.group" ? (data.groups || []).find((x) => x.id === op.group) : null;
   if (g) {      // a group's result: name the group's main op and where it came from
     const members = g.ops.map((u) => data.ops[String(u)]).filter(Boolean);
-    const main = members.find((m) => (!m.origin || m.origin.pass === "trace") && !m.view) || members[members.length - 1];
+    // Its main op: a contraction if it holds one (a conv with its folded norm is a conv, whichever pass made it),
+    // else the first op the program itself wrote.
+    const main = members.find((m) => /conv|matmul|dot|einsum/.test(m.name))
+      || members.find((m) => (!m.origin || m.origin.pass === "trace") && !m.view) || members[members.length - 1];
     kind = `group ${g.id}: ${main ? main.name.replace(/^\w+\./, "") : "fused"}`;
     place = place || (main ? where(main) : "");
   }

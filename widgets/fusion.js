@@ -9,6 +9,7 @@ export class FusionView {
     this.fusion = ctx.data.fusion || { decisions: [], rejected: [] };
     this.onlyNot = true;
     this.table = h("div");
+    this.note = h("div", { class: "jl-fusion-selected" });
     this.el = h("div", { class: "jl-fusion" });
     ctx.on("select", (sel) => this.mark(sel));
   }
@@ -24,7 +25,23 @@ export class FusionView {
         h("td", {}, d.fused ? "yes" : "no"), h("td", {}, d.reason)))));
   }
 
+  // The selected op's group, and every recorded decision about it with its reason, above the long table.
+  explain(sel) {
+    const uid = sel && sel.kind === "op" && sel.uids && sel.uids.length === 1 ? sel.uids[0] : null;
+    const op = uid === null ? null : this.ctx.data.ops[String(uid)];
+    if (!op) { this.note.replaceChildren(); return; }
+    const rejected = this.fusion.rejected.find((r) => r.op === uid);
+    const pairs = this.fusion.decisions.filter((d) => d.producer === uid || d.consumer === uid);
+    const group = op.group !== null && op.group !== undefined ? this.ctx.data.groups.find((g) => g.id === op.group) : null;
+    this.note.replaceChildren(h("div", { class: "jl-note" }, h("b", {}, "selected: "), opLink(this.ctx, uid),
+      group ? ` · in group ${group.id} with ${group.ops.length - 1} other ops` : " · in no group",
+      rejected ? h("div", { class: "jl-warn" }, `left out of every group: ${rejected.reason}`) : null,
+      pairs.length ? h("ul", {}, pairs.slice(0, 12).map((d) => h("li", {}, opLink(this.ctx, d.producer), " → ", opLink(this.ctx, d.consumer),
+        d.fused ? " fused" : ` not fused: ${d.reason}`))) : h("div", { class: "jl-muted" }, "no decision recorded with its neighbours")));
+  }
+
   mark(sel) {
+    this.explain(sel);
     const uids = new Set(sel && sel.uids ? sel.uids : []);
     this.el.querySelectorAll("[data-pair]").forEach((tr) => {
       const [a, b] = tr.dataset.pair.split("-").map(Number);
@@ -41,7 +58,7 @@ export class FusionView {
     }
     const box = h("input", { type: "checkbox", checked: true, onchange: (e) => { this.onlyNot = e.target.checked; this.table.replaceChildren(this.rows()); } });
     this.table.append(this.rows());
-    this.el.append(h("h4", {}, `neighbouring pairs (${decisions.length}, ${decisions.filter((d) => !d.fused).length} not fused)`),
+    this.el.append(this.note, h("h4", {}, `neighbouring pairs (${decisions.length}, ${decisions.filter((d) => !d.fused).length} not fused)`),
       h("label", { class: "jl-filter" }, box, " only pairs not fused"), this.table);
     if (rejected.length) {
       this.el.append(h("h4", {}, `ops left out of every group (${rejected.length})`), h("table", { class: "jl-table" }, h("tbody", {},

@@ -432,7 +432,7 @@ export class GraphView {
     const overlays = [["group", "group"], ["backend", "backend"], ["dtype", "dtype"], ["bytes", "bytes written"]];
     if (this.options.overlay === "change") overlays.unshift(["change", "what the pass did"]);
     if (this.kernelTimes().size || Object.values(this.data.ops).some((o) => typeof o.seconds === "number")) overlays.push(["time", "measured time"]);
-    const select = h("select", { class: "jl-overlay", title: "colour nodes by", onchange: (e) => { this.overlay = e.target.value; this.render(true); } },
+    const select = h("select", { class: "jl-overlay", title: "colour nodes by", onchange: (e) => { this.overlay = e.target.value; this.recolor(); } },
       overlays.map(([v, label]) => h("option", { value: v, selected: v === this.overlay }, `colour: ${label}`)));
     return h("div", { class: "jl-toolbar" },
       this.containers.size ? button("Expand all", () => this.setExpanded([...this.containers.keys()])) : null,
@@ -549,6 +549,27 @@ export class GraphView {
     const ok = this.seen.filter((v) => typeof v === "number");
     this.seen = null;
     this.range = ok.length ? [Math.min(...ok), Math.max(...ok)] : [0, 0];
+  }
+
+  // A new overlay changes colours only: the boxes keep their places (no new layout, which on a
+  // 10,000-op graph drawn whole takes seconds).
+  recolor() {
+    if (!this.svg) { this.render(true); return; }
+    this.prepareOverlay();
+    const paint = (list) => {
+      for (const u of list) {
+        const g = this.byId.get(u.id);
+        const shape = g && g.firstElementChild;
+        if (shape) {
+          shape.style.fill = u.fill || "";
+          if (u.children) shape.style.stroke = u.fill || "";
+          else g.classList.toggle("filled", Boolean(u.fill));
+        }
+        if (u.children) paint(u.children);
+      }
+    };
+    paint(this.units());
+    this.legend();
   }
 
   setExpanded(ids) {
@@ -756,6 +777,11 @@ export class GraphView {
 
   // Search terms of one leaf: its op's kind, values, uid, ONNX node name or source line, group and scope.
   terms(leaf) {
+    if (!leaf.terms) leaf.terms = this.termsOf(leaf);       // kept: every keystroke searches every leaf
+    return leaf.terms;
+  }
+
+  termsOf(leaf) {
     const op = leaf.op;
     if (!op) return [leaf.id.replace(/^(in|out)_/, ""), leaf.label.split("\n")[0]];
     const out = [op.name, op.name.replace(/^\w+\./, ""), `#${op.uid}`, ...op.results.map((r) => `%${r}`)];
@@ -776,8 +802,14 @@ export class GraphView {
     const q = query.trim().toLowerCase();
     if (step === 0 || q !== this.lastQuery) {
       const all = q ? [...this.leaves.values()] : [];
-      let hits = all.filter((l) => this.terms(l).includes(q));
-      if (!hits.length && q.length >= 2) hits = all.filter((l) => this.terms(l).some((t) => t.includes(q)));
+      // Hidden bookkeeping (an alloc in the scope searched) is a match only when nothing else is, not even
+      // a partial one: jumping to it would turn bookkeeping on and double what is drawn.
+      const shown = (list) => (this.showBookkeeping ? list : list.filter((l) => !l.book));
+      const exact = all.filter((l) => this.terms(l).includes(q));
+      const partial = () => (q.length >= 2 ? all.filter((l) => this.terms(l).some((t) => t.includes(q))) : []);
+      let hits = shown(exact);
+      if (!hits.length) hits = shown(partial());
+      if (!hits.length) hits = exact.length ? exact : partial();
       this.matches = hits.sort((a, b) => a.order - b.order);
       this.matchAt = -1;
       this.lastQuery = q;
@@ -789,8 +821,13 @@ export class GraphView {
     }
     if (!this.matches.length) { this.status.textContent = q ? " no match" : ""; return; }
     this.matchAt = (this.matchAt + (step || 1) + this.matches.length) % this.matches.length;
-    this.reveal(this.matches[this.matchAt]);
+    const leaf = this.matches[this.matchAt];
+    this.reveal(leaf);
     this.status.textContent = ` match ${this.matchAt + 1} of ${this.matches.length}`;
+    // Enter (not typing) also selects the op found, so every view shows it: its group's fusion decisions,
+    // the pass and rule that made it, its kernel, its buffers, its repro.
+    const uid = uidOf(leaf.id);
+    if (step !== 0 && uid !== null) this.ctx.select({ kind: "op", uids: [uid], label: `${leaf.op.name} #${uid}`, source: "graph" });
   }
 
   // Expands whatever hides a leaf (and shows it if it is bookkeeping), then centres on it.

@@ -74,6 +74,50 @@ export function timeline(mem, onStep, height = 170) {
   };
 }
 
+// What each buffer holds (memview.category), bottom to top in the chart, with its colour.
+export const CATEGORIES = [["weight", "weights", "#aab4bf"], ["input", "inputs", "#8fbce6"], ["activation", "activations", "#f5b971"],
+  ["gradient", "gradients", "#c9a0dc"], ["temporary", "temporaries", "#9ad9a8"], ["output", "outputs", "#ecd06a"]];
+
+// Live bytes per step by category, stacked (weights and inputs left out when `apart`), and each
+// category's bytes at the peak; built from the buffers in one pass (difference arrays).
+export function categoryChart(mem, apart, height = 150) {
+  const n = steps(mem);
+  const shown = CATEGORIES.filter(([c]) => !apart || (c !== "weight" && c !== "input"));
+  const series = new Map(CATEGORIES.map(([c]) => [c, new Float64Array(n + 1)]));
+  for (const b of mem.buffers) {
+    const d = series.get(b.category);
+    if (!d || b.alias_of) continue;
+    d[Math.max(0, b.first)] += b.bytes;
+    d[Math.min(n, b.last + 1)] -= b.bytes;
+  }
+  for (const d of series.values()) for (let k = 1; k <= n; k += 1) d[k] += d[k - 1];
+  const stacked = [];
+  let below = new Float64Array(n);
+  for (const [c, label, color] of shown) {
+    const above = below.map((v, k) => v + series.get(c)[k]);
+    stacked.push([c, label, color, below, above]);
+    below = above;
+  }
+  const top = Math.max(1, ...below);
+  const x = (i) => PAD.l + (i / Math.max(1, n - 1)) * (W - PAD.l - PAD.r);
+  const y = (v) => height - PAD.b - (v / top) * (height - PAD.t - PAD.b);
+  const svg = s("svg", { class: "jl-chart jl-categories", viewBox: `0 0 ${W} ${height}`, width: "100%" });
+  svg.append(axisLabel(PAD.l - 4, y(top) + 4, fmtBytes(top)), axisLabel(PAD.l - 4, y(0), "0"), axisLabel(W - PAD.r, height - 6, `step (${n})`));
+  for (const [c, label, color, lo, hi] of stacked) {
+    if (!hi.some((v, k) => v > lo[k])) continue;
+    const up = [...hi].map((v, k) => `${x(k)},${y(v)}`);
+    const down = [...lo].map((v, k) => `${x(k)},${y(v)}`).reverse();
+    svg.append(s("polygon", { class: `jl-cat jl-cat-${c}`, "data-category": c, points: [...up, ...down].join(" "), fill: color }, s("title", {}, label)));
+  }
+  const step = mem.peak_step ?? 0;
+  const legend = h("div", { class: "jl-catlegend" }, h("span", { class: "jl-muted" }, `live at the peak (step ${step}): `),
+    CATEGORIES.map(([c, label, color]) => {
+      const bytes = series.get(c)[Math.min(step, n - 1)];
+      return bytes ? h("span", { "data-category": c }, chip(color, `${label} ${fmtBytes(bytes)}`)) : null;
+    }));
+  return h("div", { class: "jl-catchart" }, svg, legend);
+}
+
 function lanes(buffers) {
   // Draws buffers without arena offsets (dynamic mode) in the first free lane.
   const ends = [];
@@ -109,7 +153,7 @@ export function gantt(ctx, mem, height = 260) {
     const color = ctx.data.colors[String(b.group)] || "var(--jl-neutral)";
     const rect = s("rect", { class: b.role === "activation" ? "jl-buffer jl-activation" : "jl-buffer", "data-buffer": b.name, "data-uid": b.producer ?? "",
       x: x(b.first), width: Math.max(1.5, x(b.last + 1) - x(b.first)), y: y(hi), height: Math.max(1.5, y(lo) - y(hi)), fill: color },
-      s("title", {}, `${bufferLabel(ctx.data, b)}: ${fmtBytes(b.bytes)} at ${b.offset ?? "pool"}, steps ${b.first}–${b.last}, ${b.kind}${b.role === "activation" ? " · activation kept for the backward pass" : ""}${b.producer_name ? `, from ${b.producer_name}` : ""}`));
+      s("title", {}, `${bufferLabel(ctx.data, b)}: ${fmtBytes(b.bytes)} at ${b.offset ?? "pool"}, steps ${b.first}–${b.last}, ${b.category || b.kind}${b.role === "activation" ? " · activation kept for the backward pass" : ""}${b.producer_name ? `, from ${b.producer_name}` : ""}`));
     rect.addEventListener("click", () => ctx.select({ kind: "buffer", id: b.name, uids: b.producer === null ? [] : [b.producer], label: `buffer ${b.name}`, source: "memory" }));
     svg.append(rect);
   });
@@ -168,7 +212,7 @@ export class MemoryView {
     const kinds = [...new Set(fixed.map((b) => b.kind))].join(", ");
     return h("div", {}, h("h4", {}, `live at the peak (step ${step})`),
       fixed.length ? h("div", { class: "jl-muted jl-fixed" }, `${kinds}: ${fixed.length} buffers, ${total(fixed)} (held for the whole run)`) : null,
-      h("div", {}, `activations and temporaries: ${moving.length} buffers, ${total(moving)}`),
+      h("div", {}, `${moving.some((b) => b.category === "gradient") ? "activations, gradients" : "activations"} and temporaries: ${moving.length} buffers, ${total(moving)}`),
       h("ul", { class: "jl-peaklist" }, rows, rest));
   }
 
@@ -196,7 +240,7 @@ export class MemoryView {
     const byName = new Map(this.mem.buffers.map((b) => [b.name, b]));
     const largest = (plan.live_at_peak || []).map((name, k) => ({ ...(byName.get(name) || { name, kind: "buffer", producer: null }), bytes: plan.live_at_peak_bytes[k] }));
     return { ...this.mem, largest: plan.scale !== 1 ? largest : null, planned: plan.scale !== 1, peak_bytes: plan.peak_bytes, peak_step: plan.peak_step, lower_bound_bytes: plan.lower_bound_bytes,
-      naive_bytes: plan.naive_bytes, overhead_bytes: plan.overhead_bytes, live_bytes: plan.live_bytes || [], pool: {},
+      naive_bytes: plan.naive_bytes, overhead_bytes: plan.overhead_bytes, live_bytes: plan.live_bytes || [], pool: {}, input_bytes: plan.input_bytes || {},
       live_at_peak: plan.live_at_peak || [] };
   }
 
@@ -239,7 +283,9 @@ export class MemoryView {
     const fixed = new Array(n).fill(0);
     for (const b of mem.buffers) {
       if (!FIXED.has(b.kind) || b.alias_of || b.kind === "view") continue;
-      for (let k = Math.max(0, b.first); k <= Math.min(n - 1, b.last); k += 1) fixed[k] += b.bytes;
+      // A plan for another size: weights keep their bytes, inputs have that size's.
+      const bytes = (mem.input_bytes || {})[b.name] ?? b.bytes;
+      for (let k = Math.max(0, b.first); k <= Math.min(n - 1, b.last); k += 1) fixed[k] += bytes;
     }
     const live = mem.live_bytes.map((v, k) => Math.max(0, v - fixed[k]));
     const top = Math.max(0, ...live, ...Object.values(mem.pool || {}).flat());
@@ -256,8 +302,11 @@ export class MemoryView {
     const toggle = split ? h("label", { class: "jl-filter jl-apart" },
       h("input", { type: "checkbox", checked: this.apart, onchange: (e) => { this.apart = e.target.checked; this.drawCharts(mem); } }),
       `activations and temporaries only (weights and inputs: ${fmtBytes(apart.held)}, held throughout)`) : null;
+    // By category at the compiled size only: a plan for another size carries no buffers of its own.
+    const byCategory = !mem.planned && mem.buffers.some((b) => b.category)
+      ? [h("h4", {}, "live memory by category"), categoryChart(mem, split && this.apart)] : [];
     this.charts.replaceChildren(this.summary(mem), h("h4", {}, "live memory per step"), toggle, this.timeline.el,
-      this.atPeak(mem), h("h4", {}, "buffer layout"), this.gantt.el);
+      ...byCategory, this.atPeak(mem), h("h4", {}, "buffer layout"), this.gantt.el);
     this.gantt.highlight(this.ctx.selection);
     this.moveCursor(this.ctx.step);
   }

@@ -4,20 +4,29 @@
 import { empty, fmtSec, h, opLink } from "./core.js";
 import { GraphView } from "./graph.js";
 
+// Rows drawn at first: a 10,000-op program's first pass has a diff of 10,000 lines (a second to draw).
+export const DIFF_ROWS = 600;
+
 export function diffTable(rows, labels = ["before", "after"]) {
   if (!rows.length) return empty("This pass changed nothing: the IR before and after is the same.");
-  const body = rows.map((r) => {
+  const row = (r) => {
     if (r.t === "skip") return h("tr", { class: "jl-skip" }, h("td", { colspan: 4 }, `⋯ ${r.n} unchanged lines ⋯`));
     const left = r.t === "add" ? "" : r.t;
     const right = r.t === "del" ? "" : r.t;
     return h("tr", { class: `jl-row-${r.t}` },
       h("td", { class: "jl-ln" }, r.l ?? ""), h("td", { class: `jl-code jl-${left}` }, r.a),
       h("td", { class: "jl-ln" }, r.r ?? ""), h("td", { class: `jl-code jl-${right}` }, r.t === "same" ? r.a : r.b));
-  });
-  return h("table", { class: "jl-diff" },
+  };
+  const body = h("tbody", {}, rows.slice(0, DIFF_ROWS).map(row));
+  const table = h("table", { class: "jl-diff" },
     h("colgroup", {}, h("col", { class: "jl-lncol" }), h("col", {}), h("col", { class: "jl-lncol" }), h("col", {})),
-    h("thead", {}, h("tr", {}, h("th", { colspan: 2 }, labels[0]), h("th", { colspan: 2 }, labels[1]))),
-    h("tbody", {}, body));
+    h("thead", {}, h("tr", {}, h("th", { colspan: 2 }, labels[0]), h("th", { colspan: 2 }, labels[1]))), body);
+  // The rest on demand (and when the selected op's line is among them: PassesView.markSelected).
+  table.showAll = () => { more?.remove(); more = null; body.append(...rows.slice(DIFF_ROWS).map(row)); };
+  let more = rows.length > DIFF_ROWS ? h("tr", { class: "jl-skip jl-more" }, h("td", { colspan: 4 },
+    h("a", { href: "#", onclick: (e) => { e.preventDefault(); table.showAll(); } }, `show the other ${rows.length - DIFF_ROWS} rows`))) : null;
+  if (more) body.append(more);
+  return table;
 }
 
 export class PassesView {
@@ -125,6 +134,11 @@ export class PassesView {
     const uids = sel && sel.uids ? sel.uids : [];
     const names = new Set(uids.flatMap((u) => (this.ctx.data.ops[String(u)] || { results: [] }).results.map((r) => `%${r}`)));
     let first = null;
+    const table = this.detail.querySelector(".jl-diff");
+    if (names.size && table && table.showAll && table.querySelector(".jl-more")) {
+      const shown = [...table.querySelectorAll("td.jl-code")].some((td) => [...names].some((n) => td.textContent.includes(`${n} =`)));
+      if (!shown) table.showAll();
+    }
     this.detail.querySelectorAll(".jl-diff tbody tr").forEach((tr) => {
       const hit = [...tr.querySelectorAll("td.jl-code")].some((td) => {
         const m = /^\s*(%[^\s=]+(?:\s*,\s*%[^\s=,]+)*)\s*=/.exec(td.textContent);

@@ -44,7 +44,8 @@ def memory_data(plan: MemoryPlan | None, ops: dict[str, dict[str, Any]]) -> dict
     peak_step = plan.peak_step()
     buffers = [{"name": b.name, "bytes": b.bytes, "offset": b.offset, "first": b.first, "last": b.last,
                 "producer": b.producer, "producer_name": b.producer_name, "kind": b.kind, "alias_of": b.alias_of,
-                "region": b.region, "role": b.role, **_made_by(ops.get(str(b.producer)) or {})}
+                "region": b.region, "role": b.role, "category": category(b, ops.get(str(b.producer))),
+                **_made_by(ops.get(str(b.producer)) or {})}
                for b in plan.buffers]
     # One peak: `peak_bytes` (what the plan holds at most) reached at `peak_step`; the live curve
     # counts tensors only, `overhead_bytes` is the rest (report.py: MemoryPlan.peak_step).
@@ -56,6 +57,30 @@ def memory_data(plan: MemoryPlan | None, ops: dict[str, dict[str, Any]]) -> dict
             "bindings": dict(plan.bindings), "buffers": buffers,
             "activation_bytes": sum(b.bytes for b in plan.buffers if b.role == "activation"),
             "donated": donated_outputs(plan)}
+
+
+CATEGORIES = ("weight", "input", "activation", "gradient", "temporary", "output")
+BACKWARD = "backward of "       # how a backward op's location prints (passes/activations.py: BackwardLocation)
+
+
+def category(b, op: dict[str, Any] | None) -> str:
+    """What a buffer holds, for the memory view: one of CATEGORIES, or "view" for a view of another buffer.
+
+    A gradient is a buffer a backward op makes (the gradient of a forward value, or a partial sum of one;
+    a group is the op it grew from, whose location it carries: an optimizer's update fused with the
+    weight's gradient makes the new weight, an output); an activation is a forward value kept for the
+    backward pass (`role`); a temporary is the rest that no output holds."""
+    if b.kind in ("weight", "constant"):
+        return "weight"
+    if b.kind == "input":
+        return "input"
+    if b.kind == "view":
+        return "view"
+    if op is not None and str(op.get("loc") or "").startswith(BACKWARD):
+        return "gradient"
+    if b.role == "activation":
+        return "activation"
+    return "output" if b.kind == "output" else "temporary"
 
 
 def _made_by(op: dict[str, Any]) -> dict[str, Any]:

@@ -130,8 +130,10 @@ def _up(tree, path: tuple[str, ...]):
 
 
 def _add_bytes(tree, paths: dict[int, tuple[str, ...]], plan: MemoryPlan | None) -> None:
-    """Bytes of the buffers each scope's ops make, and of those live at the plan's peak."""
+    """Bytes of the buffers each scope's ops make, and of those live at the plan's peak (`None` with no plan: O0)."""
     if plan is None:
+        for entry in tree.values():
+            entry["bytes"] = entry["peak_bytes"] = None
         return
     step = plan.peak_step()
     for b in plan.buffers:

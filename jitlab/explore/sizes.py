@@ -66,7 +66,9 @@ def plan_summary(plan: MemoryPlan) -> dict[str, Any]:
     return {"peak_bytes": plan.peak_bytes, "peak_step": plan.peak_step(), "lower_bound_bytes": plan.lower_bound_bytes,
             "naive_bytes": plan.naive_bytes, "overhead_bytes": plan.overhead_bytes(),
             "live_bytes": list(plan.live_bytes), "live_at_peak": [b.name for b in live],
-            "live_at_peak_bytes": [b.bytes for b in live], "bindings": dict(plan.bindings)}
+            "live_at_peak_bytes": [b.bytes for b in live], "bindings": dict(plan.bindings),
+            # inputs' bytes at this size (weights keep theirs): what the activations-only curve leaves out
+            "input_bytes": {b.name: b.bytes for b in plan.buffers if b.kind == "input" and b.alias_of is None}}
 
 
 def dry_run_data(exe) -> dict[str, Any] | None:

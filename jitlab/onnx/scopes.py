@@ -5,7 +5,8 @@ them directly. Otherwise the hierarchy is recovered from common prefixes: a node
 what the names of its constant inputs (weights) share (`gpu_0/res2_0_branch2a_bn_s_0` and
 `..._bn_b_0` give `res2_0 branch2a bn`: exporters often name nodes `n12` or not at all);
 a node with no weights (a Relu, an Add) takes the stem of the node that makes its first
-input, and failing that its own name. Levels
+input, and failing that its own name; so does a node whose stem holds that node's stem
+(caffe2's `res_conv1_bn` after `conv1`: the stem's batch norm, not a scope `res`). Levels
 (almost) every stem starts with (`gpu_0`) are dropped, and so are levels that would hold one node
 or split a scope of a few nodes.
 """
@@ -57,6 +58,13 @@ def _weights_stem(node: onnx.NodeProto, constants: set[str]) -> list[str]:
     return _common(weights) if weights else []
 
 
+def _holds(stem: list[str], part: list[str]) -> bool:
+    """Whether `part`, past the levels both start with (`gpu_0`), is inside the rest of `stem`, not at its start."""
+    shared = len(_common([stem, part]))
+    stem, part = stem[shared:], part[shared:]
+    return bool(part) and any(stem[k:k + len(part)] == part for k in range(1, len(stem) - len(part) + 1))
+
+
 def node_scopes(graph: onnx.GraphProto) -> list[tuple[str, ...]]:
     """The scope of each node of `graph`, in node order."""
     constants = _constants(graph)
@@ -68,8 +76,10 @@ def node_scopes(graph: onnx.GraphProto) -> list[tuple[str, ...]]:
             given[i] = tuple(p for p in node.name.split("/") if p)[:-1]
         else:
             stem = _weights_stem(node, constants)
-            if not stem and node.input and node.input[0] in made_by:
-                stem = stems.get(made_by[node.input[0]], [])
+            before = stems.get(made_by[node.input[0]], []) if node.input and node.input[0] in made_by else []
+            # A stem that holds its producer's (`res_conv1_bn` after `conv1`) names a part of it: a node follows it.
+            if not stem or before and _holds(stem, before):
+                stem = before or stem
             stems[i] = stem or labels(node.name)
         made_by.update((name, i) for name in node.output)
     return _finish(len(graph.node), given, stems, constants, graph)

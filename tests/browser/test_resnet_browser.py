@@ -4,6 +4,8 @@ import re
 
 import pytest
 
+from jitlab.explore.html import read_state
+
 pytestmark = pytest.mark.browser
 
 
@@ -75,21 +77,23 @@ def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, arti
     assert 3 <= nodes <= 60 and label_px >= 10
     root.screenshot(path=str(artifacts / "resnet_graph_open.png"))
     # The stages gathered from the blocks' scope names (res2_0 … res2_2 under res2), named by their first and last block.
-    stages = pane.locator("g.node.scopenode")
+    stages = pane.locator("g.node.scopenode[id^='st_']")
     assert [stages.nth(k).get_attribute("id") for k in range(4)] == ["st_res2", "st_res3", "st_res4", "st_res5"]
+    # the stem (conv1, its batch norm res_conv1_bn, relu, pool) comes first, as one scope: no stray `res`
+    assert pane.locator("g.node.scopenode").first.get_attribute("id") == "sc_conv1" and not pane.locator("g.node[id='sc_res']").count()
     assert "res2_0 … res2_2" in stages.first.text_content()
     page.mouse.move(*centre(stages.first))         # a stage's figures: its blocks' from the data, summed
-    assert "82 ops · writes 17.7 MiB · 7.73 MiB live at the peak" in pane.locator(".jl-tip").inner_text()
+    assert re.search(r"\d+ ops · writes [\d.]+ MiB · [\d.]+ MiB live at the peak", pane.locator(".jl-tip").inner_text())
     assert pane.locator("g.node.bookkeeping").count() == 0
     assert pane.locator(".jl-legend-item").count() == 0 and pane.locator(".jl-legend").bounding_box()["height"] < 60
     canvas = pane.locator(".jl-canvas").bounding_box()
     # Expand stage, block, branch and one of its fusion groups, each in place: the clicked node's cluster stays under the pointer.
     groups = page.evaluate("""async () => {
         const data = (await window.jitlabData()).data;
-        return data.scopes['res3_1/branch2b'].children.map((p) => `grp_${data.scopes[p].group}`);
+        return data.scopes['res3_1/branch2b'].children.filter((p) => data.scopes[p].op_count >= 2).map((p) => `grp_${data.scopes[p].group}`);
     }""")
     for node_id in ("st_res3", "sc_res3_1", "sc_res3_1/branch2b", "group"):
-        if node_id == "group":      # the branch's first group that is drawn (some hold only a hidden reshape) and on screen
+        if node_id == "group":      # the branch's first group of two ops or more that is drawn and on screen
             drawn = [pane.locator(f"g.node[id='{g}']") for g in groups]
             node_id = next(g.get_attribute("id") for g in drawn if g.count() and inside(canvas, *centre(g)))
         target = pane.locator(f"g.node[id='{node_id}']")
@@ -98,7 +102,7 @@ def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, arti
         cluster = pane.locator(f"g.cluster[id='{node_id}']")
         cluster.wait_for()
         assert inside(cluster.bounding_box(), x, y) and inside(canvas, x, y)
-        assert graph_state(page)[1] > before
+        assert graph_state(page)[1] >= before      # a branch holding one group (conv, norm, relu) opens onto it alone
     assert node_id.startswith("grp_") and pane.locator("g.cluster.group").count() == 1
     crumbs = pane.locator(".jl-crumbs a")
     assert crumbs.all_inner_texts()[1:4] == ["res3", "res3_1", "branch2b"] and crumbs.last.inner_text().startswith("group ")
@@ -122,19 +126,27 @@ def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
     root = open_page(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
     pane.locator("svg[data-layout=browser]").wait_for()
-    pane.locator(".jl-search").fill("n44")
+    # n45: the batch norm the conv n44 was folded into (the folded conv carries the norm's node name)
+    pane.locator(".jl-search").fill("n45")
     pane.locator(".jl-search").press("Enter")
     current = pane.locator("g.node.current-match")
     current.wait_for()
     node = current.get_attribute("id")
     loc = page.evaluate("async (uid) => (await window.jitlabData()).data.ops[uid].loc", node[3:])
-    assert node.startswith("op_") and "node 'n44'" in loc
+    assert node.startswith("op_") and "node 'n45'" in loc
     canvas = pane.locator(".jl-canvas").bounding_box()
     box = current.bounding_box()
     assert inside(canvas, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     assert pane.locator("g.match").count() >= 1 and "of" in pane.locator(".jl-status").inner_text()
     root.screenshot(path=str(artifacts / "resnet_graph_search.png"))
-    for query, expect in (("%r44", "conv2d"), ("group 56", "group 56"), ("max_pool2d", "max_pool2d")):
+    # Enter selects what it found: the Fusion view then says, first, what happened to that op
+    assert root.locator(".jl-selection").inner_text().endswith(f"#{node[3:]}")
+    root.locator("[data-tab=fusion]").click()
+    note = root.locator(".jl-fusion-selected").inner_text()
+    decisions = page.evaluate("async (uid) => (await window.jitlabData()).data.fusion.decisions.filter((d) => d.producer === uid || d.consumer === uid)", int(node[3:]))
+    assert f"#{node[3:]}" in note and all(d["reason"] in note for d in decisions if not d["fused"])
+    root.locator("[data-tab=graph]").click()
+    for query, expect in (("%r46", "add"), ("group 40", "group 40"), ("max_pool2d", "max_pool2d")):
         pane.locator(".jl-search").fill(query)
         pane.locator(".jl-search").press("Enter")
         assert "of" in pane.locator(".jl-status").inner_text()
@@ -148,10 +160,11 @@ def test_colour_overlays_have_a_short_legend(page, resnet_pages, artifacts):
     root = open_page(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
     pane.locator("svg[data-layout=browser]").wait_for()
-    assert "215 groups" in pane.locator(".jl-legend").inner_text()
     colors = page.evaluate("async () => Object.values((await window.jitlabData()).data.colors)")
+    n_groups = len(resnet_pages[2].report.groups)
+    assert f"{n_groups} groups" in pane.locator(".jl-legend").inner_text()
     shown = page.evaluate("() => [...document.querySelectorAll('.jl-legend-groups .jl-swatch')].map((s) => s.style.background)")
-    assert len(set(shown)) == len(shown) and len(colors) == 215
+    assert len(set(shown)) == len(shown) and len(colors) == n_groups > 12
     for overlay in ("bytes", "dtype", "backend"):
         pane.locator("select.jl-overlay").select_option(overlay)
         assert pane.locator(".jl-legend").bounding_box()["height"] < 60
@@ -163,6 +176,10 @@ def test_colour_overlays_have_a_short_legend(page, resnet_pages, artifacts):
     pane.locator("input.jl-bookkeeping").check()
     assert pane.locator("g.node.bookkeeping").count() > 0 or pane.locator("g.node").count() > 0
     assert page.errors == []
+
+
+def mib(n):
+    return f"{n / 2**20:.1f} MiB"
 
 
 def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts):
@@ -179,7 +196,8 @@ def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts)
         text = pane.inner_text()
         return text.count("peak") - text.count("peak at step") - text.count("live at the peak")
 
-    assert peaks() == 1 and "108.2 MiB" in pane.locator(".jl-stats").inner_text()
+    data = read_state(resnet_pages[0].read_text())["data"]
+    assert peaks() == 1 and mib(resnet_pages[2].report.memory.peak_bytes) in pane.locator(".jl-stats").inner_text()
     # Weights and inputs (98 MiB held throughout) drawn apart: the curve shows the activations at full height.
     assert pane.locator(".jl-apart input").is_checked()
     top = pane.locator(".jl-timeline text.jl-axis").first.text_content()
@@ -189,10 +207,19 @@ def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts)
     pane.locator("input.jl-planslider").fill("3")
     assert "gpu_0_data_0.0 = 8" in pane.locator(".jl-dryrun").inner_text()
     assert peaks() == 1 and "peak (planned; nothing ran)" in pane.locator(".jl-stats").inner_text()
-    assert "181.9 MiB" in pane.locator(".jl-stats").inner_text()
+    plan = data["dry_run"]["plans"][3]
+    assert mib(plan["peak_bytes"]) in pane.locator(".jl-stats").inner_text()
+    # Drawn apart at that size: the weights the compile holds, the inputs at that size (8 images, not 1).
+    n, held = len(plan["live_bytes"]), [0] * len(plan["live_bytes"])
+    for b in data["memory"]["buffers"]:
+        if b["kind"] in ("weight", "input", "constant") and not b["alias_of"]:
+            for k in range(max(0, b["first"]), min(n - 1, b["last"]) + 1):
+                held[k] += plan["input_bytes"].get(b["name"], b["bytes"])
+    top = pane.locator(".jl-timeline text.jl-axis").first.text_content()
+    assert abs(float(top.split()[0]) - max(v - f for v, f in zip(plan["live_bytes"], held)) / 2**20) < 0.1, top
     # and what is live at its peak at that size: r13 is 8 x 3.06 MiB there.
     assert "largest buffers live at the peak" in pane.inner_text()
-    assert pane.locator(".jl-peaklist li").first.inner_text().startswith("%r13 · res2_0/branch1 · group 16: conv2d (n13) · 24.5 MiB")
+    assert re.match(r"%r13 · res2_0/branch1 · group \d+: conv2d \(n13\) · 24.5 MiB", pane.locator(".jl-peaklist li").first.inner_text())
     assert page.errors == []
 
 
@@ -203,7 +230,7 @@ def test_traced_transformer_opens_readable(page, transformer_page, artifacts):
     _, nodes, label_px = graph_state(page)
     assert 3 <= nodes <= 60 and label_px >= 10
     # Parts named by the blocks (the function called per layer) they hold; a block opens onto the functions it called.
-    assert "block … block_1" in pane.locator("svg[data-layout=browser]").text_content()
+    assert re.search(r"block(_\d+)? … block_\d+", pane.locator("svg[data-layout=browser]").text_content())
     click_centre(page, pane.locator("g.node.partnode").first)
     click_centre(page, pane.locator("g.node[id='sc_block']"))
     assert {"sc_block/layer_norm", "sc_block/attention", "sc_block/mlp"} <= set(pane.locator("g.node.scopenode").evaluate_all("(gs) => gs.map((g) => g.id)"))
@@ -244,7 +271,7 @@ def test_expanded_layout_keeps_boxes_apart_and_inside_their_parts(page, resnet_p
     }""")
     # Everything open: every drawable op (weights and constants folded into their users), no container left shut.
     drawn, problems, total, shut = problems
-    assert drawn == total > 1000 and shut == 0 and problems == []
+    assert drawn == total > 250 and shut == 0 and problems == []
     assert page.errors == []
 
 

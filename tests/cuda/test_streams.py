@@ -83,8 +83,7 @@ def test_pass_is_recorded_with_a_note():
 
 
 def test_explorer_data_shows_each_stream_and_its_events():
-    # The streams part alone: the explorer's whole page (model.build) also lays the graph out with
-    # Graphviz's `dot`, which a GPU machine's image need not have.
+    # The streams part alone: what this test checks, without building the rest of the explorer's data.
     from jitlab.explore.memview import streams_data
 
     report = plan_of(jl.trace(two_branches, *args()))

@@ -141,6 +141,14 @@ def test_onnx_scopes_are_recovered_from_weight_name_prefixes():
     assert labels("gpu_0/res2_0_branch2a_w_0") == ["gpu_0", "res2_0", "branch2a", "w_0"]
 
 
+def test_a_node_named_after_part_of_its_producer_follows_it():
+    # caffe2's stem: conv1, then its batch norm `res_conv1_bn`, then the blocks; no scope `res` for the norm
+    blocks = ["conv1", "res_conv1_bn"] + [f"res2_{b}_branch2{c}" for b in (0, 1) for c in "abc"]
+    m = _conv_model([f"n{i}" for i in range(len(blocks))], [f"gpu_0/{b}_w_0" for b in blocks])
+    scopes = node_scopes(m.graph)
+    assert scopes[:4] == [("conv1",)] * 4 and scopes[4] == ("res2_0", "branch2a")
+
+
 def test_light_resnet50_opens_at_its_stages_and_blocks():
     path = os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/light/light_resnet50.onnx")
     if not os.path.exists(path):
@@ -149,6 +157,7 @@ def test_light_resnet50_opens_at_its_stages_and_blocks():
     tree, _ = scope_tree(snapshot(program))
     top = tree[""]["children"]
     assert "res2_0" in top and "res5_2" in top and len(top) <= 30
+    assert "res" not in top and tree["conv1"]["op_count"] >= 3        # the stem: conv, its norm, relu, pool
     assert "res5_0/branch2b" in tree and tree["res5_0"]["op_count"] > 10
     # weights (initializers, no scope of their own) sit where they are read, not all at the root
     assert len(tree[""]["ops"]) < 10
@@ -240,6 +249,9 @@ def test_compare_columns_carry_per_scope_figures_and_profiled_time():
     blocks = columns[1]["scopes"]
     assert blocks["block"]["groups"] >= 1 and blocks["block"]["seconds"] > 0
     assert columns[0]["scopes"]["block"]["groups"] == 0
+    # O0 plans no memory: its bytes are unknown ("–" on the page), not zero
+    assert columns[0]["scopes"]["block"]["peak_bytes"] is None and columns[0]["scopes"][""]["bytes"] is None
+    assert blocks["block"]["peak_bytes"] is not None
     assert blocks["block"]["op_count"] > 0 and "block/attn" in blocks
 
 
