@@ -258,7 +258,9 @@ class FoldIntoConv(Pattern):
         scale, shift = _affine(chain, conv.result.type.dtype, rw)
         if scale is not None:
             w = rw.op("np.mul", w, rw.op("np.reshape", scale, shape=(scale.type.shape[0], 1, 1, 1)))
-        out = rw.create(conv.name, [x, w], conv.attrs).result
+        folded = rw.create(conv.name, [x, w], conv.attrs)
+        folded.loc = conv.loc           # still the conv: its ONNX node name and line, for search and scopes
+        out = folded.result
         if shift is not None:
             out = rw.op("np.add", out, rw.op("np.reshape", shift, shape=(shift.type.shape[0], 1, 1)))
         rw.replace_op(chain[-1][0], [out])

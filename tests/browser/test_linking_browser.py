@@ -80,7 +80,7 @@ def test_repro_script_replays_the_selected_group(page, resnet_pages, artifacts):
     pane = root.locator(".jl-pane-graph")
     pane.locator("svg[data-layout=browser]").wait_for()
     assert root.locator(".jl-repro-btn").is_disabled()
-    uid = select_op(page, pane, "n45")     # the conv n44 folded into its norm n45
+    uid = select_op(page, pane, "n44")     # a conv, its batch norm n45 folded into it
     gid = next(g.id for g in exe.report.groups if uid in g.ops)
     root.locator(".jl-repro-btn").click()
     panel = root.locator(".jl-repro")

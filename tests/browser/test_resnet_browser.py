@@ -126,14 +126,14 @@ def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
     root = open_page(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
     pane.locator("svg[data-layout=browser]").wait_for()
-    # n45: the batch norm the conv n44 was folded into (the folded conv carries the norm's node name)
-    pane.locator(".jl-search").fill("n45")
+    # n44: a conv with its batch norm (n45) folded in; the folded conv keeps the conv's node name
+    pane.locator(".jl-search").fill("n44")
     pane.locator(".jl-search").press("Enter")
     current = pane.locator("g.node.current-match")
     current.wait_for()
     node = current.get_attribute("id")
     loc = page.evaluate("async (uid) => (await window.jitlabData()).data.ops[uid].loc", node[3:])
-    assert node.startswith("op_") and "node 'n45'" in loc
+    assert node.startswith("op_") and "node 'n44'" in loc
     canvas = pane.locator(".jl-canvas").bounding_box()
     box = current.bounding_box()
     assert inside(canvas, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
