@@ -139,16 +139,16 @@ class Selection(np.lib.mixins.NDArrayOperatorsMixin):
         return np.all(self._filled(True), axis=self._axes(axis, "all"))
 
     def mean(self, axis=None, dtype=None):
-        """numpy's mean: a float64 sum for integers, the float's own otherwise (f16 summed in f32); nan when empty."""
-        kind = self.dtype.kind
-        wide = np.dtype(dtype) if dtype is not None else np.dtype(np.float64) if kind in "biu" else \
-            np.dtype(np.float32) if self.dtype == np.float16 else self.dtype
+        """numpy's mean (np.mean's dtype rule: integers in float64; f16 summed in f32); nan when empty."""
+        from .numpy_api import _float_of, astype
+
+        x = astype(self.full, dtype) if dtype is not None else _float_of(self.full)
+        wide = x.astype(np.float32) if x.dtype == np.float16 else x
         axes = self._axes(axis, "mean")
-        total = np.sum(self._filled(0), axis=axes, dtype=wide)
-        spread = np.broadcast_to(self._spread(), self.full.shape)
-        count = np.sum(spread, axis=axes).astype(wide)
-        mean = total / count
-        return mean if dtype is not None or kind in "biu" else mean.astype(self.dtype)
+        spread = self._spread()
+        total = np.sum(np.where(spread, wide, self.ctx.constant(0, wide.dtype)), axis=axes)
+        count = np.sum(np.broadcast_to(spread, wide.shape), axis=axes).astype(wide.dtype)
+        return (total / count).astype(x.dtype)
 
     def max(self, *args, **kwargs):
         self._refuse("the max (numpy raises on an empty selection, which a compiled kernel cannot)")

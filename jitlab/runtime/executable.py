@@ -125,7 +125,7 @@ class Executable:
                 plan = plan_for_level(self.program, self.level, bindings)
                 raise out_of_memory(plan, self._where, f"does not fit ({e})", self._input_copies(arrays)) from e
             except InputError as e:
-                raise located(e, self.program) from None
+                raise with_op_lines(e, self.program) from None
             donated = set()
             if self.donations:
                 results = hand_back(arrays, results, self.donations)
@@ -182,7 +182,7 @@ class Executable:
                 f"inputs ({', '.join(self.input_names)})>")
 
 
-def located(error: InputError, program: Program) -> InputError:
+def with_op_lines(error: InputError, program: Program) -> InputError:
     """A run-time InputError raised by an op's check (`np.take: an index is out of range`) with the
     source lines of the ops of that name appended, since a kernel's check cannot know its op's line."""
     text = str(error)

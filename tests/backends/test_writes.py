@@ -14,6 +14,7 @@ import jitlab as jl
 from jitlab.errors import InputError
 from jitlab.passes.pipelines import pipeline_for
 from jitlab.report import CompileReport
+from tests.strategies import INDEX_KINDS, write_index
 
 LEVELS = ("O0", "O1", "O2")
 RNG = np.random.default_rng(0)
@@ -251,25 +252,15 @@ def test_written_arguments_are_updated_in_place():
 
 
 # -- random sequences of writes at O1 and O2 ------------------------------------------------
-def _index(draw, n):
-    kind = draw(st.sampled_from(["int", "slice", "neg", "array", "mask", "ellipsis"]))
-    if kind == "int":
-        return draw(st.integers(-n, n - 1))
-    if kind in ("slice", "neg"):
-        start, stop = draw(st.integers(0, n)), draw(st.integers(0, n))
-        return slice(start, stop) if kind == "slice" else slice(stop, None, -draw(st.integers(1, 2)))
-    if kind == "array":
-        return np.array(draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=3)))
-    if kind == "mask":
-        return np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
-    return Ellipsis
+NO_NONE = tuple(k for k in INDEX_KINDS if k != "none")
 
 
 @st.composite
 def write_sequences(draw):
     steps = []
     for _ in range(draw(st.integers(1, 5))):
-        k = (_index(draw, 4), slice(draw(st.integers(0, 2)), None)) if draw(st.booleans()) else (_index(draw, 4),)
+        first = write_index(draw, 4, NO_NONE)
+        k = (first, slice(draw(st.integers(0, 2)), None)) if draw(st.booleans()) else (first,)
         if len(k) == 2 and isinstance(k[0], np.ndarray) and k[0].dtype == bool:
             k = (slice(None), k[1])
         how = draw(st.sampled_from(["set", "add", "shift", "at", "view"]))

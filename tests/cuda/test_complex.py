@@ -6,6 +6,7 @@ import pytest
 
 import jitlab as jl
 from tests.cuda.helpers import check
+from tests.frontend.test_complex import mandelbrot
 
 TINY_GRID = {"threads_per_block": 32, "max_blocks": 1}
 rng = np.random.default_rng(5)
@@ -43,17 +44,6 @@ def test_what_numba_cuda_cannot_do_runs_on_the_host():
     reasons = " ".join(rejected(exe).values())
     assert "complex power" in reasons
     assert any("host" in w for w in exe.report.warnings)
-
-
-def mandelbrot(c, iters=5):
-    z = np.zeros_like(c)
-    count = np.full(c.shape, iters, dtype=np.int32)
-    for i in range(iters):
-        z = z * z + c
-        diverged = np.abs(z) > 2
-        count[diverged & (count == iters)] = i
-        z[diverged] = 2
-    return count, z
 
 
 @pytest.mark.parametrize("level", ["O1", "O2"])

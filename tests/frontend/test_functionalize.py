@@ -13,6 +13,7 @@ from numpy import zeros as np_zeros
 
 import jitlab as jl
 from jitlab.errors import InputError, TraceError, UnsupportedOp
+from tests.strategies import write_index
 
 RNG = np.random.default_rng(0)
 ALL_LEVELS = ("O0", "O1", "O2")
@@ -250,30 +251,16 @@ def test_what_cannot_be_expressed_is_refused_with_the_line(fn, error, words):
 
 
 # -- random sequences of writes --------------------------------------------------------------
-def _index(draw, n):
-    kind = draw(st.sampled_from(["int", "slice", "neg", "array", "mask", "ellipsis", "none"]))
-    if kind == "int":
-        return draw(st.integers(-n, n - 1))
-    if kind in ("slice", "neg"):
-        start, stop = draw(st.integers(0, n)), draw(st.integers(0, n))
-        return slice(start, stop) if kind == "slice" else slice(stop, None, -draw(st.integers(1, 2)))
-    if kind == "array":
-        return np.array(draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=3)))
-    if kind == "mask":
-        return np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
-    return Ellipsis if kind == "ellipsis" else None
-
-
 @st.composite
 def write_sequences(draw):
     steps = []
     for _ in range(draw(st.integers(1, 4))):
         key = draw(st.sampled_from(["one", "two"]))
         if key == "one":
-            k = _index(draw, 4)
+            k = write_index(draw, 4)
             k = (k,) if k is not None else (None, slice(None))
         else:
-            k = (_index(draw, 4), slice(draw(st.integers(0, 2)), None))
+            k = (write_index(draw, 4), slice(draw(st.integers(0, 2)), None))
             if any(x is None for x in k) or any(isinstance(x, np.ndarray) and x.dtype == bool for x in k):
                 k = (slice(None), k[1])
         steps.append((k, draw(st.sampled_from(["set", "add", "view"])), draw(st.floats(-2, 2, width=32))))
