@@ -15,8 +15,10 @@ from .passes import PassContext, PassManager, pipeline_for
 from .passes.manager import INSTRUMENTATION, split_instrumentation
 from .progress import progress
 from .report import CompileReport, CompileTiming, KernelRecord, KernelTiming, snapshot
-from .runtime import compile_pool
-from .runtime import memexec  # noqa: F401  (the interpreter's mem op handlers)
+from .runtime import (
+    compile_pool,
+    memexec,  # noqa: F401  (the interpreter's mem op handlers)
+)
 from .runtime.dryrun import parse_bytes
 from .runtime.executable import Executable
 from .runtime.o1 import O1Runner

@@ -23,8 +23,8 @@ from ..runtime.signature import device_array_meta, native_dtype
 from . import recompiles
 from .creation import TRACING_LOCK, routed_creation
 from .pytree import TreeDef, flatten, unflatten
-from .trace_errors import defined_at, located
 from .selection import Selection
+from .trace_errors import defined_at, located
 from .tracer import TraceContext, Tracer
 
 

@@ -27,7 +27,6 @@ from .numpy_api import (
     normalize_axes,
     normalize_axis,
     reshape,
-    take,
     transpose,
 )
 from .tracer import Tracer
