@@ -279,10 +279,12 @@ def _record_kernels(groups: list, ready: dict[str, Kernel], elsewhere: set[str],
             continue
         records[key] = KernelRecord(op.attrs["key"], kernel.backend, kernel.source, kernel.compile_seconds,
                                     kernel.cache_hit, kernel.miss_reason, op.attrs["id"], kernel.choice,
-                                    timing=kernel.timing or KernelTiming(), worker=key in elsewhere)
+                                    timing=kernel.timing or KernelTiming(), worker=key in elsewhere,
+                                    code=kernel.code)
         report.kernels.append(records[key])
-    report.stats["kernels_compiled"] = len(records)
-    report.stats["kernels_reused"] = len(kernels) - len(records)
+    codes = {r.code or r.key for r in records.values()}
+    report.stats["kernels_compiled"] = len(codes)
+    report.stats["kernels_reused"] = len(kernels) - len(codes)
     if elsewhere:
         report.stats["kernels_by_workers"] = len(elsewhere)
     return kernels

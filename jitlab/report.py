@@ -292,6 +292,15 @@ class KernelRecord:
     timing: KernelTiming = field(default_factory=KernelTiming)    # the parts of compile_seconds
     worker: bool = False          # compiled by a worker process: compile_seconds and timing are this
                                   # process loading its result from the cache
+    code: str = ""                # the compiled code it runs (kernel cache key); records of groups that differ
+                                  # only in their sizes share it, "" for a library call alone
+
+    def shares_code_with(self, records: list[KernelRecord]) -> list[int]:
+        """The other groups whose kernels run this record's compiled code (one compile served them)."""
+        if not self.code:
+            return []
+        return [g for r in records if r.code == self.code for g in [r.group, *r.reused_by]
+                if g is not None and g != self.group and g not in self.reused_by]
 
 
 @dataclass

@@ -126,6 +126,13 @@ export class KernelsView {
     return [t.typing, t.llvm, cache].map((v) => h("td", { class: "jl-num", title: all }, fmtSec(v)));
   }
 
+  // Hit or miss, and the groups whose kernels run the same compiled code (same loop nest, other sizes).
+  cacheText(k) {
+    const base = k.cache_hit ? (k.worker ? "hit: compiled by a worker process" : "hit") : `miss${k.miss_reason ? `: ${k.miss_reason}` : ""}`;
+    const shared = k.shares_code_with || [];
+    return shared.length ? `${base} · same code as group${shared.length > 1 ? "s" : ""} ${shared.join(", ")}` : base;
+  }
+
   mount(parent) {
     parent.append(this.el);
     const cached = this.executableCache();
@@ -142,7 +149,7 @@ export class KernelsView {
       h("td", {}, k.group !== null && k.group !== undefined ? chip(this.ctx.data.colors[String(k.group)], `group ${k.group}`) : "–"),
       h("td", { class: "jl-key", title: k.key }, k.key.length > 28 ? `${k.key.slice(0, 26)}…` : k.key),
       h("td", {}, k.backend), h("td", { class: "jl-num" }, fmtSec(k.compile_seconds)), ...this.timingCells(k),
-      h("td", { class: k.cache_hit ? "jl-good" : "jl-warn" }, k.cache_hit ? (k.worker ? "hit: compiled by a worker process" : "hit") : `miss${k.miss_reason ? `: ${k.miss_reason}` : ""}`),
+      h("td", { class: k.cache_hit ? "jl-good" : "jl-warn" }, this.cacheText(k)),
       h("td", { class: "jl-num" }, k.per_call_seconds === null || k.per_call_seconds === undefined ? "–" : fmtSec(k.per_call_seconds)),
       h("td", { class: "jl-muted" }, this.measured(k))));
     this.el.append(h("table", { class: "jl-table" },

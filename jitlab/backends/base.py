@@ -40,6 +40,9 @@ class Kernel:
     # share a donated input's array even when the group has several results.
     reads_before_writes: bool = False
     timing: KernelTiming | None = None      # where compile_seconds went, where the backend measures it
+    # Which compiled code runs it (its kernel cache key): groups differing only in their sizes
+    # share one; "" where nothing was generated (a library call alone)
+    code: str = ""
 
 
 class Backend:

@@ -96,7 +96,8 @@ def kernels_data(report: CompileReport) -> list[dict[str, Any]]:
              "group": k.group, "choice": k.choice, "per_call_seconds": per_call.get(k.key),
              "reused_by": list(k.reused_by), "profile": measured.get(k.key),
              "group_lines": {str(g): [list(span) for span in spans] for g, spans in k.group_lines.items()},
-             "timing": dataclasses.asdict(k.timing), "worker": k.worker}
+             "timing": dataclasses.asdict(k.timing), "worker": k.worker,
+             "shares_code_with": k.shares_code_with(report.kernels)}
             for k in report.kernels]
 
 

@@ -74,6 +74,31 @@ def test_identical_groups_share_one_kernel():
     np.testing.assert_allclose(b, np.tanh(y * 3.0) + 1.0, rtol=1e-6, atol=1e-6)
 
 
+def test_groups_differing_only_in_sizes_share_compiled_code(tmp_path):
+    from jitlab.runtime.kernel_cache import KernelCache
+
+    def fn(x, y, z):
+        return np.tanh(x * 3.0) + 1.0, np.tanh(y * 3.0) + 1.0, np.tanh(z * 3.0) + 1.0
+
+    y = rng.standard_normal((3, 5), dtype=np.float32)
+    z = rng.standard_normal((300, 200), dtype=np.float32)      # over the parallel threshold: the other variant
+    program = jl.trace(fn, X, y, z)
+    exe = jl.compile(program, passes="mark-subgraphs,fuse,alias-views,dce", level="O1",
+                     cache=KernelCache(str(tmp_path)))
+    assert len(exe.report.groups) == 3 and len(exe.report.kernels) == 3      # three shapes, three group keys
+    codes = {k.code for k in exe.report.kernels}
+    assert len(codes) == 1 and "" not in codes
+    assert exe.report.stats["kernels_compiled"] == 1 and exe.report.stats["kernels_reused"] == 2
+    first = exe.report.kernels[0]
+    assert first.shares_code_with(exe.report.kernels) == [1, 2]
+    assert [k.cache_hit for k in exe.report.kernels] == [False, True, True]
+    for got, arg in zip(exe(X, y, z), (X, y, z), strict=True):
+        np.testing.assert_allclose(got, np.tanh(arg * 3.0) + 1.0, rtol=1e-6, atol=1e-6)
+    ref = jl.compile(program, level="O0")(X, y, z)
+    for got, want in zip(exe(X, y, z), ref, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_group_records_and_kernel_records():
     exe = compile_o1(lambda x, w: np.maximum(x @ w + 1.0, 0), X, W)
     (group,) = exe.report.groups

@@ -120,14 +120,25 @@ def module_header() -> str:
 
 
 def _module_source(group: Operation, par: str, seq: str) -> str:
+    # Nothing of one group (its id, its shape-specific key) goes into the text: groups whose loop
+    # nests differ only in their sizes (ResNet's conv epilogues) generate the same module, which
+    # numba compiles once for all of them.
     ops = ", ".join(op.name for op in group.block.ops if not op.has(Trait.TERMINATOR))
     decorator = '@njit({}fastmath=FLAGS, error_model="numpy", cache=True)'
-    return (f'"""jit.group {group.attrs["id"]} ({group.attrs["key"]}): {ops}."""\n\n' + module_header()
+    return (f'"""jitlab kernel: {ops}."""\n\n' + module_header()
             + f"\n\n{decorator.format('parallel=True, ')}\n{par}\n\n\n{decorator.format('')}\n{seq}\n")
 
 
 def _key_parts(group: Operation, signature: str, source: str) -> dict[str, str]:
-    return _key_parts_for(group.attrs["key"], signature, source)
+    return _key_parts_for(generic_structure(group), signature, source)
+
+
+def generic_structure(group: Operation) -> str:
+    """A group's structure without its sizes (op names, dtypes and ranks): the anchor a cache miss
+    is explained against. The source and signature parts of the key hold everything else."""
+    text = ";".join(f"{op.name}:" + ",".join(f"{r.type.dtype}/{r.type.rank}" for r in op.results)
+                    for op in group.block.ops)
+    return "s" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 # The modules generated kernels call into: their text is part of a kernel's cache key.
@@ -182,8 +193,10 @@ class _Generated:
         readonly = {f"a{i}" for i, v in enumerate(group.operands) if is_readonly(v)}
         self.signature = _signature(self.params, types, readonly)
         generated = time.perf_counter()
-        entry = (options.get("cache") or default_cache()).load(
-            _key_parts(group, str(self.signature), self.source), self.source)
+        cache = options.get("cache") or default_cache()
+        parts = _key_parts(group, str(self.signature), self.source)
+        entry = cache.load(parts, self.source)
+        self.code = cache.full_key(parts)
         self.timing = KernelTiming(codegen=generated - start, kernel_cache=time.perf_counter() - generated)
         self.par, self.seq = entry.module.k_par, entry.module.k_seq
         self.static_space = _static(self.plan.space, block) if not self.flat else None
@@ -201,6 +214,9 @@ class _Generated:
         for fn, wanted in ((self.par, size is None or size >= PARALLEL_THRESHOLD),
                            (self.seq, size is None or size < PARALLEL_THRESHOLD)):
             if wanted and self.signature not in fn.overloads:
+                # Another group of this structure may have compiled only the other variant and
+                # disabled compiling; this explicit compile is the one wanted.
+                fn.disable_compile(False)
                 self.timing.add(_compile_or_recover(fn, self.signature, path))
                 # A later call with other argument types would be a bug: fail loudly, never recompile.
                 fn.disable_compile()
@@ -254,7 +270,7 @@ def _compile_generated(group: Operation, options: dict[str, Any]) -> Kernel:
     gen = _Generated(group, group.block, {}, options)
     return Kernel(group.attrs["key"], "numba_cpu", gen, gen.source, gen.seconds, gen.cache_hit,
                   gen.miss_reason, choice=_choice(group), reads_before_writes=True,   # codegen's store_all
-                  timing=gen.timing)
+                  timing=gen.timing, code=gen.code)
 
 
 def _choice(group: Operation) -> str:
@@ -314,7 +330,7 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
         " with a generated epilogue" + _epilogue_place(con, outputs, in_place) if gen is not None else "")
     return Kernel(group.attrs["key"], "numba_cpu", run, source, gen.seconds if gen else 0.0,
                   gen.cache_hit if gen else True, gen.miss_reason if gen else "", choice,
-                  timing=gen.timing if gen else None)
+                  timing=gen.timing if gen else None, code=gen.code if gen else "")
 
 
 def _epilogue_place(con: Operation, outputs: list[Value], in_place: int | None) -> str:
