@@ -59,7 +59,7 @@ def versions() -> str:
     find the programs an older one produced)."""
     import importlib.metadata
 
-    from .. import __version__
+    from ..version import __version__
 
     try:
         numba = importlib.metadata.version("numba")
