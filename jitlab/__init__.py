@@ -29,7 +29,7 @@ from .report import CompileReport, MemoryPlan
 from .runtime.dryrun import dry_run
 from .runtime.executable import Executable
 from .runtime.profile import profile
-from .version import __version__ as __version__  # noqa: F401  (jl.__version__)
+from .version import __version__ as __version__  # re-exported: jl.__version__
 
 
 def load_ipython_extension(ipython) -> None:
