@@ -11,7 +11,7 @@ import traceback
 
 import numpy as np
 
-from ..runtime.dryrun import format_bytes
+from ..units import format_bytes
 from .harness import bandwidth, interleaved_medians, machine
 from .onnx_models import NAMES as ONNX_MODELS
 from .onnx_models import format_models, run_model
