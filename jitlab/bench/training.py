@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .harness import interleaved_medians
+from ..timing import interleaved_medians
 
 NAME = "recompute"
 LIMIT_SHARE = 0.6
