@@ -7,6 +7,7 @@ import os
 import time
 
 from .backends.base import Kernel, available_targets, backend_for_target, get_backend
+from .dialects.reference import Interpreter
 from .errors import JitlabError
 from .ir.builder import InferClock
 from .ir.core import Operation
@@ -21,7 +22,6 @@ from .runtime import (
 )
 from .runtime.executable import Executable
 from .runtime.o1 import O1Runner
-from .runtime.reference import Interpreter
 from .units import parse_bytes
 
 LEVEL_NAMES = ("O0", "O1", "O2")

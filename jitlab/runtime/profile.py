@@ -149,7 +149,7 @@ def _steps(exe, args: tuple, bindings: dict[str, int], repeats: int, warmup: int
 
 
 def _run_o0(exe, args, bindings, repeats: int, warmup: int) -> Recorder:
-    from .reference import Interpreter
+    from ..dialects.reference import Interpreter
     from .signature import check_inputs
 
     arrays, _ = check_inputs(exe.program, args, exe.input_names)
