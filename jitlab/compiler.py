@@ -226,7 +226,7 @@ def _donations(compiled: Program, donate, run, report: CompileReport) -> list:
     """Pairs outputs with donated inputs, lets the runner write in place where safe, records the pairs."""
     if not donate:
         return []
-    from .runtime.donation import plan_donations
+    from .passes.donation import plan_donations
 
     donations = plan_donations(compiled, donate, in_place=hasattr(run, "donate"))
     if hasattr(run, "donate"):

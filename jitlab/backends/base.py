@@ -60,7 +60,7 @@ class Backend:
     # (BLAS takes the stored matrix with a transpose flag): fusion then folds such transposes.
     folds_operand_transposes: ClassVar[bool] = False
     # True when compiled programs run on the host runners, which write an output straight into
-    # a donated input's array where that is safe (runtime/donation.py); fusion then keeps the
+    # a donated input's array where that is safe (passes/donation.py); fusion then keeps the
     # updates of donated inputs out of contraction epilogues, where they could not be.
     donates_in_place: ClassVar[bool] = True
     # The jl.compile options this backend reads beyond those every target takes (an unknown

@@ -211,7 +211,7 @@ class JitFunction:
         self.fn, self.level, self.target, self.dynamic, self.options = fn, level, target, dynamic or {}, options
         self._cache: dict[Any, tuple[Traced, Any]] = {}
         self._fast: dict[tuple, tuple[Traced, Any]] = {}   # positional arrays only: key by shapes/dtypes
-        # Donated arguments' arrays receive the outputs of their type (see runtime/donation.py).
+        # Donated arguments' arrays receive the outputs of their type (see passes/donation.py).
         self.donate_argnums = _argnums(donate_argnums)
         # Static arguments are Python values while tracing (they may decide shapes and control flow).
         self.static_argnums = _argnums(static_argnums)

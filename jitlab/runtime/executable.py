@@ -17,8 +17,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..ir.program import Program
+from ..passes.donation import hand_back
 from ..report import CompileReport, MemoryPlan
-from .donation import hand_back
 from .dryrun import SystemFit, check_budget, out_of_memory, plan_for_level
 from .ownership import outputs_to_check, owned_results
 from .signature import bind_keywords, check_dims_nonnegative, check_inputs, device_array_meta, is_numba_device_array
@@ -60,7 +60,7 @@ class Executable:
         # Static programs check each argument with two comparisons; errors take the slow path.
         self._static = [(t.dtype, t.shape) for t in types] if all(t.is_static for t in types) else None
         self.memory_limit = memory_limit      # bytes; a call whose planned peak is over it fails before running
-        self.donations = donations or []      # outputs that go into donated input arrays (runtime/donation.py)
+        self.donations = donations or []      # outputs that go into donated input arrays (passes/donation.py)
         self._shared = [w for w in program.weights.values() if isinstance(w, np.ndarray)]
         self._check = outputs_to_check(program, runner)     # results that may share memory
         self._lock = nullcontext() if level == "O0" else threading.Lock()
