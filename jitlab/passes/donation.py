@@ -15,8 +15,9 @@ serves at most one output. How it is written is decided per output:
   when the call ends (the input is read later, or by a contraction in the same kernel).
 
 Like JAX, the caller must not rely on a donated array's old content: after the call it
-holds the new value. A check at every call falls back to returning results untouched
-when the donated array also backs another argument or another result.
+holds the new value. This module plans donations from the IR alone; the check at every call
+(runtime/donation.py) falls back to returning results untouched when the donated array also
+backs another argument or another result.
 """
 
 from __future__ import annotations
@@ -116,23 +117,3 @@ def plan_donations(program: Program, donated: Sequence[str], in_place: bool) -> 
         if in_place and writes_in_place(program, d):
             d.mode = "in place"
     return pairs
-
-
-def safe_to_donate(arrays: Sequence[np.ndarray], d: Donation) -> bool:
-    """The donated array is a plain writable array and backs no other argument."""
-    a = arrays[d.input]
-    return (type(a) is np.ndarray and a.flags.c_contiguous and a.flags.writeable
-            and not any(j != d.input and np.may_share_memory(a, b) for j, b in enumerate(arrays)))
-
-
-def hand_back(arrays: Sequence[np.ndarray], results: list[np.ndarray], donations: Sequence[Donation]) -> list:
-    """Results with each donated output living in its donated input array."""
-    for d in donations:
-        a, out = arrays[d.input], results[d.output]
-        if out is a or type(a) is not np.ndarray or not a.flags.writeable or a.shape != out.shape:
-            continue
-        if any(k != d.output and np.may_share_memory(a, r) for k, r in enumerate(results)):
-            continue          # another result still reads the old content: leave a alone
-        np.copyto(a, out)
-        results[d.output] = a
-    return results

@@ -17,8 +17,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..ir.program import Program
-from ..passes.donation import hand_back
 from ..report import CompileReport, MemoryPlan
+from .donation import hand_back
 from .dryrun import SystemFit, check_budget, out_of_memory, plan_for_level
 from .ownership import outputs_to_check, owned_results
 from .signature import bind_keywords, check_dims_nonnegative, check_inputs, device_array_meta, is_numba_device_array

@@ -23,8 +23,8 @@ from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
-from ..passes.donation import safe_to_donate
 from ..report import MemoryPlan
+from .donation import safe_to_donate
 from .pool import MemoryPool
 
 

@@ -17,8 +17,8 @@ from ..dialects.reference import Interpreter
 from ..ir.core import Value
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
-from ..passes.donation import safe_to_donate
 from ..report import MemoryPlan
+from .donation import safe_to_donate
 from .o1 import _Buffers, detached
 
 LAYOUTS_KEPT = 4         # arenas kept, for the most recent bindings of the symbols (plans are kept for all)
