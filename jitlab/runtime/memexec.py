@@ -20,8 +20,8 @@ from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
-from ..passes.pool_core import MemoryPool
 from ..report import MemoryPlan
+from .pool import MemoryPool
 
 
 @handles("mem.alloc", "mem.reuse", "mem.free")

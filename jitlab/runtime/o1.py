@@ -3,7 +3,7 @@ their numpy library kernels, in the program's order.
 
 Steps are planned once: each value gets a slot in a list, each step knows its slots,
 so a call does no dictionary lookups or IR walking. Memory follows the dynamic plan:
-a group's temporaries come from the executor's pool (passes/pool_core.py) where the
+a group's temporaries come from the executor's pool (runtime/pool.py) where the
 program's mem.alloc ops say and go back at its mem.free ops, so the pool holds about the
 plan's peak and its memory stays paged in between calls. Results the caller gets are
 buffers kept per step and reused only when nothing outside the executor still refers to
@@ -23,9 +23,9 @@ from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
-from ..passes.pool_core import MemoryPool
 from ..report import MemoryPlan
 from .donation import safe_to_donate
+from .pool import MemoryPool
 
 
 class _Buffers:

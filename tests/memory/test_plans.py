@@ -9,8 +9,8 @@ import jitlab as jl
 from jitlab.bench import models
 from jitlab.passes import pipeline_for
 from jitlab.passes.liveness import StepGraph
-from jitlab.passes.pool_core import MemoryPool
 from jitlab.runtime.memexec import run_with_arena, run_with_pool
+from jitlab.runtime.pool import MemoryPool
 from tests.memory.oracles import check_plan, observed_live_bytes
 from tests.programs import programs
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from jitlab.passes.pool_core import PAGE, MemoryPool, PoolCore, PoolError
+from jitlab.runtime.pool import PAGE, MemoryPool, PoolCore, PoolError
 
 
 def address(a: np.ndarray) -> int:

@@ -4,7 +4,7 @@ The seam is `Allocator.get(slot, shape, dtype, stream)`. Today buffers are alloc
 one per value (`PerBuffer`) and kept across calls, reused only when no one outside the
 executor holds them (a result the user keeps is never overwritten). A static memory
 plan (one arena, buffers at offsets) plugs in as `Arena`: one device allocation, each
-buffer a view at its planned offset. The dynamic pool (passes/pool_core.py, another branch)
+buffer a view at its planned offset. The dynamic pool (runtime/pool.py, another branch)
 would plug in the same way, carving views out of device chunks instead of numpy ones.
 
 The budget check runs before anything is allocated: the bytes the executor will hold
