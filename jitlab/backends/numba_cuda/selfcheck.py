@@ -89,8 +89,8 @@ def ptx_check(arch: tuple[int, int] = (9, 0)) -> bool:
     from numba import cuda, types
 
     from jitlab.passes import PassContext, PassManager
-    from jitlab.runtime.kernel_cache import KernelCache
 
+    from ..kernel_cache import KernelCache
     from . import backend
     from .device import DeviceInfo
     from .kernels import load_module, module_source, params_of
