@@ -6,7 +6,7 @@ import dataclasses
 import os
 import time
 
-from .backends.base import Kernel, available_targets, backend_for_target, get_backend
+from .backends.base import Kernel, backend_for_target, get_backend, resolve_target
 from .dialects.reference import Interpreter
 from .errors import JitlabError
 from .ir.builder import InferClock
@@ -28,22 +28,6 @@ LEVEL_NAMES = ("O0", "O1", "O2")
 ENGINE_PASSES_VAR = "JITLAB_ENGINE_PASSES"
 CLAIM_STAGE = ("mark-subgraphs", "fuse")    # the level's marking stage that engine passes replace
 COMMON_OPTIONS = ("memory_limit", "donate", "recompute", "bindings", "cache", "progress", "executable_cache")
-
-
-def resolve_target(target: str) -> str:
-    """"auto" is cuda when a GPU (or numba's CUDA simulator) is there, else cpu; "cuda" must be
-    there; any other name must be a registered backend (built in or a plugin)."""
-    from .backends.numba_cuda import device
-
-    if target == "auto":
-        return "cuda" if device.available() else "cpu"
-    if not isinstance(target, str):
-        raise JitlabError(f"a target is a name, got {type(target).__name__}; targets are "
-                          f"{', '.join(available_targets())}")
-    backend_for_target(target)          # unknown or broken targets fail here, naming the plugin
-    if target == "cuda":
-        device.require()
-    return target
 
 
 def check_options(options: dict, target: str, where: str = "jl.compile") -> None:

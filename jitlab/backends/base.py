@@ -202,6 +202,22 @@ def available_targets() -> list[str]:
     return ["auto", *TARGET_BACKENDS, *sorted(BACKENDS)]
 
 
+def resolve_target(target: str) -> str:
+    """"auto" is cuda when a GPU (or numba's CUDA simulator) is there, else cpu; "cuda" must be
+    there; any other name must be a registered backend (built in or a plugin)."""
+    from .numba_cuda import device
+
+    if target == "auto":
+        return "cuda" if device.available() else "cpu"
+    if not isinstance(target, str):
+        raise JitlabError(f"a target is a name, got {type(target).__name__}; targets are "
+                          f"{', '.join(available_targets())}")
+    backend_for_target(target)          # unknown or broken targets fail here, naming the plugin
+    if target == "cuda":
+        device.require()
+    return target
+
+
 def _load_builtins() -> None:
     from . import numba_cpu, numpy_backend  # noqa: F401  (register themselves)
     from .numba_cuda import backend  # noqa: F401  (registers itself; numba.cuda is imported on first use)

@@ -10,6 +10,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 
+from ..backends.base import resolve_target
 from ..errors import InputError, JitlabError, OutOfMemoryError
 from ..ir.opdef import Trait
 from ..ir.program import Program
@@ -63,7 +64,6 @@ def dry_run(program: Program, shapes: Mapping[str, Sequence[int]] | None = None,
     """Compiles `program`'s pipeline for `level` (passes only: no kernel is built) for the
     shapes given (static dims given other sizes are re-inferred), and returns its memory plan;
     nothing runs and nothing is allocated."""
-    from ..compiler import resolve_target
     from ..passes import PassContext, PassManager, pipeline_for
 
     if not isinstance(program, Program):
