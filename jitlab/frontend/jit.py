@@ -13,13 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.device_arrays import device_array_meta
 from ..errors import InputError, JitlabError, TraceError, UnsupportedOp
 from ..ir.builder import FrontendClock
 from ..ir.dtypes import as_dtype
 from ..ir.program import Program
 from ..ir.shapes import sym
 from ..ir.types import TensorType
-from ..runtime.signature import device_array_meta, native_dtype
+from ..runtime.signature import native_dtype
 from . import recompiles
 from .creation import TRACING_LOCK, routed_creation
 from .pytree import TreeDef, flatten, unflatten

@@ -15,13 +15,14 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from ..backends.device_arrays import device_array_meta, is_numba_device_array
 from ..errors import InputError
 from ..ir.program import Program
 from ..report import CompileReport, MemoryPlan
 from .donation import hand_back
 from .dryrun import SystemFit, check_budget, out_of_memory, plan_for_level
 from .ownership import outputs_to_check, owned_results
-from .signature import bind_keywords, check_dims_nonnegative, check_inputs, device_array_meta, is_numba_device_array
+from .signature import bind_keywords, check_dims_nonnegative, check_inputs
 
 Runner = Callable[[list[np.ndarray], dict[str, int]], Sequence[np.ndarray]]
 

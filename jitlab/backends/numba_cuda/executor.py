@@ -29,8 +29,8 @@ from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...ir.shapes import evaluate_shape
 from ...report import CompileReport
-from ...runtime.signature import is_numba_device_array
 from ..base import Kernel
+from ..device_arrays import is_numba_device_array
 from . import device
 from .memory import Arena, PerBuffer, check_budget
 from .sequence import compile_sequence
