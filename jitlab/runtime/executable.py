@@ -17,6 +17,7 @@ import numpy as np
 
 from ..backends.device_arrays import device_array_meta, is_numba_device_array
 from ..errors import InputError
+from ..ir.display import render_html
 from ..ir.program import Program
 from ..report import CompileReport, MemoryPlan
 from .donation import hand_back
@@ -135,10 +136,8 @@ class Executable:
                 owned_results(results, self._check, [*arrays, *self._shared], donated)
             return tuple(results)
 
-    def _repr_html_(self) -> str:
-        from ..explore.reprs import executable_html
-
-        return executable_html(self)
+    def _repr_html_(self) -> str | None:
+        return render_html(self)
 
     def dry_run(self, shapes: dict | None = None) -> MemoryPlan:
         """The memory plan of a call with inputs of these shapes (by input name); nothing is
