@@ -236,6 +236,12 @@ class JitFunction:
         """The Executable this function compiles to for these arguments."""
         return self._entry(args, kwargs)[1][1]
 
+    def executable_for(self, args: tuple, kwargs: dict) -> tuple:
+        """The Executable for these arguments and its flat inputs; it becomes `last` (jl.profile's entry)."""
+        inputs, entry = self._entry(args, kwargs)
+        self.last = entry[1]
+        return entry[1], tuple(inputs)
+
     def _entry(self, args, kwargs):
         bound = _bind_arguments(self.fn, args, kwargs)
         leaves, names, in_tree, mask = _flatten_arguments(bound, self.static_argnums)
