@@ -1,8 +1,10 @@
-"""The layering of docs/architecture.md: the import-linter contracts in pyproject.toml hold, and,
-checked a second way on grimp's import graph, no two of jitlab's packages import each other."""
+"""docs/architecture.md holds: the import-linter contracts in pyproject.toml pass; checked a second
+way on grimp's import graph, no two of jitlab's packages import each other; the page's recipes name
+files and functions that exist."""
 
 import itertools
 import pathlib
+import re
 
 import grimp
 import numpy as np
@@ -52,3 +54,27 @@ def test_the_ir_draws_html_through_the_explorers_hook():
     assert HTML_RENDERERS[jl.Program].__module__ == "jitlab.explore.reprs"
     assert "<svg" in program._repr_html_() or "dot" in program._repr_html_()
     assert render_html(object()) is None          # nothing registered: the notebook shows the text repr
+
+
+def test_the_architecture_page_names_what_exists():
+    """Every path the page names exists, and each name a recipe step cites is defined in a file
+    that step names (a renamed function breaks the recipe, and this test)."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    moved = re.search(r"### What moved where.*?(?=\n## )", page, re.S).group(0)     # names old paths too
+    current = page.replace(moved, "")
+    paths = set(re.findall(r"(?<![\w./])((?:docs|examples|notebooks|jitlab|widgets|tests)/[\w./<>-]*\w)", current))
+    assert paths and sorted(p for p in paths if "<" not in p and not (ROOT / p).exists()) == []
+    recipes = page.split("## Recipes", 1)[1]
+    missing = []
+    for step in re.split(r"\n(?=\d+\. )", recipes):
+        files = [ROOT / p for p in re.findall(r"`((?:jitlab|widgets|tests)/[\w./]+\.(?:py|js))`", step)]
+        texts = "\n".join(f.read_text() for f in files)
+        for token in re.findall(r"`@?([A-Za-z_][\w.]*)(?:\([^`]*\))?`", step):
+            name = token.split(".")[-1]
+            defined = re.search(DEFINITION.format(re.escape(name)), texts, re.M) or ("." in token and token in texts)
+            if files and not defined:
+                missing.append(f"{name} (step: {step.strip()[:60]}...)")
+    assert missing == [], "\n".join(missing)
+
+
+DEFINITION = r"(?:def|class|const|function)\s+{0}\b|^\s*{0}\s*[:=(]|^\s*\w+\s*=\s*{0}\b|\b{0}\s*=\s"
