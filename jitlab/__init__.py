@@ -29,8 +29,7 @@ from .report import CompileReport, MemoryPlan
 from .runtime.dryrun import dry_run
 from .runtime.executable import Executable
 from .runtime.profile import profile
-
-__version__ = "0.1.0"
+from .version import __version__ as __version__  # re-exported: jl.__version__
 
 
 def load_ipython_extension(ipython) -> None:

@@ -164,8 +164,8 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 @command("cache")
 def cmd_cache(args: argparse.Namespace) -> int:
     """Shows or empties the kernel cache and the executable cache beside it."""
+    from .backends.kernel_cache import default_cache
     from .runtime import executable_cache
-    from .runtime.kernel_cache import default_cache
 
     cache = default_cache()
     if args.action == "clear":

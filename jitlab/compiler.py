@@ -6,7 +6,8 @@ import dataclasses
 import os
 import time
 
-from .backends.base import Kernel, available_targets, backend_for_target, get_backend
+from .backends.base import Kernel, backend_for_target, get_backend, resolve_target
+from .dialects.reference import Interpreter
 from .errors import JitlabError
 from .ir.builder import InferClock
 from .ir.core import Operation
@@ -19,31 +20,14 @@ from .runtime import (
     compile_pool,
     memexec,  # noqa: F401  (the interpreter's mem op handlers)
 )
-from .runtime.dryrun import parse_bytes
 from .runtime.executable import Executable
 from .runtime.o1 import O1Runner
-from .runtime.reference import Interpreter
+from .units import parse_bytes
 
 LEVEL_NAMES = ("O0", "O1", "O2")
 ENGINE_PASSES_VAR = "JITLAB_ENGINE_PASSES"
 CLAIM_STAGE = ("mark-subgraphs", "fuse")    # the level's marking stage that engine passes replace
 COMMON_OPTIONS = ("memory_limit", "donate", "recompute", "bindings", "cache", "progress", "executable_cache")
-
-
-def resolve_target(target: str) -> str:
-    """"auto" is cuda when a GPU (or numba's CUDA simulator) is there, else cpu; "cuda" must be
-    there; any other name must be a registered backend (built in or a plugin)."""
-    from .backends.numba_cuda import device
-
-    if target == "auto":
-        return "cuda" if device.available() else "cpu"
-    if not isinstance(target, str):
-        raise JitlabError(f"a target is a name, got {type(target).__name__}; targets are "
-                          f"{', '.join(available_targets())}")
-    backend_for_target(target)          # unknown or broken targets fail here, naming the plugin
-    if target == "cuda":
-        device.require()
-    return target
 
 
 def check_options(options: dict, target: str, where: str = "jl.compile") -> None:
@@ -226,7 +210,7 @@ def _donations(compiled: Program, donate, run, report: CompileReport) -> list:
     """Pairs outputs with donated inputs, lets the runner write in place where safe, records the pairs."""
     if not donate:
         return []
-    from .runtime.donation import plan_donations
+    from .passes.donation import plan_donations
 
     donations = plan_donations(compiled, donate, in_place=hasattr(run, "donate"))
     if hasattr(run, "donate"):

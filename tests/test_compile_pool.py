@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import jitlab as jl
+from jitlab.backends.kernel_cache import KernelCache
 from jitlab.errors import JitlabError
 from jitlab.runtime import compile_pool
-from jitlab.runtime.kernel_cache import KernelCache
 
 
 def slow_here(t):

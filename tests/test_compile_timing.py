@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import jitlab as jl
+from jitlab.backends.kernel_cache import KernelCache
 from jitlab.explore import from_object
 from jitlab.report import CompileReport, KernelTiming
-from jitlab.runtime.kernel_cache import KernelCache
 
 SLACK = 1e-3      # seconds: parts are timed with separate clock reads around the same work
 

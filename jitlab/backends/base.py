@@ -63,7 +63,7 @@ class Backend:
     # (BLAS takes the stored matrix with a transpose flag): fusion then folds such transposes.
     folds_operand_transposes: ClassVar[bool] = False
     # True when compiled programs run on the host runners, which write an output straight into
-    # a donated input's array where that is safe (runtime/donation.py); fusion then keeps the
+    # a donated input's array where that is safe (passes/donation.py); fusion then keeps the
     # updates of donated inputs out of contraction epilogues, where they could not be.
     donates_in_place: ClassVar[bool] = True
     # The jl.compile options this backend reads beyond those every target takes (an unknown
@@ -203,6 +203,22 @@ def available_targets() -> list[str]:
     """Every name `jl.compile(target=...)` accepts: auto, the device aliases and each backend."""
     _load_builtins()
     return ["auto", *TARGET_BACKENDS, *sorted(BACKENDS)]
+
+
+def resolve_target(target: str) -> str:
+    """"auto" is cuda when a GPU (or numba's CUDA simulator) is there, else cpu; "cuda" must be
+    there; any other name must be a registered backend (built in or a plugin)."""
+    from .numba_cuda import device
+
+    if target == "auto":
+        return "cuda" if device.available() else "cpu"
+    if not isinstance(target, str):
+        raise JitlabError(f"a target is a name, got {type(target).__name__}; targets are "
+                          f"{', '.join(available_targets())}")
+    backend_for_target(target)          # unknown or broken targets fail here, naming the plugin
+    if target == "cuda":
+        device.require()
+    return target
 
 
 def _load_builtins() -> None:

@@ -1,4 +1,4 @@
-"""Measuring: interleaved repeats with medians, memory bandwidth, and what machine and BLAS ran."""
+"""Measuring: memory bandwidth, and what machine and BLAS ran (interleaved medians: jitlab/timing.py)."""
 
 from __future__ import annotations
 
@@ -6,39 +6,8 @@ import os
 import platform
 import threading
 import time
-from collections.abc import Callable
 
 import numpy as np
-
-
-def _calls_per_sample(call: Callable[[], object], sample: float) -> int:
-    """How many back-to-back calls make one sample last at least `sample` seconds."""
-    start = time.perf_counter()
-    call()
-    once = time.perf_counter() - start
-    return max(1, min(10_000, int(sample / max(once, 1e-7))))
-
-
-def interleaved_medians(calls: dict[str, Callable[[], object]], repeats: int, pause: float = 0.02,
-                        sample: float = 0.002) -> dict[str, float]:
-    """Median seconds per call of each callable, running them in turn `repeats` times so that
-    machine noise (other processes, frequency) spreads over all of them alike. Each round starts
-    one further along, and a short pause precedes each sample: runtimes whose worker threads spin
-    after a call (OpenMP, XLA's pool) would otherwise always slow the same next runner. A sample
-    is as many back-to-back calls as fill `sample` seconds, so microsecond calls are timed warm
-    (as timeit does) rather than each one just after the pause."""
-    names = list(calls)
-    counts = {name: _calls_per_sample(calls[name], sample) for name in names}
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(repeats):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            time.sleep(pause)
-            call, n = calls[name], counts[name]
-            start = time.perf_counter()
-            for _ in range(n):
-                call()
-            times[name].append((time.perf_counter() - start) / n)
-    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def _copy_seconds(src: np.ndarray, dst: np.ndarray, threads: int) -> float:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .harness import interleaved_medians
+from ..timing import interleaved_medians
 from .startup import BREAKDOWN_HELP, breakdown, breakdown_line
 
 NAMES = ("resnet50",)

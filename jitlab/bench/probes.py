@@ -103,7 +103,7 @@ def reduction(rows: int = 4096, cols: int = 1024, repeats: int = 21) -> list[dic
     """ms per variant (one thread, interleaved medians) for row max / row sum of a float32 matrix,
     each checked against numpy, with the widest vector register its loop uses."""
     from ..backends.numba_cpu.mathcheck import vector_width_of
-    from .harness import interleaved_medians
+    from ..timing import interleaved_medians
 
     x = np.random.default_rng(0).standard_normal((rows, cols)).astype(np.float32)
     out = np.empty(rows, np.float32)

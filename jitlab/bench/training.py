@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .harness import interleaved_medians
+from ..timing import interleaved_medians
 
 NAME = "recompute"
 LIMIT_SHARE = 0.6
@@ -75,7 +75,7 @@ def run_recompute(levels: list[str], repeats: int, quick: bool, target: str = "c
 
 def format_recompute(data: dict) -> list[str]:
     """The table: peaks and times without and with recomputation, and their ratios."""
-    from ..runtime.dryrun import format_bytes
+    from ..units import format_bytes
 
     lines = ["", f"recompute: SGD step of a deep tanh MLP ({data['size']}), limit {LIMIT_SHARE:.0%} of the "
                  "unconstrained planned peak",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import repro
+from . import repro, reprs  # noqa: F401  (reprs registers the notebook reprs of Program and Executable)
 from .session import Session, from_object
 
 

@@ -8,13 +8,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..dialects.reference import Interpreter
 from ..errors import JitlabError, ShapeError
 from ..ir.core import Operation
 from ..ir.parser import parse
 from ..ir.printer import print_program
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
-from ..runtime.reference import Interpreter
 
 IR_KEY = "__ir__"
 PAGE_LIMIT = 6000        # characters of IR text a group's repro may take in the explorer's data

@@ -1,10 +1,14 @@
-"""Rich notebook reprs of Program and Executable: the IR text beside a small graph."""
+"""Rich notebook reprs of Program and Executable: the IR text beside a small graph,
+registered with the IR's display hook (ir/display.py) when the explorer is imported."""
 
 from __future__ import annotations
 
 import html
 
+from ..ir.display import register_html
+from ..ir.program import Program
 from ..report import snapshot
+from ..runtime.executable import Executable
 from . import layout
 
 MAX_DRAWN = 120
@@ -43,3 +47,7 @@ def executable_html(exe) -> str:
         facts.append(f"peak {r.memory.peak_bytes:,} bytes")
     caption = f"{repr(exe)} · " + " · ".join(facts) + " · jl.explore(exe) for every view"
     return side_by_side(ir_block(str(exe.program)), small_graph(snapshot(exe.program)), caption)
+
+
+register_html(Program, program_html)
+register_html(Executable, executable_html)

@@ -13,13 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.device_arrays import device_array_meta
 from ..errors import InputError, JitlabError, TraceError, UnsupportedOp
 from ..ir.builder import FrontendClock
 from ..ir.dtypes import as_dtype
 from ..ir.program import Program
 from ..ir.shapes import sym
 from ..ir.types import TensorType
-from ..runtime.signature import device_array_meta, native_dtype
+from ..runtime.signature import native_dtype
 from . import recompiles
 from .creation import TRACING_LOCK, routed_creation
 from .pytree import TreeDef, flatten, unflatten
@@ -211,7 +212,7 @@ class JitFunction:
         self.fn, self.level, self.target, self.dynamic, self.options = fn, level, target, dynamic or {}, options
         self._cache: dict[Any, tuple[Traced, Any]] = {}
         self._fast: dict[tuple, tuple[Traced, Any]] = {}   # positional arrays only: key by shapes/dtypes
-        # Donated arguments' arrays receive the outputs of their type (see runtime/donation.py).
+        # Donated arguments' arrays receive the outputs of their type (see passes/donation.py).
         self.donate_argnums = _argnums(donate_argnums)
         # Static arguments are Python values while tracing (they may decide shapes and control flow).
         self.static_argnums = _argnums(static_argnums)
@@ -234,6 +235,12 @@ class JitFunction:
     def lower(self, *args, **kwargs):
         """The Executable this function compiles to for these arguments."""
         return self._entry(args, kwargs)[1][1]
+
+    def executable_for(self, args: tuple, kwargs: dict) -> tuple:
+        """The Executable for these arguments and its flat inputs; it becomes `last` (jl.profile's entry)."""
+        inputs, entry = self._entry(args, kwargs)
+        self.last = entry[1]
+        return entry[1], tuple(inputs)
 
     def _entry(self, args, kwargs):
         bound = _bind_arguments(self.fn, args, kwargs)

@@ -78,12 +78,13 @@ def _refusal_key(detail: str) -> str:
 
 def run_case(case: Case, level: str, target: str = "cpu") -> Outcome:
     """Traces, compiles and runs `case` at `level`, and compares with numpy."""
-    import jitlab as jl
+    from ..compiler import compile as jl_compile
+    from ..frontend.jit import trace
 
     want = case.expected()
     try:
-        program = jl.trace(case.function(), *case.inputs)
-        got = jl.compile(program, level=level, target=target, progress=False)(*case.inputs)
+        program = trace(case.function(), *case.inputs)
+        got = jl_compile(program, level=level, target=target, progress=False)(*case.inputs)
     except JitlabError as error:
         return Outcome("refused", case, f"{type(error).__name__}: {error}")
     except Exception:       # anything but a JitlabError is a crash: that is what the fuzzer looks for

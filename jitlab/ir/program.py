@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import VerifyError
 from .core import Block, Operation, Value
+from .display import render_html
 from .opdef import ConstraintSet, Trait, defop
 from .types import TensorType
 
@@ -93,10 +94,8 @@ class Program:
 
         return print_program(self)
 
-    def _repr_html_(self) -> str:
-        from ..explore.reprs import program_html
-
-        return program_html(self)
+    def _repr_html_(self) -> str | None:
+        return render_html(self)
 
     def __repr__(self) -> str:
         n = sum(1 for _ in self.walk()) - 1

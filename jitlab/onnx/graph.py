@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dialects.reference import concrete_attrs
 from ..errors import CompileError, JitlabError, ShapeError
 from ..ir.attributes import Dense, normalize_attrs
 from ..ir.builder import Builder, infer_types
@@ -27,7 +28,6 @@ from ..ir.opdef import Trait, get_opdef
 from ..ir.program import Program
 from ..ir.shapes import Sym
 from ..ir.types import TensorType
-from ..runtime.reference import concrete_attrs
 
 CONSTANT_LIMIT = 16      # folded arrays with more elements become weights, as in tracing
 FOLD_LIMIT_BYTES = 256 * 2**20   # results larger than this stay ops: folding would hold them in memory

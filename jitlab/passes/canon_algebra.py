@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dialects.reference import concrete_attrs
 from ..ir.attributes import Dense
 from ..ir.core import Operation
 from ..ir.dtypes import dtype_name
 from ..ir.opdef import Trait, registered_ops
-from ..runtime.reference import concrete_attrs
 from .drr import (
     Const,
     Constant,

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..dialects.reference import Interpreter
 from ..errors import PassError
 from ..ir.attributes import Dense
 from ..ir.core import Operation, OpResult, Value
@@ -37,7 +38,6 @@ from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.types import TensorType
 from ..report import FoldedWeight, RuleMiss, WeightFolding
-from ..runtime.reference import Interpreter
 from .manager import Pass, PassContext, register_pass
 from .rewriter import Pattern, Rewriter, apply_patterns
 from .rules import RuleSet

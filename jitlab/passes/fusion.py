@@ -22,8 +22,8 @@ from ..ir.core import Block, Operation, OpResult, Region, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..report import FusionDecision, GroupRecord, Rejection
-from ..runtime.donation import donation_pairs
 from .activations import is_backward
+from .donation import donation_pairs
 from .manager import Pass, PassContext, register_pass
 
 

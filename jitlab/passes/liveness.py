@@ -27,7 +27,7 @@ from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
 from ..ir.types import TensorType
-from ..runtime.donation import in_place_pairs
+from .donation import in_place_pairs
 
 if TYPE_CHECKING:
     from .manager import PassContext
@@ -76,7 +76,7 @@ class StepGraph:
 
     def __init__(self, program: Program, bindings: Mapping[str, int] | None = None, donate: Sequence[str] = (),
                  ordered: bool = True):
-        """`donate`: donated input names; outputs written straight into their arrays (runtime/donation.py)
+        """`donate`: donated input names; outputs written straight into their arrays (passes/donation.py)
         take no memory of their own. `ordered=False` for the schedule pass, which orders their readers first."""
         self.program = program
         self.bindings = dict(bindings or {})

@@ -23,11 +23,11 @@ from ..ir.printer import assign_names
 from ..ir.program import Program
 from ..ir.shapes import num_elements
 from ..report import BufferRecord, MemoryPlan
-from ..runtime.pool import DEFAULT_ALIGNMENT, DEFAULT_CHUNK_BYTES, PoolCore
 from .activations import activation_roots
 from .liveness import FIXED, Lifetimes, StepGraph, donated_in_place, round_up
 from .manager import Pass, PassContext, register_pass
 from .packing import Host, Interval, arena_lower_bound, best_packing
+from .pool_core import DEFAULT_ALIGNMENT, DEFAULT_CHUNK_BYTES, PoolCore
 from .rewriter import Rewriter
 from .schedule import hint_bindings
 

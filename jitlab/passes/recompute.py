@@ -133,7 +133,7 @@ class Recompute(Pass):
     limit: str = "0"      # bytes ("64MB" works); 0: take jl.compile's memory_limit
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
-        from ..runtime.dryrun import parse_bytes
+        from ..units import parse_bytes
 
         limit = parse_bytes(self.limit) if self.limit not in ("0", 0) else ctx.options.get("memory_limit")
         if not limit:

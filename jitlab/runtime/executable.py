@@ -15,13 +15,15 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from ..backends.device_arrays import device_array_meta, is_numba_device_array
 from ..errors import InputError
+from ..ir.display import render_html
 from ..ir.program import Program
 from ..report import CompileReport, MemoryPlan
 from .donation import hand_back
 from .dryrun import SystemFit, check_budget, out_of_memory, plan_for_level
 from .ownership import outputs_to_check, owned_results
-from .signature import bind_keywords, check_dims_nonnegative, check_inputs, device_array_meta, is_numba_device_array
+from .signature import bind_keywords, check_dims_nonnegative, check_inputs
 
 Runner = Callable[[list[np.ndarray], dict[str, int]], Sequence[np.ndarray]]
 
@@ -60,7 +62,7 @@ class Executable:
         # Static programs check each argument with two comparisons; errors take the slow path.
         self._static = [(t.dtype, t.shape) for t in types] if all(t.is_static for t in types) else None
         self.memory_limit = memory_limit      # bytes; a call whose planned peak is over it fails before running
-        self.donations = donations or []      # outputs that go into donated input arrays (runtime/donation.py)
+        self.donations = donations or []      # outputs that go into donated input arrays (passes/donation.py)
         self._shared = [w for w in program.weights.values() if isinstance(w, np.ndarray)]
         self._check = outputs_to_check(program, runner)     # results that may share memory
         self._lock = nullcontext() if level == "O0" else threading.Lock()
@@ -134,10 +136,8 @@ class Executable:
                 owned_results(results, self._check, [*arrays, *self._shared], donated)
             return tuple(results)
 
-    def _repr_html_(self) -> str:
-        from ..explore.reprs import executable_html
-
-        return executable_html(self)
+    def _repr_html_(self) -> str | None:
+        return render_html(self)
 
     def dry_run(self, shapes: dict | None = None) -> MemoryPlan:
         """The memory plan of a call with inputs of these shapes (by input name); nothing is

@@ -12,7 +12,7 @@ the entry names the source program's weights, which the loaded program takes aga
 weight a pass computed (folded) is stored, and the entry then keeps a digest of the
 source's weights, compared on every load.
 
-Safety, as the kernel cache (runtime/kernel_cache.py, whose checks this uses): entries are
+Safety, as the kernel cache (backends/kernel_cache.py, whose checks this uses): entries are
 written atomically; a corrupt, truncated or foreign entry is ignored with a CacheWarning
 and replaced; nothing is unpickled from a folder or file another user could have written.
 """
@@ -34,9 +34,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..backends.kernel_cache import KernelCache, default_cache, why_untrusted, why_untrusted_folder, write_atomic
 from ..errors import CacheWarning
 from ..report import CompileReport
-from .kernel_cache import KernelCache, default_cache, why_untrusted, why_untrusted_folder, write_atomic
 
 ENV_VAR = "JITLAB_EXECUTABLE_CACHE"      # "0" turns the cache off for the process
 MAGIC = b"jitlab executable 1\n"
@@ -59,7 +59,7 @@ def versions() -> str:
     find the programs an older one produced)."""
     import importlib.metadata
 
-    from .. import __version__
+    from ..version import __version__
 
     try:
         numba = importlib.metadata.version("numba")

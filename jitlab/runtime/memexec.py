@@ -15,13 +15,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..dialects.reference import Interpreter, handles
 from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
 from ..report import MemoryPlan
 from .pool import MemoryPool
-from .reference import Interpreter, handles
 
 
 @handles("mem.alloc", "mem.reuse", "mem.free")

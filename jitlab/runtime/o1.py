@@ -18,6 +18,7 @@ from collections.abc import Callable, Container, Sequence
 import numpy as np
 
 from ..backends.base import Kernel
+from ..dialects.reference import concrete_attrs, weight_data
 from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
@@ -25,7 +26,6 @@ from ..ir.shapes import evaluate_shape
 from ..report import MemoryPlan
 from .donation import safe_to_donate
 from .pool import MemoryPool
-from .reference import concrete_attrs, weight_data
 
 
 class _Buffers:

@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..backends.numba_cpu.blas import addresses as blas_addresses
+from ..dialects.reference import Interpreter
 from ..ir.core import Value
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
 from ..report import MemoryPlan
 from .donation import safe_to_donate
 from .o1 import _Buffers, detached
-from .reference import Interpreter
 
 LAYOUTS_KEPT = 4         # arenas kept, for the most recent bindings of the symbols (plans are kept for all)
 

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..backends.device_arrays import is_numba_device_array
 from ..ir.opdef import Trait
 from ..ir.program import Program
-from .signature import is_numba_device_array
 
 
 def outputs_to_check(program: Program, runner) -> list[int]:

@@ -81,15 +81,12 @@ class Recorder:
 def profile(target, *args, repeats: int = 5, warmup: int = 1, **kwargs) -> dict[str, Any]:
     """Times a jitted function or an Executable on these arguments; the record goes into its
     report's `profile` (and is returned)."""
-    from ..frontend.jit import JitFunction
     from .executable import Executable
 
-    if isinstance(target, JitFunction):
-        inputs, entry = target._entry(args, kwargs)
-        exe, args, kwargs = entry[1], tuple(inputs), {}
-        target.last = exe
-    elif isinstance(target, Executable):
+    if isinstance(target, Executable):
         exe = target
+    elif callable(getattr(target, "executable_for", None)):    # a jitted function: the frontend sits above
+        (exe, args), kwargs = target.executable_for(args, kwargs), {}
     else:
         raise JitlabError(f"jl.profile takes a jitted function or an Executable, got {type(target).__name__}")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
@@ -149,7 +146,7 @@ def _steps(exe, args: tuple, bindings: dict[str, int], repeats: int, warmup: int
 
 
 def _run_o0(exe, args, bindings, repeats: int, warmup: int) -> Recorder:
-    from .reference import Interpreter
+    from ..dialects.reference import Interpreter
     from .signature import check_inputs
 
     arrays, _ = check_inputs(exe.program, args, exe.input_names)

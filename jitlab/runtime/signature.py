@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..backends.device_arrays import device_array_meta
 from ..errors import InputError
 from ..ir.dtypes import DTYPE_NAMES, dtype_from_name, dtype_name
 from ..ir.program import Program
@@ -149,33 +150,6 @@ def _host_array(a) -> np.ndarray:
 def _is_array_like(a) -> bool:
     return (isinstance(a, (np.ndarray, np.generic, int, float, bool, memoryview)) or hasattr(a, "__array__")
             or device_array_meta(a) is not None)
-
-
-class _DeviceMeta:
-    """Shape, dtype and rank of a device array, read from its __cuda_array_interface__."""
-
-    def __init__(self, interface: dict):
-        self.shape = tuple(interface["shape"])
-        self.dtype = np.dtype(interface["typestr"])
-        self.ndim = len(self.shape)
-
-
-def is_numba_device_array(a) -> bool:
-    """numba's device arrays (and the simulator's) carry this marker."""
-    return not isinstance(a, np.ndarray) and getattr(a, "__cuda_ndarray__", False) is True
-
-
-def device_array_meta(a) -> _DeviceMeta | None:
-    """For a GPU array (numba, CuPy, PyTorch CUDA...): its shape and dtype without copying it."""
-    if isinstance(a, np.ndarray):
-        return None
-    if is_numba_device_array(a):
-        return _DeviceMeta({"shape": a.shape, "typestr": np.dtype(a.dtype).str})
-    try:
-        interface = a.__cuda_array_interface__
-    except Exception:          # absent, or a CPU tensor refusing to give one
-        return None
-    return _DeviceMeta(interface)
 
 
 def check_dims_nonnegative(program: Program, bindings: dict[str, int]) -> None:

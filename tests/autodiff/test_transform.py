@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 import jitlab as jl
 from jitlab.autodiff import NO_GRADIENT, VJPS, grad_program, no_gradient, vjp
 from jitlab.autodiff.registry import UNSUPPORTED
+from jitlab.dialects.reference import Interpreter, run_reference
 from jitlab.errors import DTypeError, JitlabError, ShapeError, UnsupportedOp
 from jitlab.ir import Builder, Dense, registered_ops
-from jitlab.runtime.reference import Interpreter, run_reference
 from tests.autodiff.checks import numeric_grad, op_fn
 from tests.programs import assert_same, programs
 

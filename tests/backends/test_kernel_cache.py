@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jitlab as jl
-from jitlab.runtime.kernel_cache import KernelCache
+from jitlab.backends.kernel_cache import KernelCache
 
 SCRIPT = textwrap.dedent("""
     import json, sys, time
@@ -157,8 +157,8 @@ def test_miss_names_the_key_part_that_differs(tmp_path):
 
 def test_key_changes_with_the_modules_kernels_call_into(tmp_path, monkeypatch):
     # numba's cache checks only the kernel's own file: a fix in a helper module must change the key.
+    from jitlab.backends.kernel_cache import support_hash
     from jitlab.backends.numba_cpu.backend import SUPPORT_MODULES, _key_parts_for
-    from jitlab.runtime.kernel_cache import support_hash
 
     helper = tmp_path / "kernel_support_mod.py"
     helper.write_text("def f(x):\n    return x + 1\n")

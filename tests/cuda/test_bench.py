@@ -2,7 +2,8 @@
 
 import pytest
 
-from jitlab.backends.numba_cuda import bench, device
+from jitlab.backends.numba_cuda import device
+from jitlab.bench import cuda as bench
 from tests.cuda.helpers import check
 
 CASES = [(p, "O2") for p in bench.suite("small")] + [(p, "O1") for p in bench.suite("small")

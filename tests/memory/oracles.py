@@ -7,9 +7,9 @@ import itertools
 
 import numpy as np
 
+from jitlab.dialects.reference import Interpreter
 from jitlab.ir.opdef import Trait
 from jitlab.report import BufferRecord, MemoryPlan
-from jitlab.runtime.reference import Interpreter
 
 
 def _overlap_in_time(a: BufferRecord, b: BufferRecord) -> bool:

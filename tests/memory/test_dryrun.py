@@ -9,9 +9,9 @@ import pytest
 import jitlab as jl
 from jitlab.bench import models
 from jitlab.errors import InputError, JitlabError, OutOfMemoryError
-from jitlab.runtime.dryrun import parse_bytes
 from jitlab.runtime.memexec import run_with_arena, run_with_pool
 from jitlab.runtime.pool import MemoryPool
+from jitlab.units import parse_bytes
 from tests.memory.oracles import check_plan
 
 

@@ -9,6 +9,7 @@ import pytest
 
 import jitlab as jl
 from jitlab.runtime import dryrun
+from jitlab.units import format_bytes
 
 LEVELS = ("O0", "O1", "O2")
 HUGE = (10**6, 10**6)             # 3.64 TiB of float32
@@ -40,7 +41,7 @@ def test_compiling_a_huge_program_allocates_nothing_and_a_call_fails_before_copy
     x = np.broadcast_to(np.float32(1), HUGE)          # zero strides: no memory behind it
     error, peak = traced_peak(lambda: exe(x))
     assert isinstance(error, jl.OutOfMemoryError), error
-    assert f"the planned peak of {dryrun.format_bytes(exe.dry_run().peak_bytes)}" in str(error)
+    assert f"the planned peak of {format_bytes(exe.dry_run().peak_bytes)}" in str(error)
     assert "this machine's memory" in str(error)
     assert peak < 1 << 20
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import jitlab as jl
+from jitlab.backends.kernel_cache import KernelCache
 from jitlab.passes.manager import PassManager
 from jitlab.runtime import executable_cache
-from jitlab.runtime.kernel_cache import KernelCache
 
 CHILD = textwrap.dedent("""
     import json, sys

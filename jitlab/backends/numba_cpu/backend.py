@@ -14,14 +14,14 @@ import llvmlite
 import numba
 import numpy as np
 
-from ... import __version__
 from ...dialects.np.writes import is_write
 from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym, evaluate_shape
 from ...report import KernelTiming
-from ...runtime.kernel_cache import KernelCache, default_cache, support_hash
+from ...version import __version__
 from ..base import Backend, Kernel, register_backend
+from ..kernel_cache import KernelCache, default_cache, support_hash
 from . import helpers
 from .codegen import _REDUCE, PARALLEL_THRESHOLD, generate, reads_result_in_place
 from .fastmath import TABLE as FASTMATH_TABLE

@@ -292,7 +292,7 @@ def is_x86() -> bool:
 def speed_row(impl: MathImpl, n: int = 1 << 22, repeats: int = 11) -> dict:
     """ns per element over n values in [-4, 4] (|x| for logarithms) for the fastmath loop, the loop
     numba compiles with its libm call, and numpy eager; interleaved medians."""
-    from ...bench.harness import interleaved_medians
+    from ...timing import interleaved_medians
 
     x = np.random.default_rng(1).uniform(-4, 4, n).astype(impl.dtype)
     if impl.op.startswith("np.log"):

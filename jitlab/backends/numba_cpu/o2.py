@@ -9,12 +9,12 @@ from typing import Any
 import numba
 import numpy as np
 
+from ...dialects.reference import weight_data
 from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...report import CompileReport, KernelRecord, KernelTiming
-from ...runtime.kernel_cache import default_cache
 from ...runtime.o2 import O2Runner
-from ...runtime.reference import weight_data
+from ..kernel_cache import default_cache
 from .backend import _compile_or_recover, _key_parts_for, is_readonly
 from .whole_graph import SEGMENT_GROUPS, Fallback, Segment, whole_graph
 

@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...dialects.reference import Interpreter
 from ...ir.core import Operation
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym
-from ...runtime.reference import Interpreter
 from ..base import Kernel
 from .fastmath import lookup
 

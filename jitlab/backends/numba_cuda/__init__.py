@@ -6,5 +6,6 @@
 - scalar.py, devicefns.py: numpy's scalar semantics and block reductions as device functions
 - launch.py: grid and block sizes; kernels.py: loading through the compile cache, launching
 - executor.py, sequence.py, memory.py: the device runtime (O1 steps, O2 launch sequence, buffers)
-- bench.py, selfcheck.py: bandwidth benchmarks and the one-command check for a GPU machine
+- its bandwidth benchmarks and the one-command check for a GPU machine live with the bench
+  (jitlab/bench/cuda.py, cuda_selfcheck.py): they compile whole programs, above the backends
 """

@@ -22,15 +22,15 @@ from typing import Any
 
 import numpy as np
 
+from ...dialects.reference import concrete_attrs
 from ...errors import InputError
 from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...ir.shapes import evaluate_shape
 from ...report import CompileReport
-from ...runtime.reference import concrete_attrs
-from ...runtime.signature import is_numba_device_array
 from ..base import Kernel
+from ..device_arrays import is_numba_device_array
 from . import device
 from .memory import Arena, PerBuffer, check_budget
 from .sequence import compile_sequence

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from ... import __version__
 from ...errors import CompileError
 from ...ir.core import Operation
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym, evaluate_shape
-from ...runtime.kernel_cache import default_cache, support_hash
+from ...version import __version__
+from ..kernel_cache import default_cache, support_hash
 from .launch import Launch, Policy
 
 _HEADER = '''"""jit.group {gid} ({key}): {ops}. CUDA, {layouts}."""

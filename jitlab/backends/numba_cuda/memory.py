@@ -21,7 +21,7 @@ import numpy as np
 
 from ...errors import OutOfMemoryError
 from ...report import MemoryPlan
-from ...runtime.dryrun import format_bytes
+from ...units import format_bytes
 
 
 class PerBuffer:

@@ -1,9 +1,9 @@
 """One command for a GPU machine: the CUDA tests on the real device, then the cuda bench.
 
-    python -m jitlab.backends.numba_cuda.selfcheck            # tests + full-size bench
-    python -m jitlab.backends.numba_cuda.selfcheck --quick    # tests + small bench
-    python -m jitlab.backends.numba_cuda.selfcheck --ptx      # no GPU needed: every kernel of the
-                                                              # bench programs compiled to PTX
+    python -m jitlab.bench.cuda_selfcheck            # tests + full-size bench
+    python -m jitlab.bench.cuda_selfcheck --quick    # tests + small bench
+    python -m jitlab.bench.cuda_selfcheck --ptx      # no GPU needed: every kernel of the
+                                                     # bench programs compiled to PTX
 
 Run from a checkout (the tests live in tests/cuda). The tests run without the simulator,
 with JITLAB_TEST_GPU=1, so the ones marked `gpu` run too. `--ptx` needs only NVVM and
@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_tests() -> tuple[bool, str]:
@@ -44,9 +44,9 @@ def _kinds() -> list:
     import jitlab as jl
     from jitlab.ir import Builder, Program, TensorType
 
-    from . import bench
+    from . import cuda
 
-    programs = [(p.name, jl.trace(p.fn, *p.args)) for p in bench.suite("small")]
+    programs = [(p.name, jl.trace(p.fn, *p.args)) for p in cuda.suite("small")]
     for dt in (np.float32, np.float64, np.int32, np.int64):
         x = np.ones((3, 8), dt)
         floats = np.dtype(dt).kind == "f"
@@ -89,12 +89,12 @@ def ptx_check(arch: tuple[int, int] = (9, 0)) -> bool:
     from numba import cuda, types
 
     from jitlab.passes import PassContext, PassManager
-    from jitlab.runtime.kernel_cache import KernelCache
 
-    from . import backend
-    from .device import DeviceInfo
-    from .kernels import load_module, module_source, params_of
-    from .launch import Policy
+    from ..backends.kernel_cache import KernelCache
+    from ..backends.numba_cuda import backend
+    from ..backends.numba_cuda.device import DeviceInfo
+    from ..backends.numba_cuda.kernels import load_module, module_source, params_of
+    from ..backends.numba_cuda.launch import Policy
 
     policy = Policy(DeviceInfo(f"sm_{arch[0]}{arch[1]}", False, 132, 1024, (2**31 - 1, 65535, 65535), 48 << 10,
                                8e10, 3e12))
@@ -128,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.ptx:
         return 0 if ptx_check() else 1
-    from . import bench, device
+    from ..backends.numba_cuda import device
+    from . import cuda
 
     if device.simulator_enabled() or not device.available():
         print("selfcheck needs a real GPU: unset NUMBA_ENABLE_CUDASIM and run it on a machine with one")
@@ -137,10 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device: {info.name}, {info.sm_count} SMs, {info.total_bytes / 2**30:.1f} GiB, "
           f"peak {info.peak_bytes_per_second / 1e9:.0f} GB/s")
     passed, summary = run_tests()
-    results = bench.bench_cuda(scale="small" if args.quick else "full")
+    results = cuda.bench_cuda(scale="small" if args.quick else "full")
     print("\n===== summary =====")
     print(f"tests/cuda on the GPU: {summary}")
-    print(bench.report(results))
+    print(cuda.report(results))
     return 0 if passed and all(r.matches_o0 is not False for r in results) else 1
 
 

@@ -11,7 +11,7 @@ CuPy through the numpy code itself (its arrays take numpy's functions), PyTorch 
 each program's `torch` twin. Under the simulator nothing is timed meaningfully: the run
 checks results against O0 instead.
 
-    python -m jitlab.backends.numba_cuda.bench [--scale small|full] [--repeats N] [--only NAME,...]
+    python -m jitlab.bench.cuda [--scale small|full] [--repeats N] [--only NAME,...]
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...ir.opdef import Trait
-from . import device
+from ..backends.numba_cuda import device
+from ..ir.opdef import Trait
 
 
 @dataclass
@@ -69,8 +69,8 @@ _SMALL = {"chain": [(96,), (96,)], "tanh_gelu": [(96,)], "softmax": [(6, 40)], "
 def suite(scale: str = "full", seed: int = 0) -> list[Program]:
     """The bench suite's array programs (`jitlab bench`), at full size or tiny (`small`) for the simulator;
     each with its PyTorch twin, the same function over torch's namespace."""
-    from ...bench.peers import torch_namespace
-    from ...bench.suite import SUITE, Benchmark
+    from .peers import torch_namespace
+    from .suite import SUITE, Benchmark
 
     programs = []
     # The imperative programs have no torch twin, and their slice updates run as host library

@@ -1,0 +1,1 @@
+"""Executors per level, memory pool, compile cache, dry run, profiling."""
