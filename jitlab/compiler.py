@@ -28,6 +28,7 @@ LEVEL_NAMES = ("O0", "O1", "O2")
 ENGINE_PASSES_VAR = "JITLAB_ENGINE_PASSES"
 CLAIM_STAGE = ("mark-subgraphs", "fuse")    # the level's marking stage that engine passes replace
 COMMON_OPTIONS = ("memory_limit", "donate", "recompute", "bindings", "cache", "progress", "executable_cache")
+PASS_OPTIONS = ("donate", "bindings", "memory_limit", "streams")    # the options passes read (PassContext's fields)
 
 
 def resolve_target(target: str) -> str:
@@ -189,8 +190,9 @@ def _run_passes(program: Program, level: str, target: str, pipeline: str, verify
                 options: dict) -> tuple[Program, CompileReport]:
     """The pipeline run on a copy of `program`, with a fresh report."""
     report = CompileReport(program=program.name, level=level, target=target)
-    compiled = PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(
-        program.clone(), PassContext(report=report, target=target, options=dict(options)))
+    ctx = PassContext(report=report, target=target, backends=backend_for_target,
+                      **{k: options[k] for k in PASS_OPTIONS if k in options})
+    compiled = PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(program.clone(), ctx)
     return compiled, report
 
 
@@ -335,6 +337,10 @@ def opt(program: Program, pipeline: str, verify_each: bool = True, report: Compi
     if not isinstance(program, Program):
         raise JitlabError(f"jl.opt takes a jl.Program, got {type(program).__name__}")
     instrumentation, options = split_instrumentation(options)
+    unknown = sorted(set(options) - {"target", *PASS_OPTIONS})
+    if unknown:
+        raise JitlabError(f"jl.opt: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                          f"it takes target, {', '.join(PASS_OPTIONS)} and {', '.join(INSTRUMENTATION)}")
     ctx = PassContext(report=report if report is not None else CompileReport(program=program.name),
-                      options=options)
+                      backends=backend_for_target, **options)
     return PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(program.clone(), ctx)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import CompileError, JitlabError, PluginError
 from ..ir.core import Operation
+from ..passes.capability import provide_backends
 from ..report import KernelTiming
 
 INTERFACE_VERSION = 1
@@ -194,6 +195,9 @@ TARGET_BACKENDS = {"cpu": "numba_cpu", "cuda": "numba_cuda"}
 def backend_for_target(target: str) -> Backend:
     """The backend that compiles groups for a target ("cpu" is numba_cpu)."""
     return get_backend(TARGET_BACKENDS.get(target, target))
+
+
+provide_backends(backend_for_target)
 
 
 def available_targets() -> list[str]:
