@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
 
-from .backends.base import Kernel, backend_for_target, get_backend, resolve_target
+from .backends.base import Backend, Kernel, backend_for_target, get_backend, resolve_target
 from .dialects.reference import Interpreter
 from .errors import JitlabError
 from .ir.builder import InferClock
@@ -20,7 +23,7 @@ from .runtime import (
     compile_pool,
     memexec,  # noqa: F401  (the interpreter's mem op handlers)
 )
-from .runtime.executable import Executable
+from .runtime.executable import Executable, InPlaceRunner, Runner
 from .runtime.o1 import O1Runner
 from .units import parse_bytes
 
@@ -28,6 +31,7 @@ LEVEL_NAMES = ("O0", "O1", "O2")
 ENGINE_PASSES_VAR = "JITLAB_ENGINE_PASSES"
 CLAIM_STAGE = ("mark-subgraphs", "fuse")    # the level's marking stage that engine passes replace
 COMMON_OPTIONS = ("memory_limit", "donate", "recompute", "bindings", "cache", "progress", "executable_cache")
+PASS_OPTIONS = ("donate", "bindings", "memory_limit", "streams")    # the options passes read (PassContext's fields)
 
 
 def check_options(options: dict, target: str, where: str = "jl.compile") -> None:
@@ -64,6 +68,72 @@ def _pipeline(level: str, target: str, engine_passes: str | None = None, before_
     return ",".join([*names, *backend.late_passes])
 
 
+@dataclass(frozen=True, kw_only=True)
+class CompileOptions:
+    """jl.compile's arguments, read and checked once: what its three steps (pipeline, passes, runner) take."""
+
+    level: str
+    target: str
+    passes: str | None = None            # a pipeline in place of the level's
+    engine_passes: str | None = None     # translate passes in place of the backend's
+    verify_each: bool | None = None
+    memory_limit: int | None = None      # bytes
+    donate: tuple[str, ...] = ()         # inputs whose arrays outputs may be written into
+    recompute: bool = False              # recompute activations until the memory plan fits memory_limit
+    bindings: dict[str, int] | None = None
+    instrumentation: dict[str, Any] = field(default_factory=dict)   # the pass manager's: print_after_all...
+    given: dict[str, Any] = field(default_factory=dict)     # the options as given: the executable cache's key
+
+    @classmethod
+    def read(cls, options: dict[str, Any], level: str, target: str, passes: str | None = None,
+             engine_passes: str | None = None, verify_each: bool | None = None) -> CompileOptions:
+        """Checks `options` (jl.compile's keyword arguments) for `target`, a resolved target name."""
+        check_options(options, target)
+        limit = options.get("memory_limit")
+        opts = cls(level=level, target=target, passes=passes, engine_passes=engine_passes, verify_each=verify_each,
+                   memory_limit=None if limit is None else parse_bytes(limit),
+                   donate=tuple(options.get("donate", ())),
+                   recompute=bool(options.get("recompute", False)) and passes is None,
+                   bindings=options.get("bindings"), instrumentation=split_instrumentation(options)[0],
+                   given=dict(options))
+        if opts.recompute and opts.memory_limit is None:
+            raise JitlabError("jl.compile(recompute=True) needs memory_limit=BYTES")
+        return opts
+
+    @property
+    def backend(self) -> Backend:
+        return backend_for_target(self.target)
+
+    @property
+    def limit_on_device(self) -> bool:
+        """Whether the backend's runner checks memory_limit against its own device's memory: the
+        host plan's check is then skipped (it describes buffers this backend does not allocate)."""
+        return (self.memory_limit is not None and self.level != "O0" and not self.recompute
+                and self.backend.checks_memory_limit)
+
+    @property
+    def executable_limit(self) -> int | None:
+        """The limit the Executable checks each call's host plan against: none where the backend
+        checks it, or where recompute planned under it (a warning says when it could not)."""
+        return None if self.recompute or self.limit_on_device else self.memory_limit
+
+    def backend_options(self) -> dict[str, Any]:
+        """The options the backend's hooks read: cache, progress, bindings, its own, donate and
+        the memory limit it checks itself."""
+        taken = {"memory_limit", "donate", "recompute", "executable_cache", *INSTRUMENTATION}
+        options = {k: v for k, v in self.given.items() if k not in taken}
+        if self.donate:
+            options["donate"] = self.donate
+        if self.limit_on_device:
+            options["memory_limit"] = self.memory_limit
+        return options
+
+    def pass_context(self, report: CompileReport) -> PassContext:
+        return PassContext(report=report, target=self.target, backends=backend_for_target, donate=self.donate,
+                           bindings=self.bindings, memory_limit=self.memory_limit if self.limit_on_device else None,
+                           streams=self.given.get("streams"))
+
+
 def compile(program: Program, level: str = "O1", target: str = "auto", passes: str | None = None,
             verify_each: bool | None = None, engine_passes: str | None = None, **options) -> Executable:
     """Runs the level's pipeline (or `passes`) on a copy of `program` and returns an Executable.
@@ -71,73 +141,84 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     `engine_passes` ("p1,p2") are the translate passes that claim ops into engine groups, in
     place of the target backend's own (default: $JITLAB_ENGINE_PASSES, else the backend's).
 
-    Pass-manager options (print_after_all, print_after_change, stop_after) go to the
-    pass manager; every other option is handed to the passes in their context."""
+    Pass-manager options (print_after_all, print_after_change, stop_after) go to the pass
+    manager; donate, bindings, memory_limit and streams reach the passes in their context;
+    the rest go to the backend."""
     if not isinstance(program, Program):
         raise JitlabError(f"jl.compile takes a jl.Program, got {type(program).__name__} "
                           "(use jl.trace, jl.parse or jl.onnx.load first)")
     if level not in LEVEL_NAMES:
         raise JitlabError(f"unknown level {level!r}; levels are {', '.join(LEVEL_NAMES)}")
     began, inferred = time.perf_counter(), InferClock.seconds
-    target = resolve_target(target)
-    check_options(options, target)
+    opts = CompileOptions.read(options, level, resolve_target(target), passes, engine_passes, verify_each)
     start = time.perf_counter()
-    setup_seconds = start - began
-    from .runtime import executable_cache  # with what it imports (platformdirs, pickle), on first use
-
-    entry = _cache_entry(program, level, target, passes, engine_passes, verify_each, options)
-    cached = executable_cache.load(entry, program) if entry is not None else None
-    exe_cache_seconds = time.perf_counter() - start
-    memory_limit = options.pop("memory_limit", None)
-    memory_limit = None if memory_limit is None else parse_bytes(memory_limit)
-    donate = options.pop("donate", ())
-    recompute = options.pop("recompute", False) and passes is None
-    if recompute and memory_limit is None:
-        raise JitlabError("jl.compile(recompute=True) needs memory_limit=BYTES")
-    options.pop("executable_cache", None)
-    instrumentation, options = split_instrumentation(options)
-    if donate:
-        options["donate"] = tuple(donate)     # fusion and the memory plan take donated inputs into account
-    if memory_limit is not None and level != "O0" and backend_for_target(target).checks_memory_limit \
-            and not recompute:
-        options["memory_limit"], memory_limit = memory_limit, None
-    if cached is not None:
-        compiled, report = cached
-        memory_limit = None if recompute else memory_limit    # as in the compile that stored it
-    elif recompute:
-        compiled, report = _passes_under_limit(program, level, target, engine_passes, memory_limit,
-                                               verify_each, instrumentation, options)
-        memory_limit = None       # the plan is under the limit, or a warning says how far off it is
-    else:
-        pipeline = passes if passes is not None else _pipeline(level, target, engine_passes)
-        compiled, report = _run_passes(program, level, target, pipeline, verify_each, instrumentation, options)
-    if cached is None:
-        report.graph = snapshot(compiled)
-        if entry is not None:
-            stored = time.perf_counter()
-            report.executable_cache = executable_cache.store(entry, compiled, report, program)
-            exe_cache_seconds += time.perf_counter() - stored
+    compiled, report, exe_cache_seconds = compile_passes(program, opts)
     report.seconds["passes"] = time.perf_counter() - start
-    if level == "O0":
-        def run(arrays, bindings):
-            return Interpreter(compiled, bindings).run(arrays)
-    else:
-        start = time.perf_counter()
-        backend = backend_for_target(target)
-        run = None
-        if level == "O2" and report.memory is not None and report.memory.mode == "static":
-            run = backend.compile_program(compiled, report, options)
-        if run is None:
-            kernels = lower_groups(compiled, target, report, options)
-            run = backend.executor(compiled, kernels, report, options) or O1Runner(compiled, kernels, report.memory)
-        report.seconds["kernels"] = time.perf_counter() - start
-    exe = Executable(compiled, level, target, report, run, source=program, memory_limit=memory_limit,
-                     donations=_donations(compiled, donate, run, report))
-    if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
+    run = make_runner(compiled, report, opts)
+    exe = Executable(compiled, level, opts.target, report, run, source=program, memory_limit=opts.executable_limit,
+                     donations=_donations(compiled, run, report, opts))
+    if exe.memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
         exe.check_memory({})      # static shapes: fail now, before anything runs
     report.timing = _timing(report, program, time.perf_counter() - began, InferClock.seconds - inferred,
-                            setup_seconds, exe_cache_seconds)
+                            start - began, exe_cache_seconds)
     return exe
+
+
+def pipeline(opts: CompileOptions, before_claim: tuple[str, ...] = ()) -> str:
+    """Step 1: the passes to run, `opts.passes` or the level's (see `_pipeline`)."""
+    if opts.passes is not None:
+        return opts.passes
+    return _pipeline(opts.level, opts.target, opts.engine_passes, before_claim)
+
+
+def compile_passes(program: Program, opts: CompileOptions) -> tuple[Program, CompileReport, float]:
+    """Step 2: the pipeline run on a copy of `program` (under the memory limit, with recompute),
+    or its result from the executable cache; with the seconds the cache took."""
+    from .runtime import executable_cache  # with what it imports (platformdirs, pickle), on first use
+
+    start = time.perf_counter()
+    entry = _cache_entry(program, opts)
+    cached = executable_cache.load(entry, program) if entry is not None else None
+    seconds = time.perf_counter() - start
+    if cached is not None:
+        return *cached, seconds
+    if opts.recompute:
+        compiled, report = _passes_under_limit(program, opts)
+    else:
+        compiled, report = _run_passes(program, opts, pipeline(opts))
+    report.graph = snapshot(compiled)
+    if entry is not None:
+        stored = time.perf_counter()
+        report.executable_cache = executable_cache.store(entry, compiled, report, program)
+        seconds += time.perf_counter() - stored
+    return compiled, report, seconds
+
+
+def make_runner(compiled: Program, report: CompileReport, opts: CompileOptions) -> Runner:
+    """Step 3: what runs the compiled program: the interpreter at O0; else the backend's O2 program,
+    its executor or the O1 runner over the groups' kernels."""
+    if opts.level == "O0":
+        return InterpreterRunner(compiled)
+    start = time.perf_counter()
+    backend, options = opts.backend, opts.backend_options()
+    run = None
+    if opts.level == "O2" and report.memory is not None and report.memory.mode == "static":
+        run = backend.compile_program(compiled, report, options)
+    if run is None:
+        kernels = lower_groups(compiled, opts.target, report, options)
+        run = backend.executor(compiled, kernels, report, options) or O1Runner(compiled, kernels, report.memory)
+    report.seconds["kernels"] = time.perf_counter() - start
+    return run
+
+
+@dataclass
+class InterpreterRunner:
+    """O0: the reference interpreter runs the program op by op."""
+
+    program: Program
+
+    def __call__(self, arrays: list, bindings: dict[str, int]) -> list:
+        return Interpreter(self.program, bindings).run(arrays)
 
 
 def _timing(report: CompileReport, program: Program, seconds: float, inferred: float, setup_seconds: float,
@@ -153,43 +234,40 @@ def _timing(report: CompileReport, program: Program, seconds: float, inferred: f
                          kernels=report.seconds.get("kernels", 0.0), kernel_parts=parts)
 
 
-def _cache_entry(program: Program, level: str, target: str, passes: str | None, engine_passes: str | None,
-                 verify_each, options: dict):
+def _cache_entry(program: Program, opts: CompileOptions):
     """Where the executable cache keeps this compile's passes' result (an executable_cache.Entry);
     None when it is off or the caller asked for the passes' printouts or a partial pipeline."""
     from .runtime import executable_cache
 
-    if not executable_cache.enabled(options) or set(options) & set(INSTRUMENTATION):
+    if not executable_cache.enabled(opts.given) or opts.instrumentation:
         return None
-    pipeline = passes if passes is not None else _pipeline(level, target, engine_passes)
-    keyed = {k: v for k, v in options.items() if k != "executable_cache"}
-    return executable_cache.entry_for(program, level, target, pipeline, dict(keyed, verify_each=verify_each))
+    keyed = {k: v for k, v in opts.given.items() if k != "executable_cache"}
+    return executable_cache.entry_for(program, opts.level, opts.target, pipeline(opts),
+                                      dict(keyed, verify_each=opts.verify_each))
 
 
 RECOMPUTE_ATTEMPTS = 4
 
 
-def _run_passes(program: Program, level: str, target: str, pipeline: str, verify_each, instrumentation: dict,
-                options: dict) -> tuple[Program, CompileReport]:
-    """The pipeline run on a copy of `program`, with a fresh report."""
-    report = CompileReport(program=program.name, level=level, target=target)
-    compiled = PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(
-        program.clone(), PassContext(report=report, target=target, options=dict(options)))
-    return compiled, report
+def _run_passes(program: Program, opts: CompileOptions, passes: str) -> tuple[Program, CompileReport]:
+    """The pipeline `passes` run on a copy of `program`, with a fresh report."""
+    report = CompileReport(program=program.name, level=opts.level, target=opts.target)
+    manager = PassManager.parse(passes, verify_each=opts.verify_each, **opts.instrumentation)
+    return manager.run(program.clone(), opts.pass_context(report)), report
 
 
-def _passes_under_limit(program: Program, level: str, target: str, engine_passes, limit: int, verify_each,
-                        instrumentation: dict, options: dict) -> tuple[Program, CompileReport]:
+def _passes_under_limit(program: Program, opts: CompileOptions) -> tuple[Program, CompileReport]:
     """Runs the pipeline with `recompute`, lowering the pass's target while the memory plan is over `limit`.
 
     The pass estimates peaks on the program before fusion; fusion and scheduling can move the
     planned peak above that estimate (a fused group may yield two values where one lived), so the
     plan, not the estimate, decides: each retry lowers the target by the plan's overshoot."""
+    limit = opts.memory_limit
     target_bytes, attempts = limit, []
     while True:
         # recompute runs right before fusion, after the simplifications that would undo it
-        pipeline = _pipeline(level, target, engine_passes, (f"recompute{{limit={target_bytes}}}",))
-        compiled, report = _run_passes(program, level, target, pipeline, verify_each, instrumentation, options)
+        passes = pipeline(opts, (f"recompute{{limit={target_bytes}}}",))
+        compiled, report = _run_passes(program, opts, passes)
         planned = report.memory.peak_bytes if report.memory is not None else None
         attempts.append({"target_bytes": target_bytes, "planned_peak_bytes": planned})
         record = report.recompute or {}
@@ -206,15 +284,18 @@ def _passes_under_limit(program: Program, level: str, target: str, engine_passes
     return compiled, report
 
 
-def _donations(compiled: Program, donate, run, report: CompileReport) -> list:
-    """Pairs outputs with donated inputs, lets the runner write in place where safe, records the pairs."""
-    if not donate:
+def _donations(compiled: Program, run: Runner, report: CompileReport, opts: CompileOptions) -> list:
+    """Pairs outputs with donated inputs, lets the runner write in place where safe, records the pairs.
+    O0's interpreter copies; compiled programs are written in place where the backend says its
+    runners do (they are then InPlaceRunners)."""
+    if not opts.donate:
         return []
     from .passes.donation import plan_donations
 
-    donations = plan_donations(compiled, donate, in_place=hasattr(run, "donate"))
-    if hasattr(run, "donate"):
-        run.donate(compiled, [d for d in donations if d.mode == "in place"])
+    in_place = opts.level != "O0" and opts.backend.donates_in_place
+    donations = plan_donations(compiled, opts.donate, in_place=in_place)
+    if in_place:
+        cast(InPlaceRunner, run).donate(compiled, [d for d in donations if d.mode == "in place"])
     report.donations = [dataclasses.asdict(d) for d in donations]
     return donations
 
@@ -224,39 +305,43 @@ def lower_groups(program: Program, target: str, report: CompileReport, options: 
     kernel has had to be compiled (it was not in the disk cache), the rest compile side by side in
     worker processes and come back through the cache (runtime/compile_pool.py)."""
     groups = [op for op in program.body.ops if op.name == "jit.group"]
+    shared = {op.uid: _sharing_key(op, target) for op in groups}
+
+    def key(op) -> str:
+        return shared[op.uid]
+
     first: dict[str, Operation] = {}
     for op in groups:
-        first.setdefault(_sharing_key(op), op)
+        first.setdefault(key(op), op)
     distinct = list(first.values())
 
     def compile_one(op) -> Kernel:
-        backend = get_backend(op.attrs["backend"]) if op.attrs["backend"] else backend_for_target(target)
-        return backend.compile_group(op, options)
+        return _backend_of(op, target).compile_group(op, options)
 
     ready: dict[str, Kernel] = {}
     elsewhere: set[str] = set()        # compiled by a worker: this process loaded the result
     with progress(len(distinct), f"compiling @{program.name}", disable=not options.get("progress", True)) as bar:
         for n, op in enumerate(distinct):
             bar.step(_label(op))
-            ready[_sharing_key(op)] = compile_one(op)
-            if _compiled(ready[_sharing_key(op)]):
-                elsewhere = _compile_rest(distinct[n + 1:], compile_one, ready, bar)
+            ready[key(op)] = compile_one(op)
+            if _compiled(ready[key(op)]):
+                elsewhere = _compile_rest(distinct[n + 1:], compile_one, ready, bar, key)
                 break
         for op in distinct:
-            if _sharing_key(op) not in ready:
-                if _sharing_key(op) not in elsewhere:      # a worker's kernels were counted as they finished
+            if key(op) not in ready:
+                if key(op) not in elsewhere:      # a worker's kernels were counted as they finished
                     bar.step(_label(op))
-                ready[_sharing_key(op)] = compile_one(op)
-    return _record_kernels(groups, ready, elsewhere, report)
+                ready[key(op)] = compile_one(op)
+    return _record_kernels(groups, ready, elsewhere, report, key)
 
 
-def _record_kernels(groups: list, ready: dict[str, Kernel], elsewhere: set[str], report: CompileReport
-                    ) -> dict[int, Kernel]:
+def _record_kernels(groups: list, ready: dict[str, Kernel], elsewhere: set[str], report: CompileReport,
+                    sharing_key: Callable[[Operation], str]) -> dict[int, Kernel]:
     """Each group's kernel by the group op's uid; a KernelRecord per distinct kernel, in group order."""
     kernels: dict[int, Kernel] = {}
     records: dict[str, KernelRecord] = {}
     for op in groups:
-        key = _sharing_key(op)
+        key = sharing_key(op)
         kernels[op.uid] = kernel = ready[key]
         if key in records:
             records[key].reused_by.append(op.attrs["id"])
@@ -279,7 +364,8 @@ def _compiled(kernel: Kernel) -> bool:
     return kernel.timing is not None and kernel.timing.llvm > 0
 
 
-def _compile_rest(rest: list, compile_one, ready: dict[str, Kernel], bar) -> set[str]:
+def _compile_rest(rest: list, compile_one, ready: dict[str, Kernel], bar, sharing_key: Callable[[Operation], str]
+                  ) -> set[str]:
     """Compiles `rest` here and in worker processes, here's kernels into `ready`; returns the keys
     the workers compiled (loaded afterwards from the cache). Nothing without a second process."""
     workers = min(compile_pool.processes() - 1, len(rest) - 1)
@@ -292,20 +378,23 @@ def _compile_rest(rest: list, compile_one, ready: dict[str, Kernel], bar) -> set
         bar.step(_label(rest[i]))
 
     here = compile_pool.run(rest, compile_one, compile_one, workers, done)
-    ready.update({_sharing_key(rest[i]): kernel for i, kernel in here.items()})
-    return {_sharing_key(rest[i]) for i in finished - here.keys()}
+    ready.update({sharing_key(rest[i]): kernel for i, kernel in here.items()})
+    return {sharing_key(rest[i]) for i in finished - here.keys()}
 
 
 def _label(group) -> str:
     return f"group {group.attrs['id']}: " + ", ".join(_op_names(group))
 
 
-def _sharing_key(group) -> str:
-    """Groups share a kernel when their keys agree and so does which operands arrive read-only
-    (weights): a kernel compiled for a writable array does not take a read-only one."""
-    from .backends.numba_cpu.backend import is_readonly
+def _sharing_key(group, target: str) -> str:
+    """Groups share a kernel when their keys agree and so does what else their backend tells
+    kernels apart by (which operands arrive read-only: Backend.kernel_variant)."""
+    return group.attrs["key"] + _backend_of(group, target).kernel_variant(group)
 
-    return group.attrs["key"] + "".join("r" if is_readonly(v) else "w" for v in group.operands)
+
+def _backend_of(group, target: str) -> Backend:
+    """The backend that compiles `group`: the engine's that claimed it, else the target's."""
+    return get_backend(group.attrs["backend"]) if group.attrs["backend"] else backend_for_target(target)
 
 
 def _op_names(group) -> list[str]:
@@ -321,6 +410,10 @@ def opt(program: Program, pipeline: str, verify_each: bool = True, report: Compi
     if not isinstance(program, Program):
         raise JitlabError(f"jl.opt takes a jl.Program, got {type(program).__name__}")
     instrumentation, options = split_instrumentation(options)
+    unknown = sorted(set(options) - {"target", *PASS_OPTIONS})
+    if unknown:
+        raise JitlabError(f"jl.opt: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                          f"it takes target, {', '.join(PASS_OPTIONS)} and {', '.join(INSTRUMENTATION)}")
     ctx = PassContext(report=report if report is not None else CompileReport(program=program.name),
-                      options=options)
+                      backends=backend_for_target, **options)
     return PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(program.clone(), ctx)

@@ -17,7 +17,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import CompileError, JitlabError, PluginError
-from ..ir.core import Operation
+from ..ir.core import Operation, OpResult, Value
+from ..ir.opdef import Trait
+from ..passes.capability import provide_backends
 from ..report import KernelTiming
 
 INTERFACE_VERSION = 1
@@ -45,6 +47,13 @@ class Kernel:
     code: str = ""
 
 
+def is_readonly(value: Value) -> bool:
+    """Weights and constants (and views of them) reach kernels as read-only arrays."""
+    while isinstance(value, OpResult) and value.op.has(Trait.VIEW):
+        value = value.op.operands[0]
+    return isinstance(value, OpResult) and (value.op.name == "np.weight" or value.op.has(Trait.CONSTANT))
+
+
 class Backend:
     """Base of all backends. Subclasses set `name` and override what they support."""
 
@@ -64,7 +73,8 @@ class Backend:
     folds_operand_transposes: ClassVar[bool] = False
     # True when compiled programs run on the host runners, which write an output straight into
     # a donated input's array where that is safe (passes/donation.py); fusion then keeps the
-    # updates of donated inputs out of contraction epilogues, where they could not be.
+    # updates of donated inputs out of contraction epilogues, where they could not be. A backend
+    # that says so and runs programs itself returns runtime.executable.InPlaceRunner runners.
     donates_in_place: ClassVar[bool] = True
     # The jl.compile options this backend reads beyond those every target takes (an unknown
     # option is an error, so a misspelt one is never ignored).
@@ -81,6 +91,11 @@ class Backend:
 
     def compile_group(self, group: Operation, options: dict[str, Any]) -> Kernel:
         raise CompileError(f"the {self.name} backend cannot compile groups")
+
+    def kernel_variant(self, group: Operation) -> str:
+        """What besides its key keeps a group from sharing another group's kernel: which operands
+        arrive read-only (a kernel compiled for a writable array does not take a read-only one)."""
+        return "".join("r" if is_readonly(v) else "w" for v in group.operands)
 
     def compile_program(self, program, report, options: dict[str, Any]):
         """O2: a runner for the whole scheduled, statically planned program, or None when
@@ -197,6 +212,9 @@ TARGET_BACKENDS = {"cpu": "numba_cpu", "cuda": "numba_cuda"}
 def backend_for_target(target: str) -> Backend:
     """The backend that compiles groups for a target ("cpu" is numba_cpu)."""
     return get_backend(TARGET_BACKENDS.get(target, target))
+
+
+provide_backends(backend_for_target)
 
 
 def available_targets() -> list[str]:

@@ -14,7 +14,6 @@ import hashlib
 import heapq
 from dataclasses import dataclass
 
-from ..backends.base import Backend, backend_for_target
 from ..dialects.np.writes import is_write
 from ..errors import PassError
 from ..ir.attributes import format_attr
@@ -23,6 +22,7 @@ from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..report import FusionDecision, GroupRecord, Rejection
 from .activations import is_backward
+from .capability import BackendCapability
 from .donation import donation_pairs
 from .manager import Pass, PassContext, register_pass
 
@@ -74,18 +74,18 @@ class MarkSubgraphs(Pass):
     backend: str = ""            # a backend other than the target's (an engine claiming its ops)
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
-        backend = backend_for_target(self.backend or ctx.target)
+        backend = ctx.backend(self.backend)
         marker = _Marker(program, backend, ctx, set(self.exclude))
-        ctx.options["marking"] = Marking(marker.run(), backend.name)
+        ctx.marking = Marking(marker.run(), backend.name)
         return program
 
 
 class _Marker:
-    def __init__(self, program: Program, backend: Backend, ctx: PassContext, exclude: set[str]):
+    def __init__(self, program: Program, backend: BackendCapability, ctx: PassContext, exclude: set[str]):
         self.program, self.backend, self.ctx, self.exclude = program, backend, ctx, exclude
         self.cluster_of: dict[int, Cluster] = {}
         self.position = {id(op): i for i, op in enumerate(program.body.ops)}
-        donate = ctx.options.get("donate", ()) if backend.donates_in_place else ()
+        donate = ctx.donate if backend.donates_in_place else ()
         self.updates = donated_updates(program, donate)
 
     def run(self) -> list[Cluster]:
@@ -400,7 +400,7 @@ class Fuse(Pass):
     summary = "Replaces each marked cluster by a jit.group op whose region holds its ops."
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
-        marking: Marking | None = ctx.options.get("marking")
+        marking = ctx.marking
         if marking is None:
             raise PassError("fuse needs mark-subgraphs to run first")
         # Ids continue after groups an earlier engine pass made, so every group id stays unique.

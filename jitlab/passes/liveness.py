@@ -241,7 +241,4 @@ class Lifetimes:
 
 def donated_in_place(ctx: PassContext) -> tuple[str, ...]:
     """The donated inputs whose arrays outputs may be written into: none where the target's runner copies."""
-    from ..backends.base import backend_for_target
-
-    donate = tuple(ctx.options.get("donate", ()))
-    return donate if donate and backend_for_target(ctx.target).donates_in_place else ()
+    return ctx.donate if ctx.donate and ctx.backend().donates_in_place else ()

@@ -14,14 +14,18 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from ..errors import JitlabError, PassError, VerifyError
 from ..ir.printer import print_program
 from ..ir.program import Program
 from ..ir.verifier import verify
 from ..report import CompileReport, PassRecord, snapshot
+from .capability import BackendCapability, BackendLookup, registered_backend
 from .rewriter import RewriteLog
+
+if TYPE_CHECKING:
+    from .fusion import Marking
 
 PASSES: dict[str, type[Pass]] = {}
 
@@ -34,14 +38,24 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
     return cls
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PassContext:
-    """What a pass may read besides the program: the report, the target and options."""
+    """What a pass may read besides the program: the report, the target, its backend and
+    the compile's options that passes take into account."""
 
     report: CompileReport = field(default_factory=CompileReport)
     target: str = "cpu"
-    options: dict[str, Any] = field(default_factory=dict)
     log: RewriteLog = field(default_factory=RewriteLog)
+    donate: tuple[str, ...] = ()              # donated inputs: fusion and the memory plan write outputs into them
+    bindings: dict[str, int] | None = None    # symbol values the schedule and memory plan assume
+    memory_limit: int | None = None           # bytes: recompute's limit when its own is 0
+    streams: int | None = None                # assign-streams' stream count, over its max_streams
+    marking: Marking | None = None            # mark-subgraphs' clusters, for fuse
+    backends: BackendLookup = field(default=registered_backend, repr=False)   # a target or backend name -> its backend
+
+    def backend(self, name: str = "") -> BackendCapability:
+        """The backend `name` names (an engine's), else the target's."""
+        return self.backends(name or self.target)
 
 
 @dataclass

@@ -195,7 +195,7 @@ class PlanMemory(Pass):
         rw = Rewriter(program)
         for op in [op for op in program.body.ops if is_mem_op(op)]:
             rw.erase_op(op)
-        bindings = hint_bindings(program, ctx.options.get("bindings"))
+        bindings = hint_bindings(program, ctx.bindings)
         donate = donated_in_place(ctx)
         if self.mode == "static":
             plan = static_plan(program, bindings, self.alignment, donate)

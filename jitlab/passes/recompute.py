@@ -135,11 +135,11 @@ class Recompute(Pass):
     def apply(self, program: Program, ctx: PassContext) -> Program:
         from ..units import parse_bytes
 
-        limit = parse_bytes(self.limit) if self.limit not in ("0", 0) else ctx.options.get("memory_limit")
+        limit = parse_bytes(self.limit) if self.limit not in ("0", 0) else ctx.memory_limit
         if not limit:
             ctx.log.notes.append("recompute: no limit given; nothing to do")
             return program
-        out, record = greedy(program, int(limit), hint_bindings(program, ctx.options.get("bindings")))
+        out, record = greedy(program, int(limit), hint_bindings(program, ctx.bindings))
         ctx.report.recompute = asdict(record)
         ctx.log.notes.append(f"recompute: peak {record.peak_before} -> {record.peak_after} bytes (limit {limit}), "
                              f"{record.ops_added} op(s) added recomputing {', '.join(record.values) or 'nothing'}")

@@ -279,7 +279,7 @@ class Schedule(Pass):
             raise PassError(f"pass schedule: order must be one of {', '.join(ORDERS)}, got {self.order!r}")
         if any(is_mem_op(op) for op in program.body.ops):
             raise PassError("pass schedule must run before plan-memory (the program already has mem ops)")
-        bindings = hint_bindings(program, ctx.options.get("bindings"))
+        bindings = hint_bindings(program, ctx.bindings)
         g = StepGraph(program, bindings, donated_in_place(ctx), ordered=False)
         orders, peaks, source = compare_orders(g)
         chosen = orders[self.order]

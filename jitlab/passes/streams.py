@@ -47,7 +47,7 @@ class AssignStreams(Pass):
     max_streams: int = 4
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
-        limit = max(1, int(ctx.options.get("streams", self.max_streams)))
+        limit = max(1, int(ctx.streams if ctx.streams is not None else self.max_streams))
         plan = StreamPlan(0)
         last: list[Operation] = []           # the last op on each stream
         stream_of: dict[int, int] = {}

@@ -77,7 +77,7 @@ def dry_run(program: Program, shapes: Mapping[str, Sequence[int]] | None = None,
     sizes = bindings
     if symbols and static:              # traced at other sizes: compile it as if traced at these
         program, bindings = concretize(program, bindings), {}
-    ctx = PassContext(target=resolve_target(target), options={"bindings": bindings})
+    ctx = PassContext(target=resolve_target(target), bindings=bindings)
     compiled = PassManager.parse(pipeline_for(level), verify_each=False, snapshots=False).run(program.clone(), ctx)
     plan = plan_for_level(compiled, level, bindings)
     plan.bindings = sizes           # the sizes the dry run put in, for messages and views

@@ -10,8 +10,9 @@ so each executable runs one call at a time (O0, which keeps nothing, runs them a
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
+from typing import Protocol
 
 import numpy as np
 
@@ -25,7 +26,20 @@ from .dryrun import SystemFit, check_budget, out_of_memory, plan_for_level
 from .ownership import outputs_to_check, owned_results
 from .signature import bind_keywords, check_dims_nonnegative, check_inputs
 
-Runner = Callable[[list[np.ndarray], dict[str, int]], Sequence[np.ndarray]]
+
+class Runner(Protocol):
+    """What runs a compiled program: its input arrays and symbol values -> its results, in output order."""
+
+    def __call__(self, arrays: list[np.ndarray], bindings: dict[str, int]) -> Sequence[np.ndarray]: ...
+
+
+class InPlaceRunner(Runner, Protocol):
+    """A runner that writes outputs straight into donated inputs' arrays where that is safe (the
+    host runners; a backend whose `donates_in_place` is true runs programs on one)."""
+
+    def donate(self, program: Program, donations: list) -> None:
+        """Writes these outputs (runtime/donation.py's Donations) into their inputs' arrays; sets
+        `mode = "copy"` on those it cannot."""
 
 
 def _taken_as_is(a) -> bool:

@@ -23,7 +23,7 @@ def args():
 
 
 def plan_of(program, pipeline="mark-subgraphs,fuse,alias-views,assign-streams", **options):
-    ctx = PassContext(target="cuda", options=options)
+    ctx = PassContext(target="cuda", **options)
     PassManager.parse(pipeline).run(program.clone(), ctx)
     return ctx.report
 

@@ -116,7 +116,7 @@ def test_o2_plans_at_other_sizes_are_static_ones_that_borrow_outputs_as_a_compil
     # without fold-weights: after it, no temporary of ResNet-50 borrows an output's bytes at the peak
     pipeline = ",".join(p for p in pipeline_for("O2").split(",") if p != "fold-weights")
     compiled = PassManager.parse(pipeline, verify_each=False, snapshots=False).run(
-        jl.onnx.load(path), PassContext(target="cpu", options={}))
+        jl.onnx.load(path), PassContext(target="cpu"))
     symbolic = reinfer(compiled, {(compiled.input_names[0], 0): "d1"}, compiled.input_names)
     static = plan_for_level(compiled, "O2")
     assert plan_for_level(concretize(symbolic, {"d1": 1}), "O2").peak_bytes == static.peak_bytes

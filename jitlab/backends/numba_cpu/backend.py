@@ -20,7 +20,7 @@ from ...ir.opdef import Trait
 from ...ir.shapes import Sym, evaluate_shape
 from ...report import KernelTiming
 from ...version import __version__
-from ..base import Backend, Kernel, register_backend
+from ..base import Backend, Kernel, is_readonly, register_backend
 from ..kernel_cache import KernelCache, default_cache, support_hash
 from . import helpers
 from .codegen import _REDUCE, PARALLEL_THRESHOLD, generate, reads_result_in_place
@@ -164,13 +164,6 @@ def _signature(params: list[str], types: dict[str, tuple[np.dtype, int]], readon
             dtype, ndim = types[p]
             sig.append(numba.types.Array(numba.from_dtype(dtype), ndim, "C", readonly=p in readonly))
     return tuple(sig)
-
-
-def is_readonly(value: Value) -> bool:
-    """Weights and constants (and views of them) reach kernels as read-only arrays."""
-    while isinstance(value, OpResult) and value.op.has(Trait.VIEW):
-        value = value.op.operands[0]
-    return isinstance(value, OpResult) and (value.op.name == "np.weight" or value.op.has(Trait.CONSTANT))
 
 
 class _Generated:

@@ -1,0 +1,46 @@
+"""jl.compile's seams: its options read once into a CompileOptions, and the compiler reaching
+backends through their public interface only."""
+
+import ast
+import pathlib
+
+import numpy as np
+import pytest
+
+import jitlab as jl
+from jitlab.compiler import CompileOptions
+
+
+def test_options_are_read_once_and_checked():
+    opts = CompileOptions.read({"memory_limit": "2KiB", "donate": ["x"], "print_after_all": True}, "O1", "cpu")
+    assert (opts.memory_limit, opts.donate, opts.instrumentation) == (2048, ("x",), {"print_after_all": True})
+    assert opts.executable_limit == 2048 and not opts.limit_on_device
+    assert opts.backend_options() == {"donate": ("x",)}
+    with pytest.raises(jl.JitlabError, match="unknown option 'bogus'"):
+        CompileOptions.read({"bogus": 1}, "O1", "cpu")
+    with pytest.raises(jl.JitlabError, match="cannot read memory_limit 'lots'"):
+        CompileOptions.read({"memory_limit": "lots"}, "O1", "cpu")
+    with pytest.raises(jl.JitlabError, match=r"recompute=True\) needs memory_limit"):
+        CompileOptions.read({"recompute": True}, "O1", "cpu")
+
+
+def test_the_compiler_imports_nothing_of_the_cpu_backend():
+    tree = ast.parse((pathlib.Path(jl.__file__).parent / "compiler.py").read_text())
+    modules = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert not [m for m in modules if m.startswith("backends.numba_cpu")]
+
+
+def test_kernel_sharing_asks_the_backend(monkeypatch):
+    from jitlab.backends.numba_cpu.backend import NumbaCPUBackend
+
+    def fn(x, y):
+        return np.tanh(x * 3.0) + 1.0, np.tanh(y * 3.0) + 1.0
+
+    x = np.ones((4, 8), np.float32)
+    program = jl.trace(fn, x, x)
+    shared = jl.compile(program, passes="mark-subgraphs,fuse,dce", level="O1", progress=False)
+    assert shared.report.stats["kernels_reused"] == 1
+    monkeypatch.setattr(NumbaCPUBackend, "kernel_variant", lambda self, group: str(group.attrs["id"]))
+    apart = jl.compile(program, passes="mark-subgraphs,fuse,dce", level="O1", progress=False)
+    assert apart.report.stats["kernels_reused"] == 0
+    np.testing.assert_allclose(apart(x, x)[0], shared(x, x)[0])
