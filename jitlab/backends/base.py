@@ -8,6 +8,7 @@ interface, and third-party ones register through the `jitlab.backends` entry poi
 
 from __future__ import annotations
 
+import enum
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,38 @@ from ..passes.capability import provide_backends
 from ..report import KernelTiming
 
 INTERFACE_VERSION = 1
+
+
+class ParamRole(enum.Enum):
+    """What the caller passes to a generated function's parameter."""
+
+    INPUT = "input"                 # the group's input `index` (a0, a1, ...)
+    OUTPUT = "output"               # the group's output `index` (o0, ...)
+    INTERMEDIATE = "intermediate"   # value `index` computed before the loop nest: a contraction's product (m0)
+    DIM = "dim"                     # the extent of loop dim `index` (n0, ...)
+    ARENA = "arena"                 # O2: the byte arena the plan puts temporaries in
+    OFFSETS = "offsets"             # O2: each planned buffer's byte offset in it
+    BLAS = "blas"                   # O2: the addresses of numpy's BLAS functions
+    VALUE = "value"                 # O2: the array of program value `value`
+    HOST = "host"                   # O2: the bytes of output `value`, where the plan lodges temporaries
+    SYMBOL = "symbol"               # O2: the size symbol `value`'s binding
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """One parameter of a generated function, as its code generator laid it out."""
+
+    name: str                       # as spelled in the generated source
+    role: ParamRole
+    dtype: np.dtype                 # an array's element type, or a scalar's type
+    ndim: int = 0                   # the rank the function takes an array at
+    shape: tuple = ()               # the shape of the value passed (a flat kernel views it 1-D)
+    index: int = 0                  # which input, output, intermediate or dim
+    value: str = ""                 # the program value or symbol an O2 parameter carries
+
+    @property
+    def is_array(self) -> bool:
+        return self.role not in (ParamRole.DIM, ParamRole.SYMBOL)
 
 
 @dataclass
@@ -45,6 +78,9 @@ class Kernel:
     # Which compiled code runs it (its kernel cache key): groups differing only in their sizes
     # share one; "" where nothing was generated (a library call alone)
     code: str = ""
+    # The generated function's parameters (empty for a library kernel; a group cuda compiles into
+    # several functions keeps each one's with its launcher).
+    params: tuple[KernelParam, ...] = ()
 
 
 def is_readonly(value: Value) -> bool:

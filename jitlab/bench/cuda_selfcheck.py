@@ -85,15 +85,14 @@ def _composites():
 
 def ptx_check(arch: tuple[int, int] = (9, 0)) -> bool:
     """Compiles every kernel of the bench programs and of each kernel kind to PTX for `arch`."""
-    import numba
-    from numba import cuda, types
+    from numba import cuda
 
     from jitlab.passes import PassContext, PassManager
 
     from ..backends.kernel_cache import KernelCache
     from ..backends.numba_cuda import backend
     from ..backends.numba_cuda.device import DeviceInfo
-    from ..backends.numba_cuda.kernels import load_module, module_source, params_of
+    from ..backends.numba_cuda.kernels import load_module, module_source, signature
     from ..backends.numba_cuda.launch import Policy
 
     policy = Policy(DeviceInfo(f"sm_{arch[0]}{arch[1]}", False, 132, 1024, (2**31 - 1, 65535, 65535), 48 << 10,
@@ -109,11 +108,8 @@ def ptx_check(arch: tuple[int, int] = (9, 0)) -> bool:
             module = load_module(group, module_source(group, [(p.source, p.layout) for p in parts]),
                                  {"cache": cache}).module
             for k, part in enumerate(parts):
-                sig = tuple(types.Array(numba.from_dtype(dt), nd, "C")
-                            for dt, nd in backend._arg_types(group, part, con))
-                sig += (types.int64,) * sum(1 for p in params_of(part.source) if p.startswith("n"))
                 try:
-                    cuda.compile_ptx(getattr(module, f"k{k}").py_func, sig, cc=arch)
+                    cuda.compile_ptx(getattr(module, f"k{k}").py_func, signature(part.params), cc=arch)
                     print(f"PTX ok    {name}: {part.layout} kernel")
                 except Exception as e:      # numba's typing and lowering errors
                     ok = False

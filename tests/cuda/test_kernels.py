@@ -140,3 +140,64 @@ def test_composite_scalar_ops_match_o0():
     from jitlab.bench.cuda_selfcheck import _composites
 
     on_cuda(_composites(), [rand(4, 8) * 2], rtol=1e-5, atol=1e-6, **TINY_GRID)
+
+
+class _Recorded:
+    """A kernel whose launches are recorded: `fn[grid, block, stream](*args)`."""
+
+    def __init__(self, fn):
+        self.fn, self.calls = fn, []
+
+    def __getitem__(self, config):
+        launch = self.fn[config]
+
+        def call(*args):
+            self.calls.append(args)
+            return launch(*args)
+
+        return call
+
+
+def _def_params(source: str, name: str) -> list[str]:
+    import ast
+
+    fn = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == name)
+    return [a.arg for a in fn.args.args]
+
+
+LAUNCH_CASES = {   # case -> function, arguments, part of a kernel's choice
+    "rows": (softmax, [rand(5, 6)], "rows layout"),
+    "columns": (lambda x: x.sum(axis=0) * x, [rand(4, 3)], "columns layout"),
+    "flat": (lambda x, y: np.exp(x) * y, [rand(3, 4), rand(3, 4)], "elementwise layout"),
+    "tile": (lambda x, w: np.tanh(x @ w + 1.0), [rand(6, 5), rand(5, 4)], "epilogue fused"),
+    "tile_then_epilogue": (lambda x, w: (x @ w) + (x @ w)[:, ::-1], [rand(6, 5), rand(5, 4)], "into a temporary"),
+}
+
+
+@pytest.mark.parametrize("case", LAUNCH_CASES)
+def test_launches_pass_what_the_kernel_params_name(case):
+    from jitlab.backends.numba_cuda.kernels import signature
+
+    fn, args, choice = LAUNCH_CASES[case]
+    program = jl.trace(fn, *args)
+    exe = jl.compile(program, level="O1", target="cuda")
+    kernels = [s.kernel for s in exe._runner.steps if s.kernel is not None]
+    assert any(choice in k.choice for k in kernels)
+    for kernel in kernels:
+        for launcher in kernel.meta["launchers"]:
+            launcher.fn = _Recorded(launcher.fn)
+    for got, want in zip(exe(*args), jl.compile(program, level="O0")(*args)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    for kernel in kernels:
+        for k, launcher in enumerate(kernel.meta["launchers"]):
+            params = launcher.params
+            assert _def_params(kernel.source, f"k{k}") == [p.name for p in params]
+            assert launcher.fn.calls
+            for call in launcher.fn.calls:
+                assert len(call) == len(params)
+                for a, p, t in zip(call, params, signature(params)):
+                    if p.is_array:
+                        assert (np.dtype(a.dtype), a.ndim) == (p.dtype, p.ndim) == (np.dtype(str(t.dtype)), t.ndim)
+                    else:
+                        assert isinstance(a, (int, np.integer)) and str(t) == "int64"
+        assert kernel.params == (launcher.params if len(kernel.meta["launchers"]) == 1 else ())

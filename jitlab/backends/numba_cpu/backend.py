@@ -20,7 +20,7 @@ from ...ir.opdef import Trait
 from ...ir.shapes import Sym, evaluate_shape
 from ...report import KernelTiming
 from ...version import __version__
-from ..base import Backend, Kernel, is_readonly, register_backend
+from ..base import Backend, Kernel, KernelParam, ParamRole, is_readonly, register_backend
 from ..kernel_cache import KernelCache, default_cache, support_hash
 from . import helpers
 from .codegen import _REDUCE, PARALLEL_THRESHOLD, generate, reads_result_in_place
@@ -155,36 +155,34 @@ def _key_parts_for(structure: str, signature: str, source: str) -> dict[str, str
             "support": support_hash(*SUPPORT_MODULES)}
 
 
-def _signature(params: list[str], types: dict[str, tuple[np.dtype, int]], readonly: set[str]) -> tuple:
-    sig = []
-    for p in params:
-        if p.startswith("n"):
-            sig.append(numba.types.intp)
-        else:
-            dtype, ndim = types[p]
-            sig.append(numba.types.Array(numba.from_dtype(dtype), ndim, "C", readonly=p in readonly))
-    return tuple(sig)
+def numba_type(param: KernelParam, readonly: bool = False):
+    """The numba type a generated function is compiled for at this parameter."""
+    if not param.is_array:
+        return numba.from_dtype(param.dtype)
+    return numba.types.Array(numba.from_dtype(param.dtype), param.ndim, "C", readonly=readonly)
+
+
+def _signature(params: Sequence[KernelParam], group: Operation) -> tuple:
+    readonly = {i for i, v in enumerate(group.operands) if is_readonly(v)}
+    return tuple(numba_type(p, p.role is ParamRole.INPUT and p.index in readonly) for p in params)
+
+
+# Which of a call's argument lists (inputs, outputs, extra) an array parameter is taken from.
+ARGUMENT_LISTS = {ParamRole.INPUT: 0, ParamRole.OUTPUT: 1, ParamRole.INTERMEDIATE: 2}
 
 
 class _Generated:
     """A generated loop nest over a group block, compiled and ready to call."""
 
-    def __init__(self, group: Operation, block, materialized: dict[Value, str], options: dict[str, Any]):
+    def __init__(self, group: Operation, block, materialized: Sequence[Value], options: dict[str, Any]):
         start = time.perf_counter()
-        par, seq, self.plan, self.flat = generate(block, "k", materialized)
-        self.source = _module_source(group, par, seq)
-        self.params = _params_of(par)
-        self.outputs = list(block.last_op.operands)
-        types = {f"a{i}": (a.type.dtype, a.type.rank) for i, a in enumerate(block.args)}
-        types.update({name: (v.type.dtype, v.type.rank) for v, name in materialized.items()})
-        types.update({f"o{i}": (v.type.dtype, v.type.rank) for i, v in enumerate(self.outputs)})
-        arrays = [p for p in self.params if not p.startswith("n")]
+        kernel = generate(block, "k", materialized)
+        self.plan, self.flat, self.params = kernel.plan, kernel.flat, tuple(kernel.params)
+        self.source = _module_source(group, kernel.par, kernel.seq)
+        arrays = [p for p in self.params if p.is_array]
         # a flat loop takes 1-D views; arguments that are 1-D already are passed as they are
-        self.reshape = self.flat and any(types[p][1] != 1 for p in arrays)
-        if self.flat:
-            types = {k: (dt, 1) for k, (dt, _) in types.items()}
-        readonly = {f"a{i}" for i, v in enumerate(group.operands) if is_readonly(v)}
-        self.signature = _signature(self.params, types, readonly)
+        self.reshape = self.flat and any(len(p.shape) != 1 for p in arrays)
+        self.signature = _signature(self.params, group)
         generated = time.perf_counter()
         cache = options.get("cache") or default_cache()
         parts = _key_parts(group, str(self.signature), self.source)
@@ -194,10 +192,10 @@ class _Generated:
         self.par, self.seq = entry.module.k_par, entry.module.k_seq
         self.static_space = _static(self.plan.space, block) if not self.flat else None
         self.static_size = math.prod(self.static_space) if self.static_space is not None else None
-        kinds = {"a": 0, "o": 1, "m": 2}
-        self.slots = [(kinds[p[0]], int(p[1:])) for p in arrays]
+        self.slots = [(ARGUMENT_LISTS[p.role], p.index) for p in arrays]
         # the common order, every input then every output: the call needs no per-argument lookup
-        self.plain = self.slots == [(0, i) for i in range(len(block.args))] + [(1, j) for j in range(len(self.outputs))]
+        n_outputs = len(block.last_op.operands)
+        self.plain = self.slots == [(0, i) for i in range(len(block.args))] + [(1, j) for j in range(n_outputs)]
         self._compile_needed(entry.module.__file__)
         self.seconds = time.perf_counter() - start
         self.cache_hit, self.miss_reason = entry.hit, entry.miss_reason
@@ -250,20 +248,15 @@ def _compile_or_recover(fn, signature: tuple, path: str) -> KernelTiming:
         return timed_compile(fn, signature)
 
 
-def _params_of(body: str) -> list[str]:
-    header = body.split("\n", 1)[0]
-    return [p.strip() for p in header[header.index("(") + 1:header.rindex(")")].split(",") if p.strip()]
-
-
 def _static(space, block) -> tuple[int, ...] | None:
     return None if any(isinstance(d, Sym) for d in space) else tuple(int(d) for d in space)
 
 
 def _compile_generated(group: Operation, options: dict[str, Any]) -> Kernel:
-    gen = _Generated(group, group.block, {}, options)
+    gen = _Generated(group, group.block, (), options)
     return Kernel(group.attrs["key"], "numba_cpu", gen, gen.source, gen.seconds, gen.cache_hit,
                   gen.miss_reason, choice=_choice(group), reads_before_writes=True,   # codegen's store_all
-                  timing=gen.timing, code=gen.code)
+                  timing=gen.timing, code=gen.code, params=gen.params)
 
 
 def _choice(group: Operation) -> str:
@@ -301,7 +294,7 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
     library = _CONTRACTIONS[con.name](con)
     operands = contraction_operands(block, con)
     has_epilogue = any(is_epilogue_op(op, con) for op in block.ops)
-    gen = _Generated(group, block, {con.result: "m0"}, options) if has_epilogue else None
+    gen = _Generated(group, block, [con.result], options) if has_epilogue else None
     in_place = epilogue_target(con, outputs)
     result_shape = con.result.type.shape
     result_dtype = con.result.type.dtype
@@ -323,7 +316,8 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
         " with a generated epilogue" + _epilogue_place(con, outputs, in_place) if gen is not None else "")
     return Kernel(group.attrs["key"], "numba_cpu", run, source, gen.seconds if gen else 0.0,
                   gen.cache_hit if gen else True, gen.miss_reason if gen else "", choice,
-                  timing=gen.timing if gen else None, code=gen.code if gen else "")
+                  timing=gen.timing if gen else None, code=gen.code if gen else "",
+                  params=gen.params if gen else ())
 
 
 def _epilogue_place(con: Operation, outputs: list[Value], in_place: int | None) -> str:

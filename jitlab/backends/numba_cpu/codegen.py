@@ -10,6 +10,7 @@ An elementwise group is the same nest with no reductions and the last dim inside
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numba
@@ -19,6 +20,7 @@ from ...dialects.np.writes import write_chain
 from ...errors import CompileError
 from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
+from ..base import KernelParam, ParamRole
 from .indexing import ZERO, Coord, Map, map_vars, operand_maps
 from .scalar import SCALAR_RULES, TypeNames, ctor, literal, wrapping
 
@@ -29,6 +31,7 @@ EXPENSIVE = frozenset(f"np.{n}" for n in ("exp", "expm1", "exp2", "log", "log1p"
 
 CHUNKS = 4 * numba.config.NUMBA_NUM_THREADS    # row chunks of a parallel reduction kernel
 PARALLEL_THRESHOLD = 1 << 15           # elements below which threads cost more than they save
+DIM_DTYPE = np.dtype(np.int64)         # loop extents are passed as int64 (numba's intp here)
 
 _REDUCE = {
     "np.sum": ("zero", "({acc} + {v})"), "np.mean": ("zero", "({acc} + {v})"),
@@ -46,6 +49,17 @@ class Plan:
     outer: list[int]                   # dims flattened into the parallel row loop
     inner: list[int]                   # dims looped over inside a row (the reduced dims)
     reductions: list[Operation] = field(default_factory=list)
+
+
+@dataclass
+class GeneratedKernel:
+    """A group's kernel as the sources of its parallel and sequential variants."""
+
+    par: str
+    seq: str
+    plan: Plan
+    flat: bool                         # every array is passed viewed 1-D
+    params: list[KernelParam]          # both variants take these, in order
 
 
 @dataclass
@@ -83,25 +97,34 @@ class KernelSource:
 
     rules: dict = SCALAR_RULES
 
-    def __init__(self, block, plan: Plan, name: str, materialized: dict[Value, str] | None = None,
-                 flat: bool = False):
+    def __init__(self, block, plan: Plan, name: str, materialized: Sequence[Value] = (), flat: bool = False):
         self.block, self.plan, self.name, self.flat = block, plan, name, flat
         self.args = {a: f"a{i}" for i, a in enumerate(block.args)}
-        self.args.update(materialized or {})      # values already in an array (a contraction's result)
+        self.materialized = list(materialized)     # values already in an array (a contraction's result)
+        self.args.update((v, f"m{k}") for k, v in enumerate(self.materialized))
         self.outputs = list(block.last_op.operands)
-        self.root = Scope(None, frozenset(), f"def {name}(" + self._params() + "):")
-        self.current = self.root
+        self._start()
         self.counter = 0
         self.vars_of: dict[str, frozenset[str]] = {}
         self.phase: int | None = None                 # the reduction loop being emitted, if any
         self.scratch: dict[tuple, tuple[str, int]] = {}  # value at map -> (row scratch, phase that wrote it)
         self.scratch_dtypes: dict[str, np.dtype] = {}
 
-    def _params(self) -> str:
-        arrays = sorted(set(self.args.values()), key=lambda s: (s[0], int(s[1:])))
-        outs = [f"o{i}" for i in range(len(self.outputs))]
-        dims = [f"n{k}" for k in range(len(self.plan.space))]
-        return ", ".join(arrays + outs + dims)
+    def _start(self) -> None:
+        """The function's parameters and its empty body."""
+        self.params = self._params()
+        self.root = Scope(None, frozenset(), f"def {self.name}({', '.join(p.name for p in self.params)}):")
+        self.current = self.root
+
+    def _params(self) -> list[KernelParam]:
+        """Inputs, then values computed before the nest, then outputs, then the space's extents."""
+        arrays = [(f"a{i}", ParamRole.INPUT, i, v) for i, v in enumerate(self.block.args)]
+        arrays += [(f"m{k}", ParamRole.INTERMEDIATE, k, v) for k, v in enumerate(self.materialized)]
+        arrays += [(f"o{j}", ParamRole.OUTPUT, j, v) for j, v in enumerate(self.outputs)]
+        params = [KernelParam(name, role, v.type.dtype, 1 if self.flat else v.type.rank, tuple(v.type.shape), index)
+                  for name, role, index, v in arrays]
+        return params + [KernelParam(f"n{k}", ParamRole.DIM, DIM_DTYPE, shape=(), index=k)
+                         for k in range(len(self.plan.space))]
 
     # -- scopes -------------------------------------------------------------------
     def open(self, binds: list[str], header: str) -> Scope:
@@ -446,9 +469,9 @@ def is_flat(block, plan: Plan) -> bool:
     return all(v.type.shape == space for v in block.last_op.operands)
 
 
-def generate(block, name: str, materialized: dict[Value, str] | None = None) -> tuple[str, str, Plan, bool]:
+def generate(block, name: str, materialized: Sequence[Value] = ()) -> GeneratedKernel:
     """Sources of `{name}_par` (prange rows) and `{name}_seq`, the plan they follow, and
-    whether the kernel takes its arrays flattened to 1-D."""
+    the parameters they take."""
     if write_chain(block):
         from .writes import generate_writes  # writes.py builds on this module's emitter
 
@@ -457,6 +480,5 @@ def generate(block, name: str, materialized: dict[Value, str] | None = None) -> 
     flat = is_flat(block, plan)
     if flat:
         plan = Plan((None,), [], [0])
-    par, seq = (KernelSource(block, plan, f"{name}_{suffix}", materialized, flat).build(parallel)
-                for suffix, parallel in (("par", True), ("seq", False)))
-    return par, seq, plan, flat
+    par, seq = (KernelSource(block, plan, f"{name}_{suffix}", materialized, flat) for suffix in ("par", "seq"))
+    return GeneratedKernel(par.build(True), seq.build(False), plan, flat, par.params)

@@ -19,6 +19,7 @@ from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...ir.shapes import Sym
 from ...report import BufferRecord, MemoryPlan
+from ..base import ParamRole
 from .backend import (
     NUMBA_DTYPES,
     PARALLEL_THRESHOLD,
@@ -27,7 +28,7 @@ from .backend import (
     is_epilogue_op,
     module_header,
 )
-from .codegen import generate
+from .codegen import GeneratedKernel, generate
 
 # numba's compile time grows faster than linearly with a function's length: ResNet-50's 150
 # groups in one segment took minutes to compile cold. Segments of at most this many groups
@@ -124,7 +125,7 @@ class _Builder:
         self.kernels: dict[str, str] = {}          # group key -> function name prefix
         self.bodies: dict[str, str] = {}           # kernel source (named kernel_*) -> function name prefix
         self.body_index: dict[str, int] = {}       # function name prefix -> its index in `sources`
-        self.plans: dict[str, tuple] = {}          # group key -> (loop plan, flat)
+        self.plans: dict[str, GeneratedKernel] = {}   # group key -> its kernel's plan and parameters
         self.sources: list[str] = []
         self.spans: list[tuple[int, int, int, int]] = []   # (group, source index, first, last line in it; 0-based)
         self.symbols = sorted({s for v in program.inputs for s in v.type.symbols})
@@ -261,10 +262,12 @@ class _SegmentSource:
             extra = [self._contraction(op, con, ins, outs)]
             if not any(is_epilogue_op(o, con) for o in op.block.ops):
                 return
-        prefix = self._kernel(op, {con.result: "m0"} if con is not None else {})
+        prefix = self._kernel(op, [con.result] if con is not None else [])
         dims, size = self._dims(op, con)
-        arrays = ins + extra + outs             # the kernel's parameters: a*, then m*, then o*
-        if self.b.plans[op.attrs["key"]][1]:          # a flat kernel reads every array 1-D
+        kernel = self.b.plans[op.attrs["key"]]
+        lists = {ParamRole.INPUT: ins, ParamRole.INTERMEDIATE: extra, ParamRole.OUTPUT: outs}
+        arrays = [lists[p.role][p.index] for p in kernel.params if p.is_array]
+        if kernel.flat:          # a flat kernel reads every array 1-D
             arrays = [f"{a}.reshape(-1)" for a in arrays]
         args = ", ".join(arrays + dims)
         if isinstance(size, int):
@@ -276,11 +279,11 @@ class _SegmentSource:
             self.lines.append("else:")
             self.lines.append(f"    {prefix}_seq({args})")
 
-    def _kernel(self, op: Operation, materialized: dict) -> str:
+    def _kernel(self, op: Operation, materialized: list[Value]) -> str:
         key = op.attrs["key"]
         if key not in self.b.kernels:
-            par, seq, plan, flat = generate(op.block, "kernel", materialized)
-            body = _decorate(par, True) + "\n\n\n" + _decorate(seq, False)
+            kernel = generate(op.block, "kernel", materialized)
+            body = _decorate(kernel.par, True) + "\n\n\n" + _decorate(kernel.seq, False)
             # Groups differing only in their shapes (ResNet's conv + batch-norm epilogues) generate the
             # same source: one function serves them all, and numba compiles it once, not per group.
             if body not in self.b.bodies:
@@ -288,14 +291,15 @@ class _SegmentSource:
                 self.b.sources.append(body.replace("def kernel_", f"def {prefix}_"))
                 self.b.body_index[prefix] = len(self.b.sources) - 1
             self.b.kernels[key] = self.b.bodies[body]
-            self.b.plans[key] = (plan, flat)
+            self.b.plans[key] = kernel
         index = self.b.body_index[self.b.kernels[key]]
         self.b.spans.append((int(op.attrs["id"]), index, 0, self.b.sources[index].count("\n")))
         return self.b.kernels[key]
 
     def _dims(self, op: Operation, con) -> tuple[list[str], object]:
-        plan, flat = self.b.plans[op.attrs["key"]]
-        if flat:
+        kernel = self.b.plans[op.attrs["key"]]
+        plan = kernel.plan
+        if kernel.flat:
             t = op.results[0].type
             size = math.prod(t.shape) if t.is_static else " * ".join(_sym(d) for d in t.shape)
             return [_int(size) if isinstance(size, int) else f"({size})"], size

@@ -15,7 +15,7 @@ import math
 
 from ...dialects.np.writes import region, write_chain
 from ...ir.core import Operation, Value
-from .codegen import PARALLEL_THRESHOLD, KernelSource, Plan
+from .codegen import PARALLEL_THRESHOLD, GeneratedKernel, KernelSource, Plan
 from .indexing import Coord, Map
 from .scalar import SCALAR_RULES, TypeNames
 
@@ -105,9 +105,8 @@ class WriteSource(KernelSource):
         return c
 
 
-def generate_writes(block, name: str) -> tuple[str, str, Plan, bool]:
+def generate_writes(block, name: str) -> GeneratedKernel:
     """Sources of `{name}_par` and `{name}_seq` for a group of writes, iterating the output's shape."""
     plan = Plan(tuple(block.last_op.operands[0].type.shape), [], [])
-    par, seq = (WriteSource(block, plan, f"{name}_{suffix}").build(parallel)
-                for suffix, parallel in (("par", True), ("seq", False)))
-    return par, seq, plan, False
+    par, seq = (WriteSource(block, plan, f"{name}_{suffix}") for suffix in ("par", "seq"))
+    return GeneratedKernel(par.build(True), seq.build(False), plan, False, par.params)

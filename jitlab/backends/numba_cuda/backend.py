@@ -9,7 +9,7 @@ compiles each group into one kernel module: an elementwise, row or column kernel
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,13 +17,13 @@ import numpy as np
 
 from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
-from ..base import Backend, Kernel, register_backend
+from ..base import Backend, Kernel, KernelParam, register_backend
 from ..numba_cpu.backend import NumbaCPUBackend
 from ..numba_cpu.codegen import reads_result_in_place
 from . import device
 from .codegen import generate
 from .contraction import generate_tiled
-from .kernels import Launcher, compile_launcher, load_module, module_source, params_of
+from .kernels import Launcher, compile_launcher, load_module, module_source
 from .launch import Policy
 
 _SHUFFLED = {np.dtype(t) for t in ("int32", "int64", "uint32", "uint64", "float32", "float64")}
@@ -32,11 +32,12 @@ _CONTRACTED = {np.dtype(t) for t in ("int32", "int64", "float32", "float64")}
 
 @dataclass
 class Part:
-    """One kernel of a group: its source, layout, how to make its launcher, what it writes."""
+    """One kernel of a group: its source, layout, parameters, how to make its launcher, what it writes."""
 
     source: str
     layout: str
-    make: Callable[[Any, str], Launcher]
+    params: list[KernelParam]
+    make: Callable[[Any], Launcher]
     outputs: list[Value]
     flat: bool = False          # arrays are passed 1-D
 
@@ -86,13 +87,14 @@ class NumbaCUDABackend(Backend):
         entry = load_module(group, source, options)
         launchers = []
         for k, part in enumerate(parts):
-            launcher = part.make(getattr(entry.module, _name(k)), part.source)
-            compile_launcher(launcher, _arg_types(group, part, con), entry.module.__file__)
+            launcher = part.make(getattr(entry.module, _name(k)))
+            compile_launcher(launcher, entry.module.__file__)
             launchers.append(launcher)
         run = _runner(group, con, launchers)
         choice = _describe(group, con, parts)
         return Kernel(group.attrs["key"], "numba_cuda", run, source, time.perf_counter() - start,
-                      entry.hit, entry.miss_reason, choice, meta={"launchers": launchers})
+                      entry.hit, entry.miss_reason, choice, meta={"launchers": launchers},
+                      params=tuple(parts[0].params) if len(parts) == 1 else ())
 
     # -- runtime hooks ----------------------------------------------------------------
     def allocate(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
@@ -123,15 +125,15 @@ def _name(k: int) -> str:
     return f"k{k}"
 
 
-def _generated_parts(group: Operation, policy: Policy, materialized: dict[Value, str] | None = None,
-                     index: int = 0) -> list:
-    source, plan, layout, flat = generate(group.block, _name(index), materialized)
+def _generated_parts(group: Operation, policy: Policy, materialized: Sequence[Value] = (), index: int = 0) -> list:
+    kernel = generate(group.block, _name(index), materialized)
+    plan = kernel.plan
 
-    def make(fn, src):
-        return Launcher(fn, src, () if flat else tuple(plan.space), layout, flat, policy,
-                        plan_dims=(plan.outer, plan.inner))
+    def make(fn):
+        return Launcher(fn, kernel.params, () if kernel.flat else tuple(plan.space), kernel.layout, kernel.flat,
+                        policy, plan_dims=(plan.outer, plan.inner))
 
-    return [Part(source, layout, make, list(group.block.last_op.operands), flat)]
+    return [Part(kernel.source, kernel.layout, kernel.params, make, list(group.block.last_op.operands), kernel.flat)]
 
 
 def _contraction_parts(group: Operation, con: Operation, policy: Policy) -> list:
@@ -144,23 +146,12 @@ def _contraction_parts(group: Operation, con: Operation, policy: Policy) -> list
         conv = (con.attrs["groups"], o // con.attrs["groups"])
     fused = reads_result_in_place(con)
     outputs = list(group.block.last_op.operands) if fused else [con.result]
-    source = generate_tiled(group.block, con, _name(0), tile, None if fused else outputs)
-    make = lambda fn, src: Launcher(fn, src, tuple(shape), "tile", False, policy, tile, conv)  # noqa: E731
-    parts = [Part(source, "tile", make, outputs)]
+    source, params = generate_tiled(group.block, con, _name(0), tile, None if fused else outputs)
+    make = lambda fn: Launcher(fn, params, tuple(shape), "tile", False, policy, tile, conv)  # noqa: E731
+    parts = [Part(source, "tile", params, make, outputs)]
     if not fused:
-        parts += _generated_parts(group, policy, {con.result: "m0"}, index=1)
+        parts += _generated_parts(group, policy, [con.result], index=1)
     return parts
-
-
-def _arg_types(group: Operation, part: Part, con: Operation | None) -> list[tuple[np.dtype, int]]:
-    """dtype and rank of each array parameter of a kernel, in order."""
-    values = {"a": list(group.block.args), "o": part.outputs, "m": [con.result] if con is not None else []}
-    types = []
-    for p in params_of(part.source):
-        if p[0] in values:
-            v = values[p[0]][int(p[1:])]
-            types.append((v.type.dtype, 1 if part.flat else v.type.rank))
-    return types
 
 
 def _runner(group: Operation, con: Operation | None, launchers: list[Launcher]):

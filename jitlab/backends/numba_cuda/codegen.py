@@ -19,10 +19,14 @@ reach the same barriers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
 from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
+from ..base import KernelParam
 from ..numba_cpu.codegen import _REDUCE, KernelSource, Plan, _initial, is_flat, normalize
 from ..numba_cpu.scalar import ctor
 from .scalar import CUDA_RULES
@@ -36,7 +40,7 @@ class CudaKernelSource(KernelSource):
 
     rules = CUDA_RULES
 
-    def __init__(self, block, plan: Plan, name: str, layout: str, materialized: dict[Value, str] | None = None,
+    def __init__(self, block, plan: Plan, name: str, layout: str, materialized: Sequence[Value] = (),
                  flat: bool = False):
         super().__init__(block, plan, name, materialized, flat)
         self.layout = layout
@@ -133,8 +137,19 @@ def plan_kernel(block) -> tuple[Plan, str, bool]:
     return Plan(space, list(range(len(space))), []), "elementwise", False
 
 
-def generate(block, name: str, materialized: dict[Value, str] | None = None) -> tuple[str, Plan, str, bool]:
-    """The kernel's source (a function `name`), its plan, layout and whether arrays are passed 1-D."""
+@dataclass
+class CudaKernel:
+    """The source of one CUDA kernel function and how to launch it."""
+
+    source: str
+    plan: Plan
+    layout: str                        # elementwise, rows or columns
+    flat: bool                         # every array is passed viewed 1-D
+    params: list[KernelParam]
+
+
+def generate(block, name: str, materialized: Sequence[Value] = ()) -> CudaKernel:
+    """The kernel function `name` for a group block, with its plan, layout and parameters."""
     plan, layout, flat = plan_kernel(block)
-    source = CudaKernelSource(block, plan, name, layout, materialized, flat).build()
-    return source, plan, layout, flat
+    source = CudaKernelSource(block, plan, name, layout, materialized, flat)
+    return CudaKernel(source.build(), plan, layout, flat, source.params)

@@ -17,7 +17,8 @@ thread reaches every barrier.
 from __future__ import annotations
 
 from ...ir.core import Operation, Value
-from ..numba_cpu.codegen import Plan, Scope, normalize
+from ..base import KernelParam
+from ..numba_cpu.codegen import Plan, normalize
 from ..numba_cpu.indexing import Coord, broadcast_map
 from ..numba_cpu.scalar import literal
 from .codegen import CudaKernelSource
@@ -32,8 +33,7 @@ class TileKernelSource(CudaKernelSource):
         self.con, self.tile = con, tile
         if outputs is not None:
             self.outputs = outputs
-            self.root = Scope(None, frozenset(), f"def {name}(" + self._params() + "):")
-            self.current = self.root
+            self._start()
         self.dtype = con.result.type.dtype.name
         self.zero = literal(0, con.result.type.dtype)
 
@@ -121,6 +121,8 @@ class TileKernelSource(CudaKernelSource):
         self.open(["i0", "i1", "i2", "i3"], f"if m0 + ty < {og} and pb < {pixels}:")
 
 
-def generate_tiled(block, con: Operation, name: str, tile: int, outputs: list[Value] | None = None) -> str:
-    """Source of a tiled contraction kernel `name` writing `outputs` (default: the group's)."""
-    return TileKernelSource(block, con, name, tile, outputs).build()
+def generate_tiled(block, con: Operation, name: str, tile: int,
+                   outputs: list[Value] | None = None) -> tuple[str, list[KernelParam]]:
+    """Source and parameters of a tiled contraction kernel `name` writing `outputs` (default: the group's)."""
+    source = TileKernelSource(block, con, name, tile, outputs)
+    return source.build(), source.params

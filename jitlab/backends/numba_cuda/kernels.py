@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from ...ir.core import Operation
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym, evaluate_shape
 from ...version import __version__
+from ..base import KernelParam, ParamRole
 from ..kernel_cache import default_cache, support_hash
 from .launch import Launch, Policy
 
@@ -60,24 +62,22 @@ def load_module(group: Operation, source: str, options: dict[str, Any]):
     return (options.get("cache") or default_cache()).load(parts, source)
 
 
-def params_of(source: str) -> list[str]:
-    header = source.split("\n", 1)[0]
-    return [p.strip() for p in header[header.index("(") + 1:header.rindex(")")].split(",") if p.strip()]
+# Which of a launch's argument lists (inputs, outputs, extra) an array parameter is taken from.
+_ARGUMENT_LISTS = {ParamRole.INPUT: 0, ParamRole.OUTPUT: 1, ParamRole.INTERMEDIATE: 2}
 
 
 class Launcher:
     """Launches one generated kernel: picks its arrays, dims and launch configuration."""
 
-    def __init__(self, fn, source: str, space: tuple, layout: str, flat: bool, policy: Policy,
+    def __init__(self, fn, params: Sequence[KernelParam], space: tuple, layout: str, flat: bool, policy: Policy,
                  tile: int = 0, conv: tuple[int, int] | None = None,
                  plan_dims: tuple[list[int], list[int]] | None = None):
         self.fn, self.space, self.layout, self.flat, self.policy = fn, space, layout, flat, policy
         self.tile, self.conv = tile, conv
         self.plan_dims = plan_dims          # (row dims, reduced dims) of a generated kernel
-        params = params_of(source)
-        kinds = {"a": 0, "o": 1, "m": 2}
-        self.slots = [(kinds[p[0]], int(p[1:])) for p in params if p[0] in kinds]
-        self.n_dims = sum(1 for p in params if p.startswith("n"))
+        self.params = tuple(params)
+        self.slots = [(_ARGUMENT_LISTS[p.role], p.index) for p in params if p.is_array]
+        self.n_dims = sum(1 for p in params if not p.is_array)
         self.static = None if any(isinstance(d, Sym) for d in space) else tuple(int(d) for d in space)
         self._launches: dict[tuple, Launch] = {}
 
@@ -111,18 +111,23 @@ class Launcher:
         return self.policy.elementwise(size)
 
 
-def compile_launcher(launcher: Launcher, signature_types: list, path: str) -> float:
+def signature(params: Sequence[KernelParam]) -> tuple:
+    """The numba types a kernel is compiled for: C-contiguous device arrays, int64 extents."""
+    import numba
+    from numba import types
+
+    return tuple(types.Array(numba.from_dtype(p.dtype), p.ndim, "C") if p.is_array else types.int64
+                 for p in params)
+
+
+def compile_launcher(launcher: Launcher, path: str) -> float:
     """Compiles the kernel for its argument types on a GPU; returns the seconds it took."""
     from .device import simulator_enabled
 
     if simulator_enabled():
         return 0.0
-    import numba
-    from numba import types
-
     start = time.perf_counter()
-    sig = tuple(types.Array(numba.from_dtype(dt), nd, "C") for dt, nd in signature_types)
-    sig += (types.int64,) * launcher.n_dims
+    sig = signature(launcher.params)
     try:
         launcher.fn.compile(sig)
     except Exception as e:     # numba raises its own typing and lowering errors
