@@ -52,6 +52,7 @@ class RewriteRecord:
     created: list[int] = field(default_factory=list)
     erased: list[int] = field(default_factory=list)
     modified: list[int] = field(default_factory=list)   # ops left in place whose operands or attrs changed
+    moved: list[int] = field(default_factory=list)      # ops moved (to another place or into a region), uids kept
 
 
 @dataclass

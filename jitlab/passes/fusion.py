@@ -18,13 +18,14 @@ from ..backends.base import Backend, backend_for_target
 from ..dialects.np.writes import is_write
 from ..errors import PassError
 from ..ir.attributes import format_attr
-from ..ir.core import Block, Operation, OpResult, Region, Value
+from ..ir.core import Operation, OpResult, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..report import FusionDecision, GroupRecord, Rejection
 from ..runtime.donation import donation_pairs
 from .activations import is_backward
 from .manager import Pass, PassContext, register_pass
+from .rewriter import RewriteLog, Rewriter, reorder
 
 
 class Cluster:
@@ -405,13 +406,16 @@ class Fuse(Pass):
             raise PassError("fuse needs mark-subgraphs to run first")
         # Ids continue after groups an earlier engine pass made, so every group id stays unique.
         first = max((op.attrs["id"] for op in program.body.ops if op.name == "jit.group"), default=-1) + 1
+        rw = Rewriter(program)
         for gid, cluster in enumerate(marking.clusters, start=first):
-            group = _build_group(program, cluster, gid, marking.backend)
+            rw.reset()
+            group = _build_group(rw, cluster, gid, marking.backend)
+            ctx.log.rewrites.append(rw.record("fuse-cluster", cluster.ops[-1]))
             ctx.report.groups.append(GroupRecord(
                 gid, [op.uid for op in cluster.ops], [op.name for op in cluster.ops], marking.backend,
                 group.attrs["key"], cluster.kind, [v.name for v in group.operands],
                 [r.name for r in group.results]))
-        topological_sort(program.body)
+        topological_sort(program, ctx.log)
         return program
 
 
@@ -423,7 +427,7 @@ def is_splat_constant(value: Value) -> bool:
     return array.size <= 1 or bool((array == array.reshape(-1)[0]).all())
 
 
-def _build_group(program: Program, cluster: Cluster, gid: int, backend: str) -> Operation:
+def _build_group(rw: Rewriter, cluster: Cluster, gid: int, backend: str) -> Operation:
     members = {id(op) for op in cluster.ops}
     inputs: list[Value] = []
     splats: list[Value] = []
@@ -436,31 +440,8 @@ def _build_group(program: Program, cluster: Cluster, gid: int, backend: str) -> 
             target = splats if literal else inputs
             if v not in target:
                 target.append(v)
-    outputs = [r for op in cluster.ops for r in op.results if any(id(u) not in members for u in r.users)]
-    block = Block([v.type for v in inputs])
-    mapping = dict(zip(inputs, block.args))
-    for v in splats:
-        const = block.append(v.op.clone(fresh_uid=True))
-        const.result.name = None
-        mapping[v] = const.result
-    last = cluster.ops[-1]
-    group = Operation("jit.group", inputs, [v.type for v in outputs], {"id": gid, "backend": backend},
-                      [Region([block])], loc=last.loc)
-    program.body.insert_after(last, group)
-    for op in cluster.ops:
-        op.detach()
-        block.append(op)
-        for i, v in enumerate(op.operands):
-            if v in mapping:
-                op.set_operand(i, mapping[v])
-    for old, new in zip(outputs, group.results):
-        for use in list(old.uses):
-            if id(use.op) not in members:
-                use.op.set_operand(use.index, new)
-        new.name = old.name
-        old.name = None
-    block.append(Operation("jit.yield", outputs))
-    group.attrs = {**group.attrs, "key": group_key(group)}
+    group = rw.wrap_ops(cluster.ops, "jit.group", {"id": gid, "backend": backend}, inputs, splats)
+    rw.set_attr(group, "key", group_key(group))
     return group
 
 
@@ -480,8 +461,9 @@ def group_key(group: Operation) -> str:
     return "g" + hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16]
 
 
-def topological_sort(block: Block) -> None:
-    """Reorders a block so every value is defined before use, keeping the order otherwise."""
+def topological_sort(program: Program, log: RewriteLog) -> None:
+    """Reorders the program's body so every value is defined before use, keeping the order otherwise."""
+    block = program.body
     ops = list(block.ops)
     terminator = block.terminator
     index = {id(op): i for i, op in enumerate(ops)}
@@ -501,13 +483,7 @@ def topological_sort(block: Block) -> None:
                     heapq.heappush(ready, (index[id(user)], user))
     if len(order) != len(ops) - (terminator is not None):
         raise PassError("the program has a cycle after fusion")
-    for op in order:
-        op.detach()
-    for op in order:
-        if terminator is not None:
-            block.insert_before(terminator, op)
-        else:
-            block.append(op)
+    reorder(block, order, program, "topological-sort", log)
 
 
 def why_not_fused(report, a, b) -> str:
