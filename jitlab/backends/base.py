@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import CompileError, JitlabError, PluginError
 from ..ir.core import Operation
-from ..report import KernelTiming
+from ..report import FusionKind, KernelTiming
 
 INTERFACE_VERSION = 1
 
@@ -72,9 +72,9 @@ class Backend:
         """None if this backend can compile `op` inside a group, else the reason it cannot."""
         return f"the {self.name} backend compiles no ops"
 
-    def fusion_kind(self, op: Operation) -> str:
-        """How `op` takes part in fusion: elementwise, injective, view, reduction, contraction or opaque."""
-        return "opaque"
+    def fusion_kind(self, op: Operation) -> FusionKind:
+        """How `op` takes part in fusion (a FusionKind, or its value as a string)."""
+        return FusionKind.OPAQUE
 
     def compile_group(self, group: Operation, options: dict[str, Any]) -> Kernel:
         raise CompileError(f"the {self.name} backend cannot compile groups")
