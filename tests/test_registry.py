@@ -47,3 +47,29 @@ def test_unknown_op_names_suggest_within_the_dialect():
         jl.ir.opdef.get_opdef("exp")
     with pytest.raises(RegistryError, match="op 'np.exp' is registered twice"):
         jl.ir.opdef.register(jl.ir.opdef.get_opdef("np.exp"))
+
+
+def test_every_decorator_table_is_a_registry_and_refuses_a_second_entry():
+    from jitlab import cli
+    from jitlab.autodiff import registry as autodiff
+    from jitlab.backends import base
+    from jitlab.backends.numba_cpu import fastmath, indexing, scalar
+    from jitlab.bench import models
+    from jitlab.frontend import numpy_api
+    from jitlab.ir import opdef
+    from jitlab.onnx import ops  # noqa: F401  (registers the handlers)
+    from jitlab.onnx import registry as onnx
+    from jitlab.passes import manager, rules
+    from jitlab.runtime import reference
+
+    base.get_backend("numba_cpu")       # loads the built-in backends
+
+    tables = [opdef._REGISTRY, manager.PASSES, rules.RULES, base.BACKENDS, reference.HANDLERS, numpy_api.FUNCTIONS,
+              onnx.HANDLERS, autodiff.CLAIMS, scalar.SCALAR_RULES, indexing.INDEX_RULES, fastmath.TABLE,
+              models.MODELS, cli.COMMANDS]
+    for table in tables:
+        assert isinstance(table, Registry) and table, table
+        key = next(iter(table))
+        with pytest.raises(RegistryError, match=f"^{table.what} .* is registered twice$"):
+            table.add(key, None)
+        assert table[key] is not None
