@@ -3,8 +3,8 @@ each change: the group each cluster became, and every op the orders moved."""
 
 from hypothesis import given, settings
 
-from tests.memory.test_schedule import BRANCHES
 from tests.passes.filecheck import check_rewrite
+from tests.passes.test_schedule import BRANCHES
 from tests.programs import programs
 
 # tanh stays out of the group but reads %a, which the group makes after it: fuse moves one of them.
