@@ -166,8 +166,8 @@ class _Marker:
         """Whether the merged cluster would hold a contraction or reduction beside the update of a
         donated input: such a group could only write the update into a buffer of its own."""
         kinds = a.kinds | b.kinds
-        return (FusionKind.CONTRACTION in kinds or FusionKind.REDUCTION in kinds) and any(id(op) in self.updates
-                                                                        for op in a.ops + b.ops)
+        return ((FusionKind.CONTRACTION in kinds or FusionKind.REDUCTION in kinds)
+                and any(id(op) in self.updates for op in a.ops + b.ops))
 
     def _space_rule(self, a: Cluster, b: Cluster) -> str | None:
         merged = Cluster(a.ops[0], FusionKind.ELEMENTWISE)
@@ -239,7 +239,7 @@ def _write_rule(a: Cluster, b: Cluster, producer: Operation, consumer: Operation
     if not (a.kinds | b.kinds) <= {FusionKind.ELEMENTWISE, FusionKind.INJECTIVE, FusionKind.WRITE}:
         return "a write fuses only with the elementwise work computing the array and values it writes"
     if FusionKind.WRITE in a.kinds and not (is_write(consumer) and consumer.operands[0] is producer.result
-                                   and producer.result not in consumer.operands[1:]):
+                                            and producer.result not in consumer.operands[1:]):
         return "a write ends its group: the ops reading its result read it from memory"
     writes = [op for op in a.ops + b.ops if is_write(op)]
     if len(writes) > 1 and any(w.name != "np.update_slice" for w in writes):
