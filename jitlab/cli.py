@@ -15,16 +15,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+from .registry import Registry
+
+COMMANDS: Registry[str, Callable[[argparse.Namespace], int]] = Registry("command")
 DELEGATED = ("bench", "onnx-conformance")    # commands whose arguments another command line parses
 
 
 def command(name: str) -> Callable:
     """Registers the function behind one subcommand."""
-    def register(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        COMMANDS[name] = fn
-        return fn
-    return register
+    return COMMANDS.register(name)
 
 
 def load_program(path: str):

@@ -38,6 +38,17 @@ class UnknownOpError(JitlabError):
     """An op name that no dialect registers."""
 
 
+class RegistryError(JitlabError, ValueError):
+    """A name registered twice in one of jitlab's tables (ops, passes, backends, rules...)."""
+
+
+class UnknownNameError(JitlabError, KeyError):
+    """A name none of a table's entries has (a KeyError too, for code catching those)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class UnsupportedError(JitlabError):
     """Something valid that jitlab cannot (yet) handle; names what and why."""
 

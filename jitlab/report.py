@@ -8,6 +8,7 @@ pass diff, a group, the schedule and the memory plan.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,7 @@ class RewriteRecord:
     created: list[int] = field(default_factory=list)
     erased: list[int] = field(default_factory=list)
     modified: list[int] = field(default_factory=list)   # ops left in place whose operands or attrs changed
+    moved: list[int] = field(default_factory=list)      # ops moved (to another place or into a region), uids kept
 
 
 @dataclass
@@ -108,6 +110,25 @@ class WeightFolding:
     ops_folded: int = 0           # ops run once at compile time (those of folds later folded again included)
 
 
+class FusionKind(str, enum.Enum):
+    """How an op takes part in fusion, as its backend says; a group's kind is its strongest member's.
+    The values are the spellings reports and the explorer show."""
+
+    ELEMENTWISE = "elementwise"
+    INJECTIVE = "injective"        # reads its input through an index map (slice, transpose, broadcast)
+    VIEW = "view"                  # no-task alias of its input: no kernel
+    REDUCTION = "reduction"
+    CONTRACTION = "contraction"    # matmul, conv: a library call with elementwise epilogues
+    WRITE = "write"                # update_slice, scatter: stores into an array
+    OPAQUE = "opaque"              # compiled on its own
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
 @dataclass
 class GroupRecord:
     """A fused group: its ops (uids), kind, backend and kernel key."""
@@ -117,7 +138,7 @@ class GroupRecord:
     op_names: list[str]
     backend: str
     key: str
-    kind: str = ""
+    kind: FusionKind
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
 
@@ -364,6 +385,8 @@ def _convert(hint, value):
     args = typing.get_args(hint)
     if dataclasses.is_dataclass(hint):
         return _from_dict(hint, value)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(value)
     if origin is list and args and dataclasses.is_dataclass(args[0]):
         return [_from_dict(args[0], v) for v in value]
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):

@@ -106,7 +106,8 @@ export class PassesView {
 
   rules(p) {
     const rewrites = p.rewrites.slice(0, 200).map((r) => h("li", {}, h("b", {}, r.rule), " at ", opLink(this.ctx, r.root),
-      r.created.length ? ` made ${r.created.length}` : "", r.erased.length ? ` erased ${r.erased.length}` : ""));
+      r.created.length ? ` made ${r.created.length}` : "", r.erased.length ? ` erased ${r.erased.length}` : "",
+      r.moved.length ? ` moved ${r.moved.length}` : ""));
     const misses = p.misses.slice(0, 200).map((m) => h("li", {}, h("b", {}, m.rule), " did not apply at ", opLink(this.ctx, m.op), `: ${m.reason}`));
     return h("div", { class: "jl-rules" },
       rewrites.length ? h("div", {}, h("h4", {}, `rules applied (${p.rewrites.length})`), h("ul", {}, rewrites)) : null,

@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import UnsupportedOp
 from ..frontend.tracer import TraceContext, Tracer
 from ..ir.core import Operation
+from ..registry import Registry
 
 Cotangents = Sequence["Tracer | None"]
 Rule = Callable[["Primal", Any], Cotangents]
@@ -25,6 +26,8 @@ Rule = Callable[["Primal", Any], Cotangents]
 VJPS: dict[str, Rule] = {}
 NO_GRADIENT: dict[str, str] = {}   # op name -> why no gradient flows through it
 UNSUPPORTED: dict[str, str] = {}   # op name -> why jitlab cannot differentiate through it (yet)
+# Each op name is claimed once, by one of the three tables above: the table's name.
+CLAIMS: Registry[str, str] = Registry("gradient rule")
 
 
 @dataclass
@@ -55,7 +58,7 @@ def vjp(*names: str) -> Callable[[Rule], Rule]:
 
     def register(rule: Rule) -> Rule:
         for name in names:
-            _claim(name)
+            CLAIMS.add(name, "vjp")
             VJPS[name] = rule
         return rule
 
@@ -65,7 +68,7 @@ def vjp(*names: str) -> Callable[[Rule], Rule]:
 def no_gradient(reason: str, *names: str) -> None:
     """Marks ops through which no gradient flows (their operands get none)."""
     for name in names:
-        _claim(name)
+        CLAIMS.add(name, "no_gradient")
         NO_GRADIENT[name] = reason
 
 
@@ -73,13 +76,8 @@ def unsupported_gradient(reason: str, *names: str) -> None:
     """Declares ops a gradient cannot flow through in jitlab, and why: differentiating through
     them raises UnsupportedOp with that reason, never a silent zero."""
     for name in names:
-        _claim(name)
+        CLAIMS.add(name, "unsupported_gradient")
         UNSUPPORTED[name] = reason
-
-
-def _claim(name: str) -> None:
-    if name in VJPS or name in NO_GRADIENT or name in UNSUPPORTED:
-        raise ValueError(f"{name} has two gradient rules")
 
 
 def _none(p: Primal, g) -> Cotangents:

@@ -21,7 +21,8 @@ from ..errors import CompileError, JitlabError, PluginError
 from ..ir.core import Operation, OpResult, Value
 from ..ir.opdef import Trait
 from ..passes.capability import provide_backends
-from ..report import KernelTiming
+from ..registry import Registry
+from ..report import FusionKind, KernelTiming
 
 INTERFACE_VERSION = 1
 
@@ -121,9 +122,9 @@ class Backend:
         """None if this backend can compile `op` inside a group, else the reason it cannot."""
         return f"the {self.name} backend compiles no ops"
 
-    def fusion_kind(self, op: Operation) -> str:
-        """How `op` takes part in fusion: elementwise, injective, view, reduction, contraction or opaque."""
-        return "opaque"
+    def fusion_kind(self, op: Operation) -> FusionKind:
+        """How `op` takes part in fusion (a FusionKind, or its value as a string)."""
+        return FusionKind.OPAQUE
 
     def compile_group(self, group: Operation, options: dict[str, Any]) -> Kernel:
         raise CompileError(f"the {self.name} backend cannot compile groups")
@@ -164,7 +165,7 @@ class Backend:
         return None
 
 
-BACKENDS: dict[str, type[Backend]] = {}
+BACKENDS: Registry[str, type[Backend]] = Registry("backend")
 _INSTANCES: dict[str, Backend] = {}
 ENTRY_POINT_GROUP = "jitlab.backends"
 # Hooks a plugin must define itself: the base class's versions compile nothing.
@@ -197,10 +198,7 @@ def register_backend(cls: type[Backend]) -> type[Backend]:
     problem = validate_backend(cls, cls.name if isinstance(cls, type) else "")
     if problem:
         raise PluginError(f"backend {getattr(cls, 'name', cls)!r} cannot be registered: {problem}")
-    if cls.name in BACKENDS:
-        raise ValueError(f"backend {cls.name!r} is registered twice")
-    BACKENDS[cls.name] = cls
-    return cls
+    return BACKENDS.add(cls.name, cls)
 
 
 def validate_backend(cls: Any, name: str, plugin: bool = False) -> str | None:
@@ -226,17 +224,15 @@ def get_backend(name: str) -> Backend:
         _load_builtins()
         if name in PLUGINS.broken and name not in BACKENDS:     # a clash never hides a built-in
             raise PLUGINS.broken[name]
-        if name not in BACKENDS:
-            raise JitlabError(f"unknown target {name!r}; targets are {', '.join(available_targets())}")
-        _INSTANCES[name] = _instantiate(name)
+        _INSTANCES[name] = _instantiate(name, BACKENDS.lookup(name, known=available_targets(), what="target"))
     return _INSTANCES[name]
 
 
-def _instantiate(name: str) -> Backend:
+def _instantiate(name: str, cls: type[Backend]) -> Backend:
     if name not in PLUGINS.loaded:
-        return BACKENDS[name]()
+        return cls()
     try:
-        return BACKENDS[name]()
+        return cls()
     except Exception as exc:  # a plugin's own bug must not escape as a crash of jitlab
         raise PluginError(f"backend plugin {name!r} ({PLUGINS.loaded[name]}) raised while starting: "
                           f"{type(exc).__name__}: {exc}") from exc
@@ -294,7 +290,7 @@ def load_plugins() -> dict[str, PluginError]:
     PLUGINS.done = True
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
-            BACKENDS[ep.name] = _load_entry_point(ep)
+            BACKENDS.add(ep.name, _load_entry_point(ep))
             PLUGINS.loaded[ep.name] = _describe(ep)
         except PluginError as error:
             PLUGINS.broken[ep.name] = error

@@ -29,9 +29,10 @@ import numpy as np
 from ..frontend.tracer import Tracer
 from ..ir.attributes import normalize_attrs
 from ..ir.opdef import get_opdef
+from ..registry import Registry
 
 Model = tuple[Callable[..., Any], tuple[np.ndarray, ...]]
-MODELS: dict[str, Callable[..., Model]] = {}
+MODELS: Registry[str, Callable[..., Model]] = Registry("model")
 QUICK: dict[str, dict[str, int]] = {}
 BENCH = ("chain", "tanh_gelu", "softmax", "layernorm", "mlp", "tiny_chain")
 
@@ -40,9 +41,8 @@ def model(name: str, **quick: int) -> Callable:
     """Registers a builder under `name`, with the small sizes tests use."""
 
     def register(builder: Callable[..., Model]) -> Callable[..., Model]:
-        if name in MODELS:
-            raise ValueError(f"model {name!r} is registered twice")
-        MODELS[name], QUICK[name] = builder, quick
+        MODELS.add(name, builder)
+        QUICK[name] = quick
         return builder
 
     return register
@@ -50,9 +50,7 @@ def model(name: str, **quick: int) -> Callable:
 
 def build(name: str, quick: bool = False, **sizes: int) -> Model:
     """The model `name` at its benchmark sizes, its QUICK sizes, or the sizes given."""
-    if name not in MODELS:
-        raise KeyError(f"unknown model {name!r}; models are {', '.join(MODELS)}")
-    return MODELS[name](**{**(QUICK[name] if quick else {}), **sizes})
+    return MODELS.lookup(name)(**{**(QUICK[name] if quick else {}), **sizes})
 
 
 def _rng(seed: int) -> np.random.Generator:

@@ -17,22 +17,15 @@ from ..ir.core import Block, Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.shapes import Sym, evaluate_shape
+from ..registry import Registry
 
 Handler = Callable[["Interpreter", Operation, list[np.ndarray]], list[np.ndarray]]
-HANDLERS: dict[str, Handler] = {}
+HANDLERS: Registry[str, Handler] = Registry("interpreter handler")
 
 
-def handles(*names: str):
+def handles(*names: str) -> Callable[[Handler], Handler]:
     """Registers an interpreter handler for ops that a reference implementation cannot run."""
-
-    def register(fn: Handler) -> Handler:
-        for name in names:
-            if name in HANDLERS:
-                raise ValueError(f"{name} has two interpreter handlers")
-            HANDLERS[name] = fn
-        return fn
-
-    return register
+    return HANDLERS.register(*names)
 
 
 class Interpreter:

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import DTypeError, TraceError, UnsupportedOp
 from ..ir.dtypes import as_dtype
 from ..ir.shapes import Dim, Sym, exact_div, num_elements
+from ..registry import Registry
 from .creation import fill
 from .tracer import TraceContext, Tracer
 from .ufunc_dtypes import RULES
@@ -48,20 +49,12 @@ _BOOL_UFUNCS = {np.add: "np.logical_or", np.multiply: "np.logical_and", np.maxim
 _REDUCE_UFUNCS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
                   np.logical_and: "all", np.logical_or: "any"}
 
-FUNCTIONS: dict[Callable, Callable] = {}
+FUNCTIONS: Registry[Callable, Callable] = Registry("numpy function", describe=lambda f: _qualname(f))
 
 
-def implements(*numpy_functions: Callable):
+def implements(*numpy_functions: Callable) -> Callable[[Callable], Callable]:
     """Registers the decorated function as the traced version of `numpy_functions`."""
-
-    def register(impl: Callable) -> Callable:
-        for f in numpy_functions:
-            if f in FUNCTIONS:
-                raise ValueError(f"{f.__name__} is implemented twice")
-            FUNCTIONS[f] = impl
-        return impl
-
-    return register
+    return FUNCTIONS.register(*numpy_functions)
 
 
 def _qualname(func) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ShapeError, UnknownOpError
+from ..registry import Registry
 from .attributes import Attr
 from .shapes import Dim, Sym
 from .types import TensorType
@@ -64,14 +65,11 @@ class OpDef:
         return trait in self.traits
 
 
-_REGISTRY: dict[str, OpDef] = {}
+_REGISTRY: Registry[str, OpDef] = Registry("op", UnknownOpError, listed=False)
 
 
 def register(opdef: OpDef) -> OpDef:
-    if opdef.name in _REGISTRY:
-        raise ValueError(f"op {opdef.name} is registered twice")
-    _REGISTRY[opdef.name] = opdef
-    return opdef
+    return _REGISTRY.add(opdef.name, opdef)
 
 
 def defop(
@@ -96,18 +94,11 @@ def get_opdef(name: str) -> OpDef:
     try:
         return _REGISTRY[name]
     except KeyError:
-        dialect = name.split(".", 1)[0]
-        hint = ""
-        if "." not in name:
-            hint = " (op names are 'dialect.op', e.g. np.add)"
-        else:
-            close = sorted(n for n in _REGISTRY if n.split(".", 1)[0] == dialect)
-            from difflib import get_close_matches
-
-            match = get_close_matches(name, close, n=1)
-            if match:
-                hint = f" (did you mean {match[0]}?)"
-        raise UnknownOpError(f"unknown op '{name}'{hint}") from None
+        pass
+    if "." not in name:
+        raise UnknownOpError(f"unknown op {name!r} (op names are 'dialect.op', e.g. np.add)")
+    dialect = name.split(".", 1)[0]
+    return _REGISTRY.lookup(name, known=[n for n in _REGISTRY if n.split(".", 1)[0] == dialect])
 
 
 def registered_ops(dialect: str | None = None) -> list[OpDef]:

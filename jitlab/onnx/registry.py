@@ -12,13 +12,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import UnsupportedOp
+from ..registry import Registry
 
 if TYPE_CHECKING:
     from .node import Node
 
 Handler = Callable[["Node"], object]
 
-HANDLERS: dict[tuple[str, str, int], Handler] = {}
+HANDLERS: Registry[tuple[str, str, int], Handler] = Registry(
+    "ONNX handler", UnsupportedOp, describe=lambda k: f"{k[0] + '::' if k[0] else ''}{k[1]} version {k[2]}")
 ONNX_DOMAINS = ("", "ai.onnx")
 
 
@@ -27,15 +29,7 @@ def onnx_op(op_type: str, *versions: int, domain: str = "") -> Callable[[Handler
     if not versions:
         raise ValueError(f"onnx_op({op_type!r}) needs at least one since_version")
 
-    def register(fn: Handler) -> Handler:
-        for v in versions:
-            key = (domain, op_type, v)
-            if key in HANDLERS:
-                raise ValueError(f"{op_type} version {v} has two handlers")
-            HANDLERS[key] = fn
-        return fn
-
-    return register
+    return HANDLERS.register(*((domain, op_type, v) for v in versions))
 
 
 def canonical_domain(domain: str) -> str:

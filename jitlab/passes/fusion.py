@@ -17,29 +17,30 @@ from dataclasses import dataclass
 from ..dialects.np.writes import is_write
 from ..errors import PassError
 from ..ir.attributes import format_attr
-from ..ir.core import Block, Operation, OpResult, Region, Value
+from ..ir.core import Operation, OpResult, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
-from ..report import FusionDecision, GroupRecord, Rejection
+from ..report import FusionDecision, FusionKind, GroupRecord, Rejection
 from .activations import is_backward
 from .capability import BackendCapability
 from .donation import donation_pairs
 from .manager import Pass, PassContext, register_pass
+from .rewriter import RewriteLog, Rewriter, reorder
 
 
 class Cluster:
     """Ops marked to become one group, with the fusion kind that decides what may join."""
 
-    def __init__(self, op: Operation, kind: str):
+    def __init__(self, op: Operation, kind: FusionKind):
         self.ops: list[Operation] = [op]
         self.kinds = {kind}
 
     @property
-    def kind(self) -> str:
-        for k in ("contraction", "reduction", "opaque", "write"):
+    def kind(self) -> FusionKind:
+        for k in (FusionKind.CONTRACTION, FusionKind.REDUCTION, FusionKind.OPAQUE, FusionKind.WRITE):
             if k in self.kinds:
                 return k
-        return "elementwise"
+        return FusionKind.ELEMENTWISE
 
 
 @dataclass
@@ -53,10 +54,10 @@ class Marking:
 def _group_space(cluster: Cluster, escaping: list[Value]):
     """The iteration space of a cluster: its reduction's input, its contraction's result,
     or the shape of the values that leave it."""
-    if cluster.kind == "reduction":
+    if cluster.kind == FusionKind.REDUCTION:
         red = next(op for op in cluster.ops if op.has(Trait.REDUCTION))
         return red.operands[0].type.shape
-    if cluster.kind == "contraction":
+    if cluster.kind == FusionKind.CONTRACTION:
         con = next(op for op in cluster.ops if op.has(Trait.CONTRACTION))
         return con.result.type.shape
     return escaping[-1].type.shape if escaping else cluster.ops[-1].results[0].type.shape
@@ -98,7 +99,7 @@ class _Marker:
                 if not op.has(Trait.CONSTANT) and op.name != "np.weight":
                     self.ctx.report.rejected.append(Rejection(op.uid, op.name, reason))
                 continue
-            self.cluster_of[id(op)] = Cluster(op, self.backend.fusion_kind(op))
+            self.cluster_of[id(op)] = Cluster(op, self._kind(op))
         for op in ops:
             if id(op) in self.cluster_of:
                 self._merge_producers(op)
@@ -113,9 +114,17 @@ class _Marker:
             return "excluded by the user (mark-subgraphs{exclude=...})"
         if op.has(Trait.CONSTANT) or op.name == "np.weight":
             return "constant data: passed to kernels, not computed"
-        if op.has(Trait.VIEW) and self.backend.fusion_kind(op) == "view":
+        if op.has(Trait.VIEW) and self._kind(op) == FusionKind.VIEW:
             return "no-task view: an alias of its input, no kernel needed"
         return self.backend.supports(op)
+
+    def _kind(self, op: Operation) -> FusionKind:
+        kind = self.backend.fusion_kind(op)
+        try:
+            return FusionKind(kind)
+        except ValueError:
+            raise PassError(f"backend {self.backend.name}: fusion_kind({op.name}) gave {kind!r}, not one of "
+                            f"{', '.join(k.value for k in FusionKind)}") from None
 
     def _merge_producers(self, op: Operation) -> None:
         for value in dict.fromkeys(op.operands):
@@ -147,7 +156,7 @@ class _Marker:
                       "elementwise group that writes straight into the input's array")
         if reason is None:
             reason = self._space_rule(a, b)
-        if reason is None and "reduction" in a.kinds | b.kinds:
+        if reason is None and FusionKind.REDUCTION in a.kinds | b.kinds:
             reason = off_row_read(sorted(a.ops + b.ops, key=lambda op: self.position[id(op)]))
         if reason is None and self._creates_cycle(a, b):
             reason = "would create a cycle: another path between them leaves the cluster"
@@ -157,15 +166,15 @@ class _Marker:
         """Whether the merged cluster would hold a contraction or reduction beside the update of a
         donated input: such a group could only write the update into a buffer of its own."""
         kinds = a.kinds | b.kinds
-        return ("contraction" in kinds or "reduction" in kinds) and any(id(op) in self.updates
-                                                                        for op in a.ops + b.ops)
+        return ((FusionKind.CONTRACTION in kinds or FusionKind.REDUCTION in kinds)
+                and any(id(op) in self.updates for op in a.ops + b.ops))
 
     def _space_rule(self, a: Cluster, b: Cluster) -> str | None:
-        merged = Cluster(a.ops[0], "elementwise")
+        merged = Cluster(a.ops[0], FusionKind.ELEMENTWISE)
         merged.ops, merged.kinds = a.ops + b.ops, a.kinds | b.kinds
         members = {id(op) for op in merged.ops}
         escaping = [r for op in merged.ops for r in op.results if any(id(u) not in members for u in r.users)]
-        if "write" in merged.kinds:
+        if FusionKind.WRITE in merged.kinds:
             return _write_escape_rule(merged, escaping)
         space = _group_space(merged, escaping)
         for r in escaping:
@@ -203,20 +212,20 @@ class _Marker:
 
 def _kind_rule(a: Cluster, b: Cluster, producer: Operation, consumer: Operation) -> str | None:
     """The fusion rules: what kind of cluster may absorb what."""
-    if "opaque" in a.kinds or "opaque" in b.kinds:
+    if FusionKind.OPAQUE in a.kinds or FusionKind.OPAQUE in b.kinds:
         return "opaque op: compiled on its own"
-    if "write" in a.kinds | b.kinds:
+    if FusionKind.WRITE in a.kinds | b.kinds:
         return _write_rule(a, b, producer, consumer)
-    if "contraction" in b.kinds and not _joins_epilogue(a, b, producer, consumer):
+    if FusionKind.CONTRACTION in b.kinds and not _joins_epilogue(a, b, producer, consumer):
         return ("inputs of a contraction are materialized (only elementwise work on its result's shape "
                 "fuses into matmul/conv, as its epilogue)")
-    if "contraction" in a.kinds and not b.kinds <= {"elementwise", "injective"}:
+    if FusionKind.CONTRACTION in a.kinds and not b.kinds <= {FusionKind.ELEMENTWISE, FusionKind.INJECTIVE}:
         return "a contraction takes elementwise epilogues only"
-    if "contraction" in a.kinds and not _is_epilogue_input(a, producer):
+    if FusionKind.CONTRACTION in a.kinds and not _is_epilogue_input(a, producer):
         return "only the contraction's result may feed its epilogue"
-    if "reduction" in a.kinds and "reduction" in b.kinds and not _same_reduction(a, b):
+    if FusionKind.REDUCTION in a.kinds and FusionKind.REDUCTION in b.kinds and not _same_reduction(a, b):
         return "the reductions iterate over different shapes or axes"
-    if "reduction" in b.kinds and "contraction" in a.kinds:
+    if FusionKind.REDUCTION in b.kinds and FusionKind.CONTRACTION in a.kinds:
         return "a contraction does not fuse into a reduction"
     return None
 
@@ -227,10 +236,10 @@ MAX_WRITES = 32      # writes per group: numba compiles each write's loop nest i
 def _write_rule(a: Cluster, b: Cluster, producer: Operation, consumer: Operation) -> str | None:
     """A write (update_slice, scatter) takes in the elementwise and injective work computing the
     array it writes into and the values it writes; update_slices into one array chain (a fill loop)."""
-    if not (a.kinds | b.kinds) <= {"elementwise", "injective", "write"}:
+    if not (a.kinds | b.kinds) <= {FusionKind.ELEMENTWISE, FusionKind.INJECTIVE, FusionKind.WRITE}:
         return "a write fuses only with the elementwise work computing the array and values it writes"
-    if "write" in a.kinds and not (is_write(consumer) and consumer.operands[0] is producer.result
-                                   and producer.result not in consumer.operands[1:]):
+    if FusionKind.WRITE in a.kinds and not (is_write(consumer) and consumer.operands[0] is producer.result
+                                            and producer.result not in consumer.operands[1:]):
         return "a write ends its group: the ops reading its result read it from memory"
     writes = [op for op in a.ops + b.ops if is_write(op)]
     if len(writes) > 1 and any(w.name != "np.update_slice" for w in writes):
@@ -300,7 +309,7 @@ def _lifetime_rule(a: Cluster, b: Cluster, producer: Operation) -> str | None:
     members = {id(op) for op in a.ops + b.ops}
     shared = any(id(u) not in members for r in producer.results for u in r.users)
     escapes = any(id(u) not in members for op in b.ops for r in op.results for u in r.users)
-    if shared and escapes and b.kinds <= {"elementwise"}:
+    if shared and escapes and b.kinds <= {FusionKind.ELEMENTWISE}:
         return (f"%{producer.results[0].name} is read elsewhere too: computing this backward value in its "
                 "group would make it live beside it until its own reader runs")
     return None
@@ -313,7 +322,7 @@ def _joins_epilogue(a: Cluster, b: Cluster, producer: Operation, consumer: Opera
     feeds_con = any(u is con for r in consumer.results for u in r.users)
     # A contraction's operands come from outside its group: `a @ (a * a) * (a * a)` keeps a * a out.
     is_operand = any(u is con for op in a.ops for r in op.results for u in r.users)
-    return (a.kinds <= {"elementwise"} and consumer is not con and not feeds_con and not is_operand
+    return (a.kinds <= {FusionKind.ELEMENTWISE} and consumer is not con and not feeds_con and not is_operand
             and tuple(producer.result.type.shape) == tuple(con.result.type.shape))
 
 
@@ -383,7 +392,7 @@ def _writable_from(value: Value, cluster: Cluster, space) -> bool:
     shape = tuple(value.type.shape)
     if shape == tuple(space):
         return True
-    if cluster.kind != "reduction":
+    if cluster.kind != FusionKind.REDUCTION:
         return False
     axes = set(next(op for op in cluster.ops if op.has(Trait.REDUCTION)).attrs["axes"])
     kept = tuple(d for i, d in enumerate(space) if i not in axes)
@@ -405,13 +414,16 @@ class Fuse(Pass):
             raise PassError("fuse needs mark-subgraphs to run first")
         # Ids continue after groups an earlier engine pass made, so every group id stays unique.
         first = max((op.attrs["id"] for op in program.body.ops if op.name == "jit.group"), default=-1) + 1
+        rw = Rewriter(program)
         for gid, cluster in enumerate(marking.clusters, start=first):
-            group = _build_group(program, cluster, gid, marking.backend)
+            rw.reset()
+            group = _build_group(rw, cluster, gid, marking.backend)
+            ctx.log.rewrites.append(rw.record("fuse-cluster", cluster.ops[-1]))
             ctx.report.groups.append(GroupRecord(
                 gid, [op.uid for op in cluster.ops], [op.name for op in cluster.ops], marking.backend,
                 group.attrs["key"], cluster.kind, [v.name for v in group.operands],
                 [r.name for r in group.results]))
-        topological_sort(program.body)
+        topological_sort(program, ctx.log)
         return program
 
 
@@ -423,7 +435,7 @@ def is_splat_constant(value: Value) -> bool:
     return array.size <= 1 or bool((array == array.reshape(-1)[0]).all())
 
 
-def _build_group(program: Program, cluster: Cluster, gid: int, backend: str) -> Operation:
+def _build_group(rw: Rewriter, cluster: Cluster, gid: int, backend: str) -> Operation:
     members = {id(op) for op in cluster.ops}
     inputs: list[Value] = []
     splats: list[Value] = []
@@ -436,31 +448,8 @@ def _build_group(program: Program, cluster: Cluster, gid: int, backend: str) -> 
             target = splats if literal else inputs
             if v not in target:
                 target.append(v)
-    outputs = [r for op in cluster.ops for r in op.results if any(id(u) not in members for u in r.users)]
-    block = Block([v.type for v in inputs])
-    mapping = dict(zip(inputs, block.args))
-    for v in splats:
-        const = block.append(v.op.clone(fresh_uid=True))
-        const.result.name = None
-        mapping[v] = const.result
-    last = cluster.ops[-1]
-    group = Operation("jit.group", inputs, [v.type for v in outputs], {"id": gid, "backend": backend},
-                      [Region([block])], loc=last.loc)
-    program.body.insert_after(last, group)
-    for op in cluster.ops:
-        op.detach()
-        block.append(op)
-        for i, v in enumerate(op.operands):
-            if v in mapping:
-                op.set_operand(i, mapping[v])
-    for old, new in zip(outputs, group.results):
-        for use in list(old.uses):
-            if id(use.op) not in members:
-                use.op.set_operand(use.index, new)
-        new.name = old.name
-        old.name = None
-    block.append(Operation("jit.yield", outputs))
-    group.attrs = {**group.attrs, "key": group_key(group)}
+    group = rw.wrap_ops(cluster.ops, "jit.group", {"id": gid, "backend": backend}, inputs, splats)
+    rw.set_attr(group, "key", group_key(group))
     return group
 
 
@@ -480,8 +469,9 @@ def group_key(group: Operation) -> str:
     return "g" + hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16]
 
 
-def topological_sort(block: Block) -> None:
-    """Reorders a block so every value is defined before use, keeping the order otherwise."""
+def topological_sort(program: Program, log: RewriteLog) -> None:
+    """Reorders the program's body so every value is defined before use, keeping the order otherwise."""
+    block = program.body
     ops = list(block.ops)
     terminator = block.terminator
     index = {id(op): i for i, op in enumerate(ops)}
@@ -501,13 +491,7 @@ def topological_sort(block: Block) -> None:
                     heapq.heappush(ready, (index[id(user)], user))
     if len(order) != len(ops) - (terminator is not None):
         raise PassError("the program has a cycle after fusion")
-    for op in order:
-        op.detach()
-    for op in order:
-        if terminator is not None:
-            block.insert_before(terminator, op)
-        else:
-            block.append(op)
+    reorder(block, order, program, "topological-sort", log)
 
 
 def why_not_fused(report, a, b) -> str:

@@ -20,6 +20,7 @@ from ..errors import JitlabError, PassError, VerifyError
 from ..ir.printer import print_program
 from ..ir.program import Program
 from ..ir.verifier import verify
+from ..registry import Registry
 from ..report import CompileReport, PassRecord, snapshot
 from .capability import BackendCapability, BackendLookup, registered_backend
 from .rewriter import RewriteLog
@@ -27,15 +28,12 @@ from .rewriter import RewriteLog
 if TYPE_CHECKING:
     from .fusion import Marking
 
-PASSES: dict[str, type[Pass]] = {}
+PASSES: Registry[str, type[Pass]] = Registry("pass", PassError)
 
 
 def register_pass(cls: type[Pass]) -> type[Pass]:
     """Class decorator: makes a pass available by its `name` in pipeline strings."""
-    if cls.name in PASSES:
-        raise ValueError(f"pass {cls.name!r} is registered twice")
-    PASSES[cls.name] = cls
-    return cls
+    return PASSES.add(cls.name, cls)
 
 
 @dataclass(kw_only=True)
@@ -112,13 +110,7 @@ def parse_pipeline(text: str) -> list[Pass]:
         if m is None or m.end() == pos:
             raise PassError(f"cannot read the pipeline at column {pos + 1}: {text[pos:]!r}")
         name, options = m.group(1), m.group(2)
-        if name not in PASSES:
-            from difflib import get_close_matches
-
-            close = get_close_matches(name, PASSES, n=1)
-            raise PassError(f"unknown pass {name!r}" + (f" (did you mean {close[0]}?)" if close else "")
-                            + f"; known passes: {', '.join(sorted(PASSES))}")
-        passes.append(_make_pass(PASSES[name], options[1:-1] if options else ""))
+        passes.append(_make_pass(PASSES.lookup(name), options[1:-1] if options else ""))
         pos = m.end()
     return passes
 

@@ -25,7 +25,7 @@ class Step:
     def __str__(self) -> str:
         r = self.record
         return (f"{self.pass_name} (pass #{self.pass_index}): {r.rule} at {r.root_name} (op {r.root}) "
-                f"created {r.created}, erased {r.erased}")
+                f"created {r.created}, erased {r.erased}" + (f", moved {r.moved}" if r.moved else ""))
 
 
 def _uid(op: Any) -> int:
@@ -55,10 +55,10 @@ def produced_by(report: CompileReport, op: Any) -> list[Step]:
 
 
 def history(report: CompileReport, op: Any) -> list[Step]:
-    """Every rewrite that created, erased, modified or was rooted at `op`, in order."""
+    """Every rewrite that created, erased, modified, moved or was rooted at `op`, in order."""
     uid = _uid(op)
     return [s for s in steps(report) if uid == s.record.root or uid in s.record.created
-            or uid in s.record.erased or uid in s.record.modified]
+            or uid in s.record.erased or uid in s.record.modified or uid in s.record.moved]
 
 
 def why_not(report: CompileReport, rule: str, op: Any) -> str:

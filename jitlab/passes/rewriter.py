@@ -8,6 +8,7 @@ records, from which the explorer answers "which rule produced this op".
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import weakref
 from collections import deque
@@ -18,7 +19,7 @@ from typing import Any
 from ..errors import PassError
 from ..ir.attributes import normalize_attrs
 from ..ir.builder import check_operand_count, infer_types
-from ..ir.core import Operation, OpResult, Region, Value
+from ..ir.core import Block, Operation, OpResult, Region, Value
 from ..ir.opdef import Trait, get_opdef
 from ..ir.program import Program
 from ..ir.types import TensorType
@@ -54,7 +55,7 @@ class Rewriter:
     """Creates, replaces and erases ops, keeping a list of each kind of change.
 
     A value created to replace an op's result takes that result's printed name; other
-    new values get fresh names."""
+    new values get fresh names. Moved ops keep their uids and names."""
 
     def __init__(self, program: Program):
         self.program = program
@@ -62,6 +63,7 @@ class Rewriter:
         self.created: list[Operation] = []
         self.erased: list[Operation] = []
         self.modified: list[Operation] = []
+        self.moved: list[Operation] = []
         self.released: list[Operation] = []     # producers whose results lost a use: may be dead now
         self.failure: str | None = None
 
@@ -131,6 +133,49 @@ class Rewriter:
         op.attrs = normalize_attrs(op.name, op.opdef.attrs, attrs)
         self.modified.append(op)
 
+    # -- moves ----------------------------------------------------------------------
+    def move_before(self, op: Operation, anchor: Operation) -> None:
+        """Moves `op` right before `anchor`, in anchor's block."""
+        op.detach()
+        anchor.parent.insert_before(anchor, op)
+        self.moved.append(op)
+
+    def move_to_end(self, op: Operation, block: Block) -> None:
+        op.detach()
+        block.append(op)
+        self.moved.append(op)
+
+    def wrap_ops(self, ops: Sequence[Operation], name: str, attrs: dict[str, Any], inputs: Sequence[Value],
+                 inlined: Sequence[Value] = (), terminator: str = "jit.yield") -> Operation:
+        """Moves `ops` (in block order, all in one block) into the one-block region of a new op `name`
+        placed after the last of them. The new op takes `inputs` as operands, read inside as its block's
+        arguments; the producers of `inlined` (splat constants) are cloned inside instead. The values used
+        outside become its results, in order and under their names, which `terminator` yields."""
+        members = {id(op) for op in ops}
+        outputs = [r for op in ops for r in op.results if any(id(u) not in members for u in r.users)]
+        block = Block([v.type for v in inputs])
+        mapping: dict[Value, Value] = dict(zip(inputs, block.args))
+        for v in inlined:
+            clone = block.append(v.op.clone(fresh_uid=True))
+            clone.result.name = None
+            self.created.append(clone)
+            mapping[v] = clone.result
+        wrapper = Operation(name, inputs, [v.type for v in outputs], attrs, [Region([block])], loc=ops[-1].loc)
+        ops[-1].parent.insert_after(ops[-1], wrapper)
+        self.created.append(wrapper)
+        for op in ops:
+            self.move_to_end(op, block)
+            for i, v in enumerate(op.operands):
+                if v in mapping:
+                    op.set_operand(i, mapping[v])
+        for old, new in zip(outputs, wrapper.results):
+            for use in list(old.uses):
+                if id(use.op) not in members:
+                    self.set_operand(use.op, use.index, new)
+            new.name, old.name = old.name, None
+        self.created.append(block.append(Operation(terminator, outputs)))
+        return wrapper
+
     def fail(self, reason: str) -> bool:
         """Records why a pattern did not apply; returns False for `return rw.fail(...)`."""
         self.failure = reason
@@ -138,10 +183,64 @@ class Rewriter:
 
     @property
     def changed(self) -> bool:
-        return bool(self.created or self.erased or self.modified)
+        return bool(self.created or self.erased or self.modified or self.moved)
 
     def reset(self) -> None:
-        self.created, self.erased, self.modified, self.released, self.failure = [], [], [], [], None
+        self.created, self.erased, self.modified, self.moved, self.released = [], [], [], [], []
+        self.failure = None
+
+    def record(self, rule: str, root: Operation) -> RewriteRecord:
+        """The changes made since the last reset, as one application of `rule` at `root`."""
+        created = {id(o) for o in self.created}
+        erased = {id(o) for o in self.erased}
+        moved = [o.uid for o in dict.fromkeys(self.moved) if id(o) not in created and id(o) not in erased]
+        counted = created | erased | {id(o) for o in self.moved}
+        modified = [o.uid for o in dict.fromkeys(self.modified) if id(o) not in counted and o.parent is not None]
+        kept = [o.uid for o in self.created if id(o) not in erased]
+        return RewriteRecord(rule, root.uid, root.name, kept, [o.uid for o in self.erased], modified, moved)
+
+
+def reorder(block: Block, ops: Sequence[Operation], program: Program, rule: str, log: RewriteLog) -> None:
+    """Puts `ops` (every op of `block` but its terminator) in this order, moving only the ops off a
+    longest run already in order; one rewrite record of `rule` per op moved, rooted at it."""
+    if len(ops) != len(block) - (block.terminator is not None):
+        raise PassError(f"reordering a block of {len(block)} ops: the order names {len(ops)}")
+    position = {id(op): i for i, op in enumerate(block.ops)}
+    kept = _longest_increasing([position[id(op)] for op in ops])
+    anchor, moves = block.terminator, []
+    for i in reversed(range(len(ops))):
+        if i in kept:
+            anchor = ops[i]
+        else:
+            moves.append((ops[i], anchor))
+    rw = Rewriter(program)
+    for op, anchor in reversed(moves):
+        rw.reset()
+        if anchor is None:
+            rw.move_to_end(op, block)
+        else:
+            rw.move_before(op, anchor)
+        log.rewrites.append(rw.record(rule, op))
+
+
+def _longest_increasing(seq: Sequence[int]) -> set[int]:
+    """Indices of one longest strictly increasing subsequence of `seq` (patience sorting)."""
+    tails: list[int] = []                   # tails[k]: index of the smallest end of a run of length k + 1
+    ends: list[int] = []                    # seq[tails[k]]
+    back: list[int] = [-1] * len(seq)
+    for i, x in enumerate(seq):
+        k = bisect.bisect_left(ends, x)
+        back[i] = tails[k - 1] if k else -1
+        if k == len(tails):
+            tails.append(i)
+            ends.append(x)
+        else:
+            tails[k], ends[k] = i, x
+    out, i = set(), tails[-1] if tails else -1
+    while i >= 0:
+        out.add(i)
+        i = back[i]
+    return out
 
 
 class Pattern:
@@ -254,7 +353,7 @@ class GreedyDriver:
     @staticmethod
     def _affected(rw: Rewriter) -> list[Operation]:
         """Ops that may match now: what changed, and the neighbours of what was created."""
-        out = rw.created + rw.modified + rw.released
+        out = rw.created + rw.modified + rw.moved + rw.released
         for op in rw.created:
             for r in op.results:
                 out.extend(r.users)
@@ -276,12 +375,7 @@ class GreedyDriver:
         return False
 
     def _record(self, rule: str, op: Operation, rw: Rewriter) -> None:
-        created = {id(o) for o in rw.created}
-        erased = {id(o) for o in rw.erased}
-        modified = [o.uid for o in dict.fromkeys(rw.modified)
-                    if id(o) not in created and id(o) not in erased and o.parent is not None]
-        kept = [o.uid for o in rw.created if id(o) not in erased]
-        self.log.rewrites.append(RewriteRecord(rule, op.uid, op.name, kept, [o.uid for o in rw.erased], modified))
+        self.log.rewrites.append(rw.record(rule, op))
 
 
 def apply_patterns(program: Program, patterns: Iterable[Pattern], log: RewriteLog | None = None,

@@ -10,10 +10,11 @@ from typing import ClassVar
 
 from ..errors import PassError
 from ..ir.program import Program
+from ..registry import Registry
 from .manager import Pass, PassContext, register_pass
 from .rewriter import Pattern, apply_patterns
 
-RULES: dict[str, Pattern] = {}
+RULES: Registry[str, Pattern] = Registry("rule")
 
 
 class RuleSet:
@@ -22,18 +23,16 @@ class RuleSet:
 
     def __init__(self, name: str, public: bool = True):
         self.name, self.public = name, public
-        self._patterns: dict[str, Pattern] = {}
+        self._patterns: Registry[str, Pattern] = Registry("rule")
 
     def add(self, *patterns: Pattern) -> Pattern:
         """Adds `patterns`; returns the last."""
         for p in patterns:
             if not p.name:
                 raise PassError(f"a pattern of rule set {self.name} has no name")
-            if p.name in self._patterns or (self.public and p.name in RULES):
-                raise PassError(f"rule {p.name!r} is registered twice")
-            self._patterns[p.name] = p
             if self.public:
-                RULES[p.name] = p
+                RULES.add(p.name, p)
+            self._patterns.add(p.name, p)
         return patterns[-1]
 
     def __iter__(self) -> Iterator[Pattern]:

@@ -22,6 +22,7 @@ from ..ir.program import Program
 from ..report import ScheduleRecord
 from .liveness import FIXED, StepGraph, donated_in_place
 from .manager import Pass, PassContext, register_pass
+from .rewriter import reorder
 
 DEFAULT_SYMBOL_VALUE = 64   # size assumed for a symbolic dim when comparing orders at compile time
 
@@ -255,14 +256,6 @@ def compare_orders(g: StepGraph) -> tuple[dict[str, list[int]], dict[str, int], 
     return orders, peaks, source
 
 
-def reorder(program: Program, ops: list) -> None:
-    """Moves the program's steps into the given order (ahead of its return)."""
-    term = program.return_op
-    for op in ops:
-        op.detach()
-        program.body.insert_before(term, op)
-
-
 ORDERS = ("bfs", "dfs", "memory")
 
 
@@ -283,7 +276,7 @@ class Schedule(Pass):
         g = StepGraph(program, bindings, donated_in_place(ctx), ordered=False)
         orders, peaks, source = compare_orders(g)
         chosen = orders[self.order]
-        reorder(program, [g.ops[n] for n in chosen])
+        reorder(program.body, [g.ops[n] for n in chosen], program, f"{self.order}-order", ctx.log)
         uids = {name: [g.ops[n].uid for n in order] for name, order in orders.items()}
         timelines = {name: g.analyze(order).live_bytes() for name, order in orders.items()}
         ctx.report.schedule = ScheduleRecord(uids[self.order], self.order, peaks, uids, timelines=timelines,

@@ -38,9 +38,9 @@ def test_every_np_op_has_a_rule_or_is_marked_without_gradient():
 
 
 def test_a_second_rule_for_an_op_is_refused():
-    with pytest.raises(ValueError, match="np.exp has two gradient rules"):
+    with pytest.raises(ValueError, match="gradient rule 'np.exp' is registered twice"):
         vjp("np.exp")(lambda p, g: [g])
-    with pytest.raises(ValueError, match="np.floor has two gradient rules"):
+    with pytest.raises(ValueError, match="gradient rule 'np.floor' is registered twice"):
         no_gradient("again", "np.floor")
 
 

@@ -141,17 +141,6 @@ def test_inputs_weights_and_outputs_are_never_freed():
     assert all(v.op.name != "np.weight" for v in freed)
 
 
-def test_plan_memory_rejects_bad_options_and_replans_idempotently():
-    program = jl.trace(lambda x: np.exp(x) * 2.0, np.ones(4, np.float32))
-    with pytest.raises(jl.PassError, match="mode must be one of static, dynamic"):
-        jl.opt(program, "plan-memory{mode=somas}")
-    with pytest.raises(jl.PassError, match="alignment must be a power of two"):
-        jl.opt(program, "plan-memory{alignment=48}")
-    once = jl.opt(program, "plan-memory{mode=dynamic}")
-    assert str(jl.opt(once, "plan-memory{mode=dynamic}")) == str(once)
-    assert "mem." not in str(jl.opt(once, "plan-memory{mode=static}"))
-
-
 def test_outputs_that_are_inputs_views_weights_or_repeated():
     w = np.arange(32, dtype=np.float32)
 

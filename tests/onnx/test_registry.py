@@ -64,5 +64,5 @@ def test_lookup_refuses_what_it_cannot_handle():
 
 
 def test_registering_a_version_twice_is_an_error():
-    with pytest.raises(ValueError, match="Relu version 14 has two handlers"):
+    with pytest.raises(ValueError, match="ONNX handler Relu version 14 is registered twice"):
         onnx_op("Relu", 14)(lambda n: None)

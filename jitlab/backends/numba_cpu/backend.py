@@ -18,7 +18,7 @@ from ...dialects.np.writes import is_write
 from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym, evaluate_shape
-from ...report import KernelTiming
+from ...report import FusionKind, KernelTiming
 from ...version import __version__
 from ..base import Backend, Kernel, KernelParam, ParamRole, is_readonly, register_backend
 from ..kernel_cache import KernelCache, default_cache, support_hash
@@ -47,39 +47,39 @@ class NumbaCPUBackend(Backend):
     device = "cpu"
     folds_operand_transposes = True
 
-    def fusion_kind(self, op: Operation) -> str:
+    def fusion_kind(self, op: Operation) -> FusionKind:
         if op.has(Trait.ELEMENTWISE):
-            return "elementwise"
+            return FusionKind.ELEMENTWISE
         if op.name == "np.reshape" and not is_unit_reshape(op):
-            return "view"
+            return FusionKind.VIEW
         if op.name in INDEX_RULES:
-            return "injective"
+            return FusionKind.INJECTIVE
         if op.name in _REDUCE:
-            return "reduction"
+            return FusionKind.REDUCTION
         if is_write(op):
-            return "write"
+            return FusionKind.WRITE
         if op.name in _CONTRACTIONS:
-            return "contraction"
-        return "opaque"
+            return FusionKind.CONTRACTION
+        return FusionKind.OPAQUE
 
     def supports(self, op: Operation) -> str | None:
         for v in list(op.operands) + op.results:
             if v.type.dtype not in NUMBA_DTYPES:
                 return f"{v.type.dtype} is not supported by numba_cpu"
         kind = self.fusion_kind(op)
-        if kind == "elementwise" and op.name not in SCALAR_RULES:
+        if kind == FusionKind.ELEMENTWISE and op.name not in SCALAR_RULES:
             if op.has(Trait.COMPOSITE):
                 return "composite op: the decompose pass turns it into primitives first"
             return f"no scalar rule for {op.name} in numba_cpu"
-        if kind == "injective" and not has_static_offsets(op):
+        if kind == FusionKind.INJECTIVE and not has_static_offsets(op):
             return "a slice with a symbolic start cannot become an index map"
-        if kind == "write" and not all(v.type.is_static for v in list(op.operands) + op.results):
+        if kind == FusionKind.WRITE and not all(v.type.is_static for v in list(op.operands) + op.results):
             return "a write into an array of symbolic shape runs as a numpy library kernel"
-        if kind == "opaque":
+        if kind == FusionKind.OPAQUE:
             if op.has(Trait.COMPOSITE):
                 return "composite op: the decompose pass turns it into primitives first"
             return "no generated kernel for this op: it runs as a numpy library kernel"
-        if kind == "contraction" and op.name == "np.matmul" and not _blas_shaped(op):
+        if kind == FusionKind.CONTRACTION and op.name == "np.matmul" and not _blas_shaped(op):
             return "vector products other than matrix @ vector and vector @ matrix run as numpy library kernels"
         return None
 

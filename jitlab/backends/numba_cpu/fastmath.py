@@ -26,6 +26,7 @@ from decimal import Decimal, localcontext
 import numpy as np
 from numba import njit
 
+from ...registry import Registry
 from .bits import exponent, mantissa, pow2
 
 # FMA contraction only: no-NaN / no-inf / reassociation flags would break the IEEE special
@@ -474,7 +475,8 @@ class MathImpl:
     method: str           # how it computes, for the report
 
 
-TABLE: dict[tuple[str, str, str], MathImpl] = {}
+TABLE: Registry[tuple[str, str, str], MathImpl] = Registry(
+    "fastmath implementation", describe=lambda k: f"{k[0]}{'[' + k[1] + ']' if k[1] else ''} for {k[2]}")
 
 
 def implements(op: str, dtype, ulps: float, method: str, variant: str = "", vectorizes: bool = True):
@@ -482,9 +484,7 @@ def implements(op: str, dtype, ulps: float, method: str, variant: str = "", vect
     key = (op, variant, np.dtype(dtype).name)
 
     def register(fn):
-        if key in TABLE:
-            raise ValueError(f"fastmath: {key} is registered twice")
-        TABLE[key] = MathImpl(op, variant, key[2], fn, ulps, vectorizes, method)
+        TABLE.add(key, MathImpl(op, variant, key[2], fn, ulps, vectorizes, method))
         return fn
 
     return register

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ...ir.core import Operation
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym
+from ...registry import Registry
 
 
 @dataclass(frozen=True)
@@ -37,18 +38,12 @@ class Coord:
 ZERO = Coord(None, 0, 0)
 Map = tuple[Coord, ...]
 IndexRule = Callable[[Operation, Map], list[Map]]
-INDEX_RULES: dict[str, IndexRule] = {}
+INDEX_RULES: Registry[str, IndexRule] = Registry("index rule")
 
 
-def index_rule(*names: str):
+def index_rule(*names: str) -> Callable[[IndexRule], IndexRule]:
     """Registers how an injective or view op maps its result index to its operand's."""
-
-    def register(rule: IndexRule) -> IndexRule:
-        for name in names:
-            INDEX_RULES[name] = rule
-        return rule
-
-    return register
+    return INDEX_RULES.register(*names)
 
 
 def map_vars(m: Map) -> frozenset[str]:

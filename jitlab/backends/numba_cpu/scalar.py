@@ -14,10 +14,11 @@ from collections.abc import Callable
 import numpy as np
 
 from ...ir.core import Operation
+from ...registry import Registry
 from .fastmath import lookup
 
 Rule = Callable[[list[str], dict, "TypeNames"], str]
-SCALAR_RULES: dict[str, Rule] = {}
+SCALAR_RULES: Registry[str, Rule] = Registry("scalar rule")
 
 
 class TypeNames:
@@ -35,17 +36,9 @@ class TypeNames:
         return f"np.{self.out}" if self.out != "bool" else "np.bool_"
 
 
-def scalar(*names: str):
+def scalar(*names: str) -> Callable[[Rule], Rule]:
     """Registers the decorated rule for ops `names` (given without the `np.` prefix)."""
-
-    def register(rule: Rule) -> Rule:
-        for name in names:
-            if f"np.{name}" in SCALAR_RULES:
-                raise ValueError(f"np.{name} has two scalar rules")
-            SCALAR_RULES[f"np.{name}"] = rule
-        return rule
-
-    return register
+    return SCALAR_RULES.register(*(f"np.{name}" for name in names))
 
 
 def _wrap(t: TypeNames, expr: str) -> str:

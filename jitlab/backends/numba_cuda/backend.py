@@ -17,6 +17,7 @@ import numpy as np
 
 from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
+from ...report import FusionKind
 from ..base import Backend, Kernel, KernelParam, register_backend
 from ..numba_cpu.backend import NumbaCPUBackend
 from ..numba_cpu.codegen import reads_result_in_place
@@ -56,7 +57,7 @@ class NumbaCUDABackend(Backend):
     def __init__(self):
         self._cpu = NumbaCPUBackend()
 
-    def fusion_kind(self, op: Operation) -> str:
+    def fusion_kind(self, op: Operation) -> FusionKind:
         return self._cpu.fusion_kind(op)
 
     def supports(self, op: Operation) -> str | None:
@@ -64,16 +65,16 @@ class NumbaCUDABackend(Backend):
         if reason is not None:
             return reason.replace("numba_cpu", "numba_cuda")
         kind = self.fusion_kind(op)
-        if kind == "write":
+        if kind == FusionKind.WRITE:
             return "writes (update_slice, scatters) run as library kernels on numba_cuda"
-        if kind == "contraction" and min(v.type.rank for v in op.operands) < 2:
+        if kind == FusionKind.CONTRACTION and min(v.type.rank for v in op.operands) < 2:
             return "matrix-vector products run as library kernels on numba_cuda"
         dtype = np.dtype(op.results[0].type.dtype)
         if op.name == "np.pow" and dtype.kind == "c":
             return "complex power has no device function in numba.cuda; it runs as a library kernel"
-        if kind == "reduction" and op.name not in ("np.any", "np.all") and dtype not in _SHUFFLED:
+        if kind == FusionKind.REDUCTION and op.name not in ("np.any", "np.all") and dtype not in _SHUFFLED:
             return f"block reductions shuffle 32- and 64-bit values; {dtype} runs as a library kernel"
-        if kind == "contraction" and dtype not in _CONTRACTED:
+        if kind == FusionKind.CONTRACTION and dtype not in _CONTRACTED:
             return f"tiled contractions take int32/int64/float32/float64; {dtype} runs as a library kernel"
         return None
 
