@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import time
 
@@ -14,12 +15,12 @@ from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
 from .passes.manager import INSTRUMENTATION, split_instrumentation
 from .progress import progress
-from .report import CompileReport, CompileTiming, KernelRecord, KernelTiming, snapshot
+from .report import CompileReport, CompileTiming, KernelRecord, KernelTiming, MemoryPlan, snapshot
 from .runtime import (
     compile_pool,
     memexec,  # noqa: F401  (the interpreter's mem op handlers)
 )
-from .runtime.dryrun import parse_bytes
+from .runtime.dryrun import parse_bytes, plan_for_level
 from .runtime.executable import Executable
 from .runtime.o1 import O1Runner
 from .runtime.reference import Interpreter
@@ -117,6 +118,9 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     if memory_limit is not None and level != "O0" and backend_for_target(target).checks_memory_limit \
             and not recompute:
         options["memory_limit"], memory_limit = memory_limit, None
+    replan = functools.partial(_plan_of_compile, level=level, target=target, passes=passes,
+                               engine_passes=engine_passes, limit=memory_limit if recompute else None,
+                               options=dict(options))
     if cached is not None:
         compiled, report = cached
         memory_limit = None if recompute else memory_limit    # as in the compile that stored it
@@ -149,6 +153,8 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
         report.seconds["kernels"] = time.perf_counter() - start
     exe = Executable(compiled, level, target, report, run, source=program, memory_limit=memory_limit,
                      donations=_donations(compiled, donate, run, report))
+    exe.replan = replan
+    exe.donated_in_plan = _donated_in_plan(target, options)
     if memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
         exe.check_memory({})      # static shapes: fail now, before anything runs
     report.timing = _timing(report, program, time.perf_counter() - began, InferClock.seconds - inferred,
@@ -180,6 +186,22 @@ def _cache_entry(program: Program, level: str, target: str, passes: str | None, 
     pipeline = passes if passes is not None else _pipeline(level, target, engine_passes)
     keyed = {k: v for k, v in options.items() if k != "executable_cache"}
     return executable_cache.entry_for(program, level, target, pipeline, dict(keyed, verify_each=verify_each))
+
+
+def _plan_of_compile(program: Program, bindings: dict[str, int], *, level: str, target: str, passes: str | None,
+                     engine_passes: str | None, limit: int | None, options: dict) -> MemoryPlan:
+    """The memory plan a compile of `program` with these settings makes: its passes only, no kernel built."""
+    if limit is not None:
+        compiled, _ = _passes_under_limit(program, level, target, engine_passes, limit, False, {}, options)
+    else:
+        pipeline = passes if passes is not None else _pipeline(level, target, engine_passes)
+        compiled, _ = _run_passes(program, level, target, pipeline, False, {}, options)
+    return plan_for_level(compiled, level, bindings, _donated_in_plan(target, options))
+
+
+def _donated_in_plan(target: str, options: dict) -> tuple[str, ...]:
+    """The donated inputs plan-memory lets outputs live in (passes/liveness.py, donated_in_place)."""
+    return tuple(options.get("donate", ())) if backend_for_target(target).donates_in_place else ()
 
 
 RECOMPUTE_ATTEMPTS = 4
