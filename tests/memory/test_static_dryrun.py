@@ -182,3 +182,24 @@ def test_a_dry_run_names_a_wrong_shape_before_tracing_again():
         exe.dry_run({"x": (8,)})
     with pytest.raises(jl.InputError, match="no input named 'y'"):
         exe.dry_run({"y": (8, 16)})
+
+
+def test_the_slider_varies_the_batch_of_step_params_x_not_the_first_parameter():
+    # batch 16 is also x's width and w1's rows: only x's leading dim can take another size alone
+    exe = jl.compile(jl.trace(train_step, PARAMS, batch(16)), level="O1", target="cpu", progress=False)
+    dry = from_object(exe).build()["dry_run"]
+    assert dry["error"] is None
+    assert [(d["name"], d["base"], d["positions"]) for d in dry["dims"]] == [("x.0", 16, [["x", 0]])]
+    at_64 = next(p for p in dry["plans"] if p["values"]["x.0"] == 64)
+    assert at_64["shapes"]["p.w1"] == [16, 32] and at_64["shapes"]["x"] == [64, 16]
+    oracle = jl.compile(jl.trace(train_step, PARAMS, batch(64)), level="O1", target="cpu", progress=False)
+    assert at_64["peak_bytes"] == oracle.report.memory.peak_bytes
+
+
+def test_inputs_that_share_the_batch_move_together():
+    def fit(p, x, y):
+        return jl.grad(lambda p: np.mean((x @ p["w1"] @ p["w2"] - y) ** 2))(p)
+
+    exe = jl.compile(jl.trace(fit, PARAMS, batch(64), np.ones((64, 3), np.float32)), level="O1", target="cpu")
+    (dim,) = from_object(exe).build()["dry_run"]["dims"]
+    assert dim["name"] == "x.0" and dim["positions"] == [["x", 0], ["y", 0]]
