@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -18,11 +19,12 @@ from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
 from .passes.manager import INSTRUMENTATION, split_instrumentation
 from .progress import progress
-from .report import CompileReport, CompileTiming, KernelRecord, KernelTiming, snapshot
+from .report import CompileReport, CompileTiming, KernelRecord, KernelTiming, MemoryPlan, snapshot
 from .runtime import (
     compile_pool,
     memexec,  # noqa: F401  (the interpreter's mem op handlers)
 )
+from .runtime.dryrun import plan_for_level
 from .runtime.executable import Executable, InPlaceRunner, Runner
 from .runtime.o1 import O1Runner
 from .units import parse_bytes
@@ -157,6 +159,8 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     run = make_runner(compiled, report, opts)
     exe = Executable(compiled, level, opts.target, report, run, source=program, memory_limit=opts.executable_limit,
                      donations=_donations(compiled, run, report, opts))
+    exe.replan = functools.partial(_plan_of_compile, opts=opts)
+    exe.donated_in_plan = _donated_in_plan(opts)
     if exe.memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):
         exe.check_memory({})      # static shapes: fail now, before anything runs
     report.timing = _timing(report, program, time.perf_counter() - began, InferClock.seconds - inferred,
@@ -244,6 +248,21 @@ def _cache_entry(program: Program, opts: CompileOptions):
     keyed = {k: v for k, v in opts.given.items() if k != "executable_cache"}
     return executable_cache.entry_for(program, opts.level, opts.target, pipeline(opts),
                                       dict(keyed, verify_each=opts.verify_each))
+
+
+def _plan_of_compile(program: Program, bindings: dict[str, int], *, opts: CompileOptions) -> MemoryPlan:
+    """The memory plan a compile of `program` with these settings makes: its passes only, no kernel built."""
+    quiet = dataclasses.replace(opts, instrumentation={}, verify_each=False)
+    if quiet.recompute:
+        compiled, _ = _passes_under_limit(program, quiet)
+    else:
+        compiled, _ = _run_passes(program, quiet, pipeline(quiet))
+    return plan_for_level(compiled, opts.level, bindings, _donated_in_plan(opts))
+
+
+def _donated_in_plan(opts: CompileOptions) -> tuple[str, ...]:
+    """The donated inputs plan-memory lets outputs live in (passes/liveness.py, donated_in_place)."""
+    return opts.donate if opts.backend.donates_in_place else ()
 
 
 RECOMPUTE_ATTEMPTS = 4

@@ -87,7 +87,11 @@ export class CompareView {
     this.el.append(h("table", { class: "jl-table jl-cmp" },
       h("thead", {}, h("tr", {}, h("th", {}, ""), labels.map((l) => h("th", {}, l)))),
       h("tbody", {}, ROWS.map(([key, fmt]) => h("tr", {}, h("td", {}, key.replace("_", " ")),
-        columns.map((c, i) => h("td", { class: `jl-num${best(key, i) ? " jl-good" : ""}` }, c[key] === null || c[key] === undefined ? "–" : fmt(c[key]))))))));
+        columns.map((c, i) => h("td", { class: `jl-num${best(key, i) ? " jl-good" : ""}`, title: key === "run_seconds" && c.time_note ? c.time_note : null },
+          c[key] === null || c[key] === undefined ? (key === "run_seconds" && c.time_note ? "not timed" : "–") : fmt(c[key]))))))));
+    // A side without a profile says so, and how to get its time, where a reader looks for it.
+    const notes = columns.map((c, i) => c.time_note ? h("li", {}, `${labels[i]}: ${c.time_note}`) : null).filter(Boolean);
+    if (notes.length) this.el.append(h("ul", { class: "jl-muted jl-timenote" }, notes));
     for (let k = 1; k < labels.length && this.cmp.diffs; k += 1) this.el.append(scopeTable(this.cmp, k), passTable(this.cmp, k));
     // Each side laid out like the Graph view (collapsed, expandable, searchable); selections stay per side.
     const cols = views.map((view, i) => {

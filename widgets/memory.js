@@ -179,10 +179,11 @@ export class MemoryView {
     ctx.on("msg", (msg) => this.onReply(msg));
   }
 
-  summary(mem) {
+  // `view`: what the page knows of a plan beyond the data's shape (planned for another size, its largest buffers, inputs' bytes).
+  summary(mem, view) {
     const item = (label, value) => h("div", { class: "jl-stat" }, h("div", { class: "jl-muted" }, label), h("b", {}, value));
     return h("div", { class: "jl-stats" },
-      item(mem.planned ? "peak (planned; nothing ran)" : "peak", fmtBytes(mem.peak_bytes)),
+      item(view.planned ? "peak (planned; nothing ran)" : "peak", fmtBytes(mem.peak_bytes)),
       typeof mem.overhead_bytes === "number" ? item("of it, pool or arena overhead", fmtBytes(mem.overhead_bytes)) : null,
       item("lower bound (largest live set)", fmtBytes(mem.lower_bound_bytes)),
       item("naive (every buffer apart)", fmtBytes(mem.naive_bytes)),
@@ -193,7 +194,7 @@ export class MemoryView {
   }
 
   // What is live at the peak: activations and temporaries by name, largest first; weights and inputs summed apart.
-  atPeak(mem) {
+  atPeak(mem, view) {
     const step = mem.peak_step;
     if (step === null || step === undefined) return null;
     const live = mem.buffers.filter((b) => b.first <= step && step <= b.last && b.kind !== "view" && !b.alias_of);
@@ -202,9 +203,9 @@ export class MemoryView {
     const row = (b) => h("li", {},
       chip(this.ctx.data.colors[String(b.group)] || "var(--jl-neutral)", `${bufferLabel(this.ctx.data, b)} · ${fmtBytes(b.bytes)}`), " ",
       b.producer !== null ? opLink(this.ctx, b.producer) : null);
-    if (mem.largest) {      // a plan for another size lists only its largest buffers live at the peak, with their bytes at that size
+    if (view.largest) {      // a plan for another size lists only its largest buffers live at the peak, with their bytes at that size
       return h("div", {}, h("h4", {}, `largest buffers live at the peak (step ${step}, planned)`),
-        h("ul", { class: "jl-peaklist" }, mem.largest.map(row)));
+        h("ul", { class: "jl-peaklist" }, view.largest.map(row)));
     }
     const rows = moving.slice(0, 10).map(row);
     const total = (bs) => fmtBytes(bs.reduce((a, b) => a + b.bytes, 0));
@@ -228,7 +229,7 @@ export class MemoryView {
       // The peak is stated once, in the summary below, which shows the plan picked here.
       status.textContent = plan.scale === 1 ? " the compiled size" : " planned for this size; nothing ran";
       this.el.dataset.plan = String(k);
-      if (redraw) this.drawCharts(this.planMemory(plan));
+      if (redraw) this.drawCharts(...this.planMemory(plan));
     };
     const input = h("input", { type: "range", min: 0, max: plans.length - 1, value: start, class: "jl-planslider",
       oninput: (e) => show(Number(e.target.value), true) });
@@ -239,9 +240,10 @@ export class MemoryView {
   planMemory(plan) {
     const byName = new Map(this.mem.buffers.map((b) => [b.name, b]));
     const largest = (plan.live_at_peak || []).map((name, k) => ({ ...(byName.get(name) || { name, kind: "buffer", producer: null }), bytes: plan.live_at_peak_bytes[k] }));
-    return { ...this.mem, largest: plan.scale !== 1 ? largest : null, planned: plan.scale !== 1, peak_bytes: plan.peak_bytes, peak_step: plan.peak_step, lower_bound_bytes: plan.lower_bound_bytes,
-      naive_bytes: plan.naive_bytes, overhead_bytes: plan.overhead_bytes, live_bytes: plan.live_bytes || [], pool: {}, input_bytes: plan.input_bytes || {},
+    const mem = { ...this.mem, peak_bytes: plan.peak_bytes, peak_step: plan.peak_step, lower_bound_bytes: plan.lower_bound_bytes,
+      naive_bytes: plan.naive_bytes, overhead_bytes: plan.overhead_bytes, live_bytes: plan.live_bytes || [], pool: {},
       live_at_peak: plan.live_at_peak || [] };
+    return [mem, { planned: plan.scale !== 1, largest: plan.scale !== 1 ? largest : null, inputBytes: plan.input_bytes || {} }];
   }
 
   dryRun() {
@@ -273,18 +275,18 @@ export class MemoryView {
     if (msg.type !== "dry_run") return;
     if (msg.error) { this.dryStatus.textContent = ` ${msg.error}`; return; }
     this.dryStatus.textContent = ` plan for ${Object.entries(msg.values).map(([k, v]) => `${k}=${v}`).join(", ")} below (nothing ran)`;
-    this.drawCharts({ ...msg.memory, planned: true });
+    this.drawCharts(msg.memory, { planned: true });
   }
 
   // The live curve without what is held for the whole run (weights, inputs): on a real model that is most
   // of the bytes, and the activations would be a flat strip on top of it.
-  movingOnly(mem) {
+  movingOnly(mem, view) {
     const n = mem.live_bytes.length;
     const fixed = new Array(n).fill(0);
     for (const b of mem.buffers) {
       if (!FIXED.has(b.kind) || b.alias_of || b.kind === "view") continue;
       // A plan for another size: weights keep their bytes, inputs have that size's.
-      const bytes = (mem.input_bytes || {})[b.name] ?? b.bytes;
+      const bytes = (view.inputBytes || {})[b.name] ?? b.bytes;
       for (let k = Math.max(0, b.first); k <= Math.min(n - 1, b.last); k += 1) fixed[k] += bytes;
     }
     const live = mem.live_bytes.map((v, k) => Math.max(0, v - fixed[k]));
@@ -292,21 +294,21 @@ export class MemoryView {
     return { mem: { ...mem, live_bytes: live, peak_bytes: top, lower_bound_bytes: null }, held: Math.max(0, ...fixed) };
   }
 
-  drawCharts(mem) {
-    const apart = this.movingOnly(mem);
+  drawCharts(mem, view = {}) {
+    const apart = this.movingOnly(mem, view);
     const split = apart.held > 0;
     if (this.apart === undefined) this.apart = apart.held > 0.5 * Math.max(1, ...mem.live_bytes);
     const shown = split && this.apart ? apart.mem : mem;
     this.timeline = timeline(shown, (step) => this.ctx.setStep(step, "memory"));
     this.gantt = gantt(this.ctx, mem);
     const toggle = split ? h("label", { class: "jl-filter jl-apart" },
-      h("input", { type: "checkbox", checked: this.apart, onchange: (e) => { this.apart = e.target.checked; this.drawCharts(mem); } }),
+      h("input", { type: "checkbox", checked: this.apart, onchange: (e) => { this.apart = e.target.checked; this.drawCharts(mem, view); } }),
       `activations and temporaries only (weights and inputs: ${fmtBytes(apart.held)}, held throughout)`) : null;
     // By category at the compiled size only: a plan for another size carries no buffers of its own.
-    const byCategory = !mem.planned && mem.buffers.some((b) => b.category)
+    const byCategory = !view.planned && mem.buffers.some((b) => b.category)
       ? [h("h4", {}, "live memory by category"), categoryChart(mem, split && this.apart)] : [];
-    this.charts.replaceChildren(this.summary(mem), h("h4", {}, "live memory per step"), toggle, this.timeline.el,
-      ...byCategory, this.atPeak(mem), h("h4", {}, "buffer layout"), this.gantt.el);
+    this.charts.replaceChildren(this.summary(mem, view), h("h4", {}, "live memory per step"), toggle, this.timeline.el,
+      ...byCategory, this.atPeak(mem, view), h("h4", {}, "buffer layout"), this.gantt.el);
     this.gantt.highlight(this.ctx.selection);
     this.moveCursor(this.ctx.step);
   }

@@ -46,12 +46,14 @@ class ExploreAPI:
     def kernels(self, x: Any):
         return self(x, "kernels")
 
-    def compare(self, *xs: Any, args: Sequence[Any] | None = None, labels: Sequence[str] | None = None):
-        """Two or more compilations side by side; `args` (inputs) also times each one."""
+    def compare(self, *xs: Any, args: Sequence[Any] | None = None, labels: Sequence[str] | None = None,
+                repeats: int = 5):
+        """Two or more compilations side by side; with `args` (inputs) each is profiled on them first
+        (`repeats` timed calls), so the view shows its time, its kernels' and its scopes'."""
         from .compare_view import compare_session
         from .widget import Explorer
 
-        session, data = compare_session(xs, args, labels)
+        session, data = compare_session(xs, args, labels, repeats)
         return Explorer(session, data, "compare")
 
     @staticmethod

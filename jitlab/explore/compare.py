@@ -1,19 +1,16 @@
 """The Compare view's figures: what two (or more) compilations did, side by side.
 
 Counts come from the recorded final graph, groups, kernels and memory plan; the run
-time is the profile's when one was recorded, or measured here when inputs are given.
+time is the profile's (jl.explore.compare profiles each side when given inputs).
 """
 
 from __future__ import annotations
 
 import re
-import statistics
-from collections.abc import Sequence
 from typing import Any
 
 from ..ir.dtypes import as_dtype
 from ..report import CompileReport, GraphSnapshot, OpNode
-from ..runtime.profile import timed
 
 _TYPE = re.compile(r"^(\w+)\[(.*)\]$")
 NO_LAUNCH = ("np.weight", "np.constant", "jit.group")
@@ -62,13 +59,7 @@ def bytes_moved(graph: GraphSnapshot, bindings: dict[str, int]) -> int | None:
     return total
 
 
-def time_call(exe, args: Sequence[Any], repeat: int = 5) -> float:
-    """Median seconds of `exe(*args)` after one warm-up call."""
-    exe(*args)
-    return statistics.median(timed(lambda: exe(*args), repeat))
-
-
-def figures(report: CompileReport, run_seconds: float | None = None) -> dict[str, Any]:
+def figures(report: CompileReport) -> dict[str, Any]:
     """One column of the Compare view."""
     graph = report.graph or GraphSnapshot([], [], [], [])
     bindings = report.memory.bindings if report.memory else {}
@@ -78,7 +69,7 @@ def figures(report: CompileReport, run_seconds: float | None = None) -> dict[str
             "bytes_moved": bytes_moved(graph, bindings),
             "peak_bytes": report.memory.peak_bytes if report.memory else None,
             "compile_seconds": sum(report.seconds.values()) if report.seconds else None,
-            "run_seconds": run_seconds if run_seconds is not None else profiled_seconds(report)}
+            "run_seconds": profiled_seconds(report)}
 
 
 def profiled_seconds(report: CompileReport) -> float | None:

@@ -1,13 +1,19 @@
 """Dry-run plans for a range of sizes of each batch-like dim, carried in the page so its
 slider works offline (docs/explorer-data.md, `dry_run`).
 
-The batch-like dims are a symbolic program's symbols, or a static program's leading dim:
-the first input's, and every input's that equals it. All move together: each plan is the level's memory plan for
-the inputs with those dims set to one size, made from types alone (runtime/reinfer.py).
+The batch-like dims are a symbolic program's symbols, or for a static program the leading
+dims of its data inputs: of the inputs' leading dims grouped by size, the group whose
+inputs alone can take another size (the program traces or re-infers with only them changed:
+a weight's dim cannot, its neighbours' dims are tied to it) and that the most values carry
+(a batch runs through every activation; an embedding table's row count through few). `step(params, x)`
+varies x's batch, not the first parameter's rows. All its dims move together: each plan is the
+level's memory plan for the inputs with those dims set to one size, made from types alone
+(runtime/reinfer.py, or the function traced again).
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ..errors import JitlabError
@@ -16,25 +22,55 @@ from ..report import MemoryPlan
 
 MAX_PLANS = 9
 BELOW = 4           # sizes down to 1/16 of the compiled one, the rest above it
+_FOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # executable -> its batch-like dims
 
 
 def batch_dims(exe) -> list[dict[str, Any]]:
-    """The dims the slider moves: symbols with their bound value, else the shared leading dim."""
+    """The dims the slider moves: symbols with their bound value, else the data inputs' leading dim."""
+    if exe not in _FOUND:
+        _FOUND[exe] = _batch_dims(exe)
+    return _FOUND[exe]
+
+
+def _batch_dims(exe) -> list[dict[str, Any]]:
     inputs = list(zip(exe.input_names, (v.type for v in exe.program.inputs)))
     bound = exe.report.memory.bindings if exe.report.memory else {}
     symbols = sorted({s for _, t in inputs for d in t.shape if isinstance(d, Sym) for s in d.symbols})
     if symbols:
         return [{"name": s, "input": None, "axis": None, "base": int(bound.get(s, 1)), "symbol": s,
                  "positions": []} for s in symbols]
-    # The data comes first; inputs that share its leading dim (labels, masks) move with it.
-    first = next((t for _, t in inputs if t.rank >= 1 and t.shape[0] > 0), None)
-    if first is None:
+    groups: dict[int, list[str]] = {}
+    for name, t in inputs:
+        if t.rank >= 1 and t.shape[0] > 0:
+            groups.setdefault(t.shape[0], []).append(name)
+    candidates = [names for names in groups.values()]
+    candidates += [[name] for names in groups.values() if len(names) > 1 for name in names]
+    scored = [(_carried(exe, names, groups), -k, names) for k, names in enumerate(candidates)]
+    carried, _, names = max(scored, default=(0, 0, []))
+    if not carried:
         return []
-    base = first.shape[0]
-    positions = [[name, 0] for name, t in inputs if t.rank >= 1 and t.shape[0] == base]
-    name, axis = positions[0]
-    return [{"name": f"{name}.{axis}", "input": name, "axis": axis, "base": int(base), "symbol": None,
-             "positions": positions}]
+    base = dict(inputs)[names[0]].shape[0]
+    return [{"name": f"{names[0]}.0", "input": names[0], "axis": 0, "base": int(base), "symbol": None,
+             "positions": [[name, 0] for name in names]}]
+
+
+def _carried(exe, names: list[str], groups: dict[int, list[str]]) -> int:
+    """How many values carry these inputs' leading dim once it is given a size no dim has (0 when
+    the program cannot take it: a dim tied to others'); the first input's dim counts when alone."""
+    from ..runtime.dryrun import source_at
+
+    source = exe.source
+    if len(groups) == 1 and len(names) == len(next(iter(groups.values()))):
+        return 1
+    taken = {d for op in source.walk() for r in op.results for d in r.type.shape if isinstance(d, int)}
+    taken |= {d for v in source.inputs for d in v.type.shape if isinstance(d, int)}
+    probe = next(n for n in range(2, max(taken, default=0) + 2) if n not in taken)
+    shapes = {name: (probe, *v.type.shape[1:]) for name, v in zip(exe.input_names, source.inputs) if name in names}
+    try:
+        program, _, _ = source_at(source, shapes, exe.input_names)
+    except JitlabError:
+        return 0
+    return sum(probe in r.type.shape for op in program.walk() for r in op.results)
 
 
 def sizes(base: int) -> list[int]:
@@ -77,7 +113,7 @@ def dry_run_data(exe) -> dict[str, Any] | None:
         return None
     dims = batch_dims(exe)
     plans: list[dict[str, Any]] = []
-    error = None if dims else "no batch-like dim: the inputs share no leading dim"
+    error = None if dims else "no batch-like dim: no input's leading dim can take another size alone"
     base = dims[0]["base"] if dims else 1
     for size in sizes(base) if dims else []:
         values = {d["name"]: max(1, size * d["base"] // base) for d in dims}

@@ -167,7 +167,41 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
     # each new value gets its own input's array (written in place where the plan allows).
     program.set_outputs(new_values + outputs)
     clock.stamp(program)
+    specs = iter(Spec(v.type.shape, v.type.dtype) for v in program.inputs)
+    program.retrace = Retrace(fn, bound.signature, in_tree, [next(specs) if m else x for x, m in zip(leaves, mask)],
+                              program.input_names, fn_name, static_argnums)
     return Traced(program, in_tree, mask, out_tree, mutated)
+
+
+@dataclass
+class Retrace:
+    """Traces the function again with its inputs at other shapes (dry runs at sizes a baked-in
+    constant ties to the traced ones, such as a mean's gradient): inputs are specs, so nothing is
+    allocated and no array op runs; the function's Python code does run again."""
+
+    fn: Callable
+    signature: inspect.Signature
+    in_tree: TreeDef
+    leaves: list            # the arguments' leaves, each input as its Spec (no array is kept)
+    names: list[str]        # the program's input names, in the order of the Specs
+    name: str
+    static_argnums: tuple[int, ...]
+
+    def __call__(self, shapes: dict[str, tuple[int, ...]]) -> Program:
+        """The program traced with these inputs' static dims (by input name) set to the shapes given."""
+        names = iter(self.names)
+        leaves = [_resized(x, shapes.get(next(names))) if isinstance(x, Spec) else x for x in self.leaves]
+        arguments = unflatten(self.in_tree, leaves)
+        arguments = {k: v.value if isinstance(v, _Static) else v for k, v in arguments.items()}
+        bound = inspect.BoundArguments(self.signature, arguments)
+        return trace_function(self.fn, bound.args, bound.kwargs, self.name, None, self.static_argnums).program
+
+
+def _resized(spec: Spec, shape) -> Spec:
+    """`spec` with its static dims from `shape` (its symbols stay symbols)."""
+    if shape is None:
+        return spec
+    return Spec(tuple(d if not isinstance(d, int) else int(n) for d, n in zip(spec.shape, shape)), spec.dtype)
 
 
 def _results(fn: Callable, fn_name: str, ctx: TraceContext, result) -> tuple[list, TreeDef]:

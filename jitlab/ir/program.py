@@ -31,6 +31,8 @@ class Program:
         self.constraints = constraints if constraints is not None else ConstraintSet()
         self.trace_seconds = 0.0      # what the frontend took to make it (tracing, importing a model)
         self.trace_inference_seconds = 0.0   # of which inferring result types
+        # set by the frontend: a callable from shapes by input name to this program traced at them
+        self.retrace = None
 
     @property
     def inputs(self) -> list[Value]:

@@ -26,16 +26,45 @@ def bindings_for_shapes(program: Program, shapes: Mapping[str, Sequence[int]] | 
                         names: Sequence[str] | None = None) -> dict[str, int]:
     """The symbol values that input `shapes` (by input name) give; static inputs may be left out."""
     names = list(names or program.input_names)
+    given = check_shapes(program, shapes, names)
+    bindings = bind_symbols(names, [v.type for v in program.inputs], given, program.constraints)
+    check_dims_nonnegative(program, bindings)
+    return bindings
+
+
+def check_shapes(program: Program, shapes: Mapping[str, Sequence[int]] | None,
+                 names: Sequence[str]) -> list[tuple[int, ...]]:
+    """Each input's shape: the one given (an InputError for an unknown name or a wrong rank), or its static one."""
     shapes = dict(shapes or {})
     unknown = sorted(set(shapes) - set(names))
     if unknown:
         raise InputError(f"dry run: @{program.name} has no input named {', '.join(map(repr, unknown))}; "
                          f"its inputs are {', '.join(names)}")
-    types = [v.type for v in program.inputs]
-    given = [_shape_for(name, t, shapes.get(name)) for name, t in zip(names, types)]
-    bindings = bind_symbols(names, types, given, program.constraints)
-    check_dims_nonnegative(program, bindings)
-    return bindings
+    return [_shape_for(name, v.type, shapes.get(name)) for name, v in zip(names, program.inputs)]
+
+
+def source_at(program: Program, shapes: Mapping[str, Sequence[int]] | None,
+              names: Sequence[str]) -> tuple[Program, dict[str, int], dict[str, int]]:
+    """`program` (not yet compiled) as a compile at these input shapes gets it, the symbol values
+    it needs, and the sizes for messages and views (a replaced static dim named `d512`). A traced
+    function is traced again (frontend/jit.py, Retrace): sizes baked into its ops follow; other
+    programs are re-inferred (runtime/reinfer.py), and a static one is made static again."""
+    from .reinfer import changed_dims, concretize, reinfer, symbols_for
+
+    changed = changed_dims(program, shapes or {}, names)
+    if not changed:
+        bindings = bindings_for_shapes(program, shapes, names)
+        return program, bindings, bindings
+    symbols = symbols_for(changed)
+    if program.retrace is not None:
+        new = program.retrace(dict(shapes))
+        bindings = bindings_for_shapes(new, shapes, names)
+        return new, bindings, {**bindings, **{symbols[pos]: size for pos, (_, size) in changed.items()}}
+    new = reinfer(program, symbols, names)
+    bindings = bindings_for_shapes(new, shapes, names)
+    if all(v.type.is_static for v in program.inputs):
+        return concretize(new, bindings), {}, bindings
+    return new, bindings, bindings
 
 
 def _shape_for(name: str, t: TensorType, shape: Sequence[int] | None) -> tuple[int, ...]:
@@ -52,11 +81,15 @@ def _shape_for(name: str, t: TensorType, shape: Sequence[int] | None) -> tuple[i
     return dims
 
 
-def plan_for_level(program: Program, level: str, bindings: Mapping[str, int] | None = None) -> MemoryPlan:
-    """The memory plan that `level` executes `program` (already compiled for it) with."""
+def plan_for_level(program: Program, level: str, bindings: Mapping[str, int] | None = None,
+                   donate: Sequence[str] = ()) -> MemoryPlan:
+    """The memory plan that `level` executes `program` (already compiled for it) with, outputs
+    written into the `donate` inputs' arrays as plan-memory planned them."""
     if level not in PLANNERS:
         raise JitlabError(f"unknown level {level!r}; levels are {', '.join(PLANNERS)}")
-    return PLANNERS[level](program, bindings)
+    if level == "O2":
+        return static_plan(program, bindings, donate=donate)
+    return dynamic_plan(program, bindings, donate=donate) if level == "O1" else eager_plan(program, bindings)
 
 
 def dry_run(program: Program, shapes: Mapping[str, Sequence[int]] | None = None, level: str = "O1",
@@ -69,14 +102,7 @@ def dry_run(program: Program, shapes: Mapping[str, Sequence[int]] | None = None,
     if not isinstance(program, Program):
         raise JitlabError(f"dry_run takes a jl.Program, got {type(program).__name__} (use exe.dry_run "
                           "for an Executable)")
-    from .reinfer import concretize, with_shapes
-
-    static = all(v.type.is_static for v in program.inputs)
-    program, symbols = with_shapes(program, shapes, program.input_names)
-    bindings = bindings_for_shapes(program, shapes)
-    sizes = bindings
-    if symbols and static:              # traced at other sizes: compile it as if traced at these
-        program, bindings = concretize(program, bindings), {}
+    program, bindings, sizes = source_at(program, shapes, program.input_names)
     ctx = PassContext(target=resolve_target(target), bindings=bindings)
     compiled = PassManager.parse(pipeline_for(level), verify_each=False, snapshots=False).run(program.clone(), ctx)
     plan = plan_for_level(compiled, level, bindings)

@@ -10,7 +10,7 @@ so each executable runs one call at a time (O0, which keeps nothing, runs them a
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Protocol
 
@@ -85,6 +85,10 @@ class Executable:
         self._copies_inputs = level != "O0" and not self._on_device
         self._fit = None if self._on_device else SystemFit(program, level, self._where)
         self._reinferred: dict[tuple, Program] = {}     # dry runs: this program re-inferred, by symbols given
+        # set by the compiler: (program, bindings) -> the plan a compile of it with this one's settings makes
+        self.replan: Callable[[Program, dict[str, int]], MemoryPlan] | None = None
+        self._replanned: dict[tuple, MemoryPlan] = {}   # dry runs compiled anew, by input shapes
+        self.donated_in_plan: tuple[str, ...] = ()     # set by the compiler: what plan-memory was told
 
     @property
     def _where(self) -> str:
@@ -138,7 +142,7 @@ class Executable:
                 if type(results) is not list:
                     results = list(results)
             except MemoryError as e:
-                plan = plan_for_level(self.program, self.level, bindings)
+                plan = self.plan(self.program, bindings)
                 raise out_of_memory(plan, self._where, f"does not fit ({e})", self._input_copies(arrays)) from e
             except InputError as e:
                 raise with_op_lines(e, self.program) from None
@@ -156,14 +160,39 @@ class Executable:
     def dry_run(self, shapes: dict | None = None) -> MemoryPlan:
         """The memory plan of a call with inputs of these shapes (by input name); nothing is
         run or allocated, so the shapes may be far beyond this machine."""
+        from .dryrun import check_shapes
         from .reinfer import concretize
 
-        program, bindings = self.program_for_shapes(shapes)
+        check_shapes(self.program, shapes, self.input_names)
+        try:
+            program, bindings = self.program_for_shapes(shapes)
+        except InputError:
+            # a size baked into an op (a mean's gradient fills [512, 10]): run the passes anew there
+            if self.replan is None:
+                raise
+            return self._replan(shapes)
         if program is not self.program and self._static is not None:      # a static program stays static
-            plan = plan_for_level(concretize(program, bindings), self.level)
+            plan = self.plan(concretize(program, bindings))
             plan.bindings = bindings            # the sizes the dry run put in, for messages and views
             return plan
-        return plan_for_level(program, self.level, bindings)
+        return self.plan(program, bindings)
+
+    def plan(self, program: Program, bindings: dict[str, int] | None = None) -> MemoryPlan:
+        """The plan this executable's level makes for `program` (itself, re-inferred) with its donations."""
+        return plan_for_level(program, self.level, bindings, self.donated_in_plan)
+
+    def _replan(self, shapes: dict) -> MemoryPlan:
+        """The plan of a compile at these shapes: the source traced again (or re-inferred), its passes
+        run with this executable's settings; no kernel is built."""
+        from .dryrun import source_at
+
+        key = tuple(sorted((k, tuple(int(d) for d in v)) for k, v in shapes.items()))
+        if key not in self._replanned:
+            program, bindings, sizes = source_at(self.source, shapes, self.input_names)
+            plan = self.replan(program, bindings)
+            plan.bindings = sizes
+            self._replanned[key] = plan
+        return self._replanned[key]
 
     def program_for_shapes(self, shapes: dict | None) -> tuple[Program, dict[str, int]]:
         """The compiled program with its types for these input shapes (by name), and the symbol
@@ -189,7 +218,7 @@ class Executable:
     def check_memory(self, bindings: dict[str, int]) -> None:
         """Raises OutOfMemoryError when a call with these symbol values would need more than memory_limit."""
         if self.memory_limit is not None:
-            check_budget(plan_for_level(self.program, self.level, bindings), self.memory_limit, self._where)
+            check_budget(self.plan(self.program, bindings), self.memory_limit, self._where)
 
     def __repr__(self) -> str:
         return (f"<Executable @{self.program.name} {self.level} on {self.target}: "

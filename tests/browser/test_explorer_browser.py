@@ -1,5 +1,7 @@
 """The explorer in a real browser: in JupyterLab on the quickstart, and as a saved page."""
 
+import re
+
 import pytest
 
 from tests.explore.fixtures import compiled
@@ -126,3 +128,31 @@ def test_quickstart_in_jupyterlab(page, lab, artifacts):
     screenshots(page, root, artifacts, "jupyterlab")
     page.screenshot(path=str(artifacts / "jupyterlab_page.png"))
     assert page.errors == []
+
+
+def test_compare_page_shows_times_given_inputs_and_says_how_to_get_them_otherwise(page, tmp_path, artifacts):
+    import numpy as np
+
+    import jitlab as jl
+    from jitlab.explore import explore
+
+    def f(x, w):
+        return np.tanh(x @ w).sum(axis=1)
+
+    x, w = np.ones((8, 16), np.float32), np.ones((16, 4), np.float32)
+    program = jl.trace(f, x, w)
+    o1, o0 = jl.compile(program, level="O1"), jl.compile(program, level="O0")
+    for name, args in (("untimed", None), ("timed", (x, w))):
+        page.goto(explore.compare(o1, o0, args=args, repeats=2).save(tmp_path / f"{name}.html").as_uri())
+        table = page.locator(".jl-pane-compare table.jl-cmp")
+        table.wait_for()
+        cells = table.locator("tr", has_text="run seconds").locator("td").all_inner_texts()[1:]
+        notes = page.locator(".jl-pane-compare .jl-timenote")
+        if args is None:
+            assert cells == ["not timed", "not timed"] and "args=(x, ...)" in notes.inner_text()
+        else:
+            assert all(re.search(r"\d", c) for c in cells) and notes.count() == 0
+            times = page.locator(".jl-pane-compare table.jl-cmpscope tr[data-path='']").locator("td").all_inner_texts()
+            assert re.search(r"\d", times[4]) and re.search(r"\d", times[8])
+        page.locator(".jl-pane-compare").screenshot(path=str(artifacts / f"compare_{name}.png"))
+    assert page.errors == [] and page.console_errors == []

@@ -246,6 +246,7 @@ def test_compare_columns_carry_per_scope_figures_and_profiled_time():
     record = jl.profile(o1, X, repeats=2)
     columns = jl.explore.compare(o0, o1).data["compare"]["columns"]
     assert columns[1]["run_seconds"] == record["total"]["median"] and columns[0]["run_seconds"] is None
+    assert "args=" in columns[0]["time_note"] and columns[1]["time_note"] is None
     blocks = columns[1]["scopes"]
     assert blocks["block"]["groups"] >= 1 and blocks["block"]["seconds"] > 0
     assert columns[0]["scopes"]["block"]["groups"] == 0
@@ -253,6 +254,22 @@ def test_compare_columns_carry_per_scope_figures_and_profiled_time():
     assert columns[0]["scopes"]["block"]["peak_bytes"] is None and columns[0]["scopes"][""]["bytes"] is None
     assert blocks["block"]["peak_bytes"] is not None
     assert blocks["block"]["op_count"] > 0 and "block/attn" in blocks
+
+
+def test_compare_given_inputs_profiles_each_side_jitted_functions_with_their_pytrees_too():
+    def step(p, x):
+        return np.tanh(x @ p["w"]).sum()
+
+    p, x = {"w": np.ones((16, 8), np.float32)}, np.ones((4, 16), np.float32)
+    a, b = jl.jit(step, level="O0"), jl.jit(step, level="O1")
+    a(p, x), b(p, x)
+    columns = jl.explore.compare(a, b, args=(p, x), repeats=2).data["compare"]["columns"]
+    for c, f in zip(columns, (a, b)):
+        assert c["run_seconds"] == f.last.report.profile["total"]["median"] > 0 and c["time_note"] is None
+    assert columns[1]["scopes"][""]["seconds"] > 0
+    program = jl.trace(step, p, x)
+    columns = jl.explore.compare(program, b, args=(p, x), repeats=1).data["compare"]["columns"]
+    assert "a Program does not run" in columns[0]["time_note"] and columns[1]["run_seconds"] > 0
 
 
 def _exp_helper(x):

@@ -50,12 +50,18 @@ def test_a_resnet_with_pads_slices_and_concatenations_dry_runs():
     assert exe.dry_run({"x": big.shape}).peak_bytes == peak_at(f, "O1", big)
 
 
-def test_a_size_baked_into_an_op_is_an_input_error_naming_it():
-    def flat(x):
-        return np.tanh(x.reshape(-1))           # traced as a reshape to [401408]
+def flat(x):
+    return np.tanh(x.reshape(-1))           # traced as a reshape to [401408]
 
+
+def test_a_size_baked_into_an_op_is_traced_again():
     exe = jl.compile(jl.trace(flat, x_of(512)), level="O1", target="cpu")
-    with pytest.raises(jl.InputError, match=r"jit\.view: element count of f32\[d512,28,28\] viewed as \[401408\]"):
+    assert exe.dry_run({"x": (64, 28, 28)}).peak_bytes == peak_at(flat, "O1", x_of(64))
+
+
+def test_a_size_baked_into_an_op_of_a_program_without_its_function_is_an_input_error_naming_it():
+    exe = jl.compile(jl.parse(str(jl.trace(flat, x_of(512)))), level="O1", target="cpu")
+    with pytest.raises(jl.InputError, match=r"np\.reshape: element count of f32\[d512,28,28\] reshaped to \[401408\]"):
         exe.dry_run({"x": (64, 28, 28)})
 
 
@@ -122,3 +128,78 @@ def test_o2_plans_at_other_sizes_are_static_ones_that_borrow_outputs_as_a_compil
     assert plan_for_level(concretize(symbolic, {"d1": 1}), "O2").peak_bytes == static.peak_bytes
     # a symbolic plan lends no output's bytes to temporaries: it needs a little more
     assert plan_for_level(symbolic, "O2", {"d1": 1}).peak_bytes > static.peak_bytes
+
+
+PARAMS = {"w1": np.full((16, 32), 0.1, np.float32), "b1": np.zeros(32, np.float32),
+          "w2": np.full((32, 3), 0.1, np.float32), "b2": np.zeros(3, np.float32)}
+
+
+def loss_fn(p, x):
+    h = np.maximum(x @ p["w1"] + p["b1"], 0)
+    return np.mean((h @ p["w2"] + p["b2"]) ** 2)
+
+
+def train_step(p, x):
+    loss, g = jl.value_and_grad(loss_fn)(p, x)
+    return loss, jl.optim.sgd(p, g, 0.1)
+
+
+def batch(n):
+    return np.ones((n, 16), np.float32)
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_a_training_step_dry_runs_at_other_batch_sizes(level):
+    # the mean's gradient is a constant of the traced batch's shape: re-inferring the compiled program
+    # meets it, so the dry run traces the step again and runs the passes
+    exe = jl.compile(jl.trace(train_step, PARAMS, batch(64)), level=level, target="cpu", progress=False)
+    for n in (8, 200):
+        plan = exe.dry_run({"x": (n, 16)})
+        oracle = jl.compile(jl.trace(train_step, PARAMS, batch(n)), level=level, target="cpu", progress=False)
+        assert plan.peak_bytes == oracle.report.memory.peak_bytes, n
+        assert plan.live_bytes == oracle.report.memory.live_bytes
+        assert plan.bindings == {"d64": n}
+    assert exe.dry_run({"x": (64, 16)}).peak_bytes == exe.report.memory.peak_bytes
+    assert jl.dry_run(jl.trace(train_step, PARAMS, batch(64)), {"x": (200, 16)}, level=level,
+                      target="cpu").peak_bytes == exe.dry_run({"x": (200, 16)}).peak_bytes
+
+
+def test_a_jitted_training_step_dry_runs_with_its_donations_and_recomputation():
+    kw = dict(level="O2", donate_argnums=(0,), recompute=True, memory_limit=6000)
+    step = jl.jit(train_step, **kw)
+    step({k: v.copy() for k, v in PARAMS.items()}, batch(64))
+    other = jl.jit(train_step, **kw)
+    other({k: v.copy() for k, v in PARAMS.items()}, batch(256))
+    assert other.last.report.donations and other.last.report.recompute
+    # one peak: a dry run at the compiled size plans the donations as the compile did
+    assert step.last.dry_run().peak_bytes == step.last.report.memory.peak_bytes
+    assert step.last.dry_run({"x": (256, 16)}).peak_bytes == other.last.report.memory.peak_bytes
+
+
+def test_a_dry_run_names_a_wrong_shape_before_tracing_again():
+    exe = jl.compile(jl.trace(train_step, PARAMS, batch(64)), level="O1", target="cpu", progress=False)
+    with pytest.raises(jl.InputError, match="input 'x' is f32\\[64,16\\], got shape \\[8\\]"):
+        exe.dry_run({"x": (8,)})
+    with pytest.raises(jl.InputError, match="no input named 'y'"):
+        exe.dry_run({"y": (8, 16)})
+
+
+def test_the_slider_varies_the_batch_of_step_params_x_not_the_first_parameter():
+    # batch 16 is also x's width and w1's rows: only x's leading dim can take another size alone
+    exe = jl.compile(jl.trace(train_step, PARAMS, batch(16)), level="O1", target="cpu", progress=False)
+    dry = from_object(exe).build()["dry_run"]
+    assert dry["error"] is None
+    assert [(d["name"], d["base"], d["positions"]) for d in dry["dims"]] == [("x.0", 16, [["x", 0]])]
+    at_64 = next(p for p in dry["plans"] if p["values"]["x.0"] == 64)
+    assert at_64["shapes"]["p.w1"] == [16, 32] and at_64["shapes"]["x"] == [64, 16]
+    oracle = jl.compile(jl.trace(train_step, PARAMS, batch(64)), level="O1", target="cpu", progress=False)
+    assert at_64["peak_bytes"] == oracle.report.memory.peak_bytes
+
+
+def test_inputs_that_share_the_batch_move_together():
+    def fit(p, x, y):
+        return jl.grad(lambda p: np.mean((x @ p["w1"] @ p["w2"] - y) ** 2))(p)
+
+    exe = jl.compile(jl.trace(fit, PARAMS, batch(64), np.ones((64, 3), np.float32)), level="O1", target="cpu")
+    (dim,) = from_object(exe).build()["dry_run"]["dims"]
+    assert dim["name"] == "x.0" and dim["positions"] == [["x", 0], ["y", 0]]
