@@ -88,7 +88,7 @@ def torch_namespace():
     import torch
 
     return SimpleNamespace(
-        tanh=torch.tanh, exp=torch.exp, sqrt=torch.sqrt,
+        tanh=torch.tanh, exp=torch.exp, sqrt=torch.sqrt, transpose=lambda x, axes: x.permute(*axes),
         maximum=lambda a, b: torch.clamp_min(a, b), minimum=lambda a, b: torch.clamp_max(a, b),
         max=lambda x, axis, keepdims: torch.amax(x, dim=axis, keepdim=keepdims),
         sum=lambda x, axis, keepdims: torch.sum(x, dim=axis, keepdim=keepdims),

@@ -55,6 +55,29 @@ def mlp_train(x, target, w1, b1, w2, b2, xp=np):
             w2 - lr * (a.T @ d), b2 - lr * xp.sum(d, axis=0, keepdims=False))
 
 
+TRANSFORMER_HEADS = 4
+
+
+def transformer(x, ln1_g, ln1_b, wqkv, bqkv, wo, bo, ln2_g, ln2_b, w1, b1, w2, b2, xp=np):
+    """A pre-norm transformer encoder block on x (seq, d_model): TRANSFORMER_HEADS-head attention
+    and a tanh-gelu MLP, each with a residual connection."""
+    s, d = x.shape
+    dh = d // TRANSFORMER_HEADS
+    qkv = layernorm(x, ln1_g, ln1_b, xp) @ wqkv + bqkv
+    q, k, v = (xp.transpose(qkv[:, i * d:(i + 1) * d].reshape(s, TRANSFORMER_HEADS, dh), (1, 0, 2))
+               for i in range(3))
+    scores = q @ xp.transpose(k, (0, 2, 1)) * (1.0 / math.sqrt(dh))
+    e = xp.exp(scores - xp.max(scores, axis=-1, keepdims=True))
+    attention = xp.transpose(e / xp.sum(e, axis=-1, keepdims=True) @ v, (1, 0, 2)).reshape(s, d)
+    x = x + attention @ wo + bo
+    u = layernorm(x, ln2_g, ln2_b, xp) @ w1 + b1
+    return x + 0.5 * u * (1.0 + xp.tanh(GELU_C * (u + 0.044715 * u * u * u))) @ w2 + b2
+
+
+def _transformer_shapes(seq: int, d: int, d_ff: int) -> list[tuple]:
+    return [(seq, d), (d,), (d,), (d, 3 * d), (3 * d,), (d, d), (d,), (d,), (d,), (d, d_ff), (d_ff,), (d_ff, d), (d,)]
+
+
 TINY_OPS = 500
 
 
@@ -109,6 +132,7 @@ class Benchmark:
     atol: float = 1e-5
     weights: bool = False              # 2-D inputs after the first are weights, scaled by 1/sqrt(fan-in)
     imperative: bool = False           # plain numpy with in-place writes (no xp=): numpy, numba and jitlab run it
+    label: dict[bool, str] | None = None   # quick -> the size column's text, where the shapes are too many to list
 
     def inputs(self, quick: bool, seed: int = 0) -> tuple[np.ndarray, ...]:
         rng = np.random.default_rng(seed)
@@ -122,6 +146,8 @@ class Benchmark:
         return sum(a.nbytes for a in inputs) + output.nbytes
 
     def size(self, quick: bool) -> str:
+        if self.label:
+            return self.label[quick]
         return " ".join("x".join(map(str, s)) for s in self.shapes[quick])
 
 
@@ -137,6 +163,9 @@ SUITE = [
     Benchmark("mlp_train", mlp_train, {False: [(256, 1024), (256, 1024), (1024, 4096), (4096,), (4096, 1024), (1024,)],
                                        True: [(32, 64), (32, 64), (64, 256), (256,), (256, 64), (64,)]}, False,
               rtol=1e-3, atol=1e-3, weights=True),
+    Benchmark("transformer", transformer, {False: _transformer_shapes(128, 256, 1024),
+                                           True: _transformer_shapes(16, 32, 64)}, False, rtol=1e-3, atol=1e-3,
+              weights=True, label={False: "seq 128, d 256, d_ff 1024", True: "seq 16, d 32, d_ff 64"}),
     Benchmark("tiny_500", tiny_chain, {False: [(64,)], True: [(64,)]}, False),
     Benchmark("heat", heat, {False: [(2048, 2048)], True: [(128, 128)]}, True, imperative=True),
     # 8x8 output pixels at both sizes: the loop is unrolled, 64 writes, so compile time stays small

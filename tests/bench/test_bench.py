@@ -174,3 +174,33 @@ def test_starts_in_new_processes_warm_from_the_cold_starts_cache(tmp_path, monke
     cold, warm = result["cold_start"]["breakdown"], result["warm_start"]["breakdown"]
     assert cold["llvm"] > 0 and warm["llvm"] == 0 and warm["passes"] < cold["passes"]
     assert cli.format_breakdowns([bench])[-1].startswith("tiny_500 / jitlab O1: ")
+
+
+def test_memory_bound_rows_give_each_runner_against_the_bound(quick_run):
+    _, data = quick_run
+    text = cli.format_report(data).split("time / streaming lower bound")[1].split("\n\n")[0]
+    for b in data["benchmarks"]:
+        ok = {n: r for n, r in b["results"].items() if r["status"] == "ok"}
+        if b["lower_bound_ms"] is None:
+            assert all("vs_bound" not in r for r in ok.values()) and f"| {b['name']} |" not in text
+            continue
+        for r in ok.values():
+            assert r["vs_bound"] == pytest.approx(r["ms"] / b["lower_bound_ms"])
+        row = next(line for line in text.splitlines() if line.startswith(f"| {b['name']} | {b['lower_bound_ms']:.3f} |"))
+        assert f" {ok['jitlab O1']['vs_bound']:.2f}x |" in row and f" {ok['numpy']['vs_bound']:.2f}x |" in row
+
+
+def test_transformer_block_is_the_zoo_block_on_the_same_weights():
+    from jitlab.bench import models
+
+    bench = suite.by_name(["transformer"])[0]
+    x, g1, b1_, wqkv, bqkv, wo, bo, g2, b2_, w1, b1, w2, b2 = bench.inputs(quick=True)
+    s, d = x.shape
+    h = suite.TRANSFORMER_HEADS
+    qkv = models.layer_norm(x, g1, b1_) @ wqkv + bqkv
+    q, k, v = (qkv[:, i * d:(i + 1) * d].reshape(s, h, d // h).transpose(1, 0, 2) for i in range(3))
+    attn = models.softmax_rows(q @ k.transpose(0, 2, 1) / np.sqrt(d // h)) @ v
+    y = x + attn.transpose(1, 0, 2).reshape(s, d) @ wo + bo
+    y = y + models.gelu_tanh(models.layer_norm(y, g2, b2_) @ w1 + b1) @ w2 + b2
+    np.testing.assert_allclose(bench.fn(x, g1, b1_, wqkv, bqkv, wo, bo, g2, b2_, w1, b1, w2, b2), y,
+                               rtol=1e-4, atol=1e-4)

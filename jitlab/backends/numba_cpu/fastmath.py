@@ -312,10 +312,30 @@ def _tanh_far(F) -> Callable:
     return far
 
 
+def _make_tanh_far_rough(F) -> Callable:
+    # Past the rational's clamp e = e**-2|x| is below 1.4e-7, so 1 - 2e / (1 + e) needs e only to a
+    # few parts in 1e3 to round as tanh does (float32's spacing below 1 is 6e-8), and 2e / (1 + e)
+    # is 2e to within 2e**2 < 4e-14: 2**k times a cubic for 2**r (relative error 6e-4), no division.
+    # The full exp and the division there cost as much as the rational itself (docs/performance.md).
+    m_two_log2e, floor = F(-2 / math.log(2)), F(-40.0)
+    coeffs = _taylor(F, 0, 3, math.log(2))
+    one, two = F(1.0), F(2.0)
+
+    @jit
+    def far(x):
+        """tanh(x) for |x| past the clamp: +-(1 - 2 e**-2|x|), e**-2|x| held above 2**-40."""
+        w = abs(x) * m_two_log2e
+        w = w if w > floor else floor
+        k = np.rint(w)
+        return np.copysign(one - two * (poly(w - k, coeffs) * pow2(k)), x)
+
+    return far
+
+
 def _make_tanh_rational(F) -> Callable:
-    clamp, exp, far = _clamp(F, -_TANH_CLAMP, _TANH_CLAMP), _make_exp(F), _tanh_far(F)
+    clamp, far = _clamp(F, -_TANH_CLAMP, _TANH_CLAMP), _make_tanh_far_rough(F)
     alpha, beta, tiny = _consts(F, *_TANH_ALPHA), _consts(F, *_TANH_BETA), F(_TANH_TINY)
-    m_two, edge = F(-2.0), F(_TANH_CLAMP)
+    edge = F(_TANH_CLAMP)
 
     @jit
     def tanh(x):
@@ -324,7 +344,7 @@ def _make_tanh_rational(F) -> Callable:
         xc = clamp(x)
         x2 = xc * xc
         y = xc * poly(x2, alpha) / poly(x2, beta)
-        y = far(x, exp(m_two * abs(x))) if abs(x) > edge else y
+        y = far(x) if abs(x) > edge else y
         y = x if abs(x) < tiny else y
         return y if x == x else x
 
