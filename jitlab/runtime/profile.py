@@ -18,6 +18,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -130,9 +131,9 @@ def _profile(exe, args: tuple, kwargs: dict, repeats: int, warmup: int) -> dict[
 
 def _steps(exe, args: tuple, bindings: dict[str, int], repeats: int, warmup: int) -> tuple[str, Recorder]:
     """Times every step over `repeats` calls: how depends on the level and the runner."""
+    from ..backends.numba_cpu.o2_runner import O2Runner
     from ..backends.numba_cuda.executor import DeviceExecutor
     from .o1 import O1Runner
-    from .o2 import O2Runner
 
     runner = exe._runner
     if exe.level == "O0":
@@ -188,19 +189,19 @@ def _run_wrapped(exe, args, runner, repeats: int, warmup: int) -> Recorder:
 def _run_o2(exe, args, bindings, repeats: int, warmup: int) -> Recorder:
     """O2: an instrumented runner with one segment per group, each segment call timed."""
     from ..backends.numba_cpu.o2 import compile_program
+    from ..backends.numba_cpu.whole_graph import Fallback, Segment
     from ..report import CompileReport
     from .signature import check_inputs
 
     scratch = CompileReport(program=exe.program.name, level="O2", target=exe.target, memory=exe.report.memory)
     instrumented = compile_program(exe.program, scratch, {"cache": None}, segment_groups=1)
     recorder = Recorder()
-    for k, item in enumerate(instrumented.steps):
-        if isinstance(item, tuple):
-            fn, params = item
-            ops = [op for op in instrumented.items[k].ops if op.name == "jit.group" or op.has(Trait.VIEW)]
-            instrumented.steps[k] = (recorder.timed(k, ops, fn), params)
+    for k, step in enumerate(instrumented.steps):
+        if isinstance(step, Segment):
+            ops = [op for op in step.ops if op.name == "jit.group" or op.has(Trait.VIEW)]
+            instrumented.steps[k] = replace(step, fn=recorder.timed(k, ops, step.fn))
     fallback = instrumented._fallback
-    step_of = {id(item.op): k for k, item in enumerate(instrumented.items) if hasattr(item, "op")}
+    step_of = {id(step.op): k for k, step in enumerate(instrumented.steps) if isinstance(step, Fallback)}
 
     def timed_fallback(op, *rest):          # numpy ops between segments are steps too
         start = recorder.clock()

@@ -1,4 +1,4 @@
-"""The O2 executor: compiled segments over one arena, numpy fallbacks between them.
+"""The CPU backend's O2 executor: compiled segments over one arena, numpy fallbacks between them.
 
 Per binding of the program's symbols it keeps the static memory plan, the arena it
 sizes and the offsets array the segments read. A call passes each segment the arena,
@@ -9,18 +9,22 @@ the symbol values; values a fallback op needs are viewed straight out of the are
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from ..backends.numba_cpu.blas import addresses as blas_addresses
-from ..ir.core import Value
-from ..ir.program import Program
-from ..ir.shapes import evaluate_shape
-from ..report import MemoryPlan
-from .donation import safe_to_donate
-from .o1 import _Buffers, detached
-from .reference import Interpreter
+from ...ir.core import Value
+from ...ir.program import Program
+from ...ir.shapes import evaluate_shape
+from ...report import MemoryPlan
+from ...runtime.donation import safe_to_donate
+from ...runtime.o1 import _Buffers, detached
+from ...runtime.reference import Interpreter
+from ..base import KernelParam, ParamRole
+from .blas import addresses as blas_addresses
+from .whole_graph import Fallback, Segment
 
+_VALUE = ParamRole.VALUE       # read per parameter per call: a global, not an enum attribute lookup
 LAYOUTS_KEPT = 4         # arenas kept, for the most recent bindings of the symbols (plans are kept for all)
 
 
@@ -37,23 +41,22 @@ class _Layout:
 
 
 class O2Runner:
-    """Runs the items of a WholeGraph: segment functions and fallback ops, in order."""
+    """Runs the steps of a WholeGraph: segment functions and fallback ops, in order."""
 
     # A computed result is an output buffer (reused only when no one holds it), a detached
     # fallback result or a constant's copy, never arena memory (runtime/ownership.py).
     fresh_outputs = True
 
-    def __init__(self, program: Program, items: Sequence, module, buffer_index: dict[str, int],
+    def __init__(self, program: Program, items: Sequence[Segment | Fallback], module, buffer_index: dict[str, int],
                  plan: MemoryPlan, planner: Callable[[dict[str, int]], MemoryPlan],
                  constants: dict[str, np.ndarray]):
         self.program = program
         self.values: dict[str, Value] = {v.name: v for v in program.inputs}
         for op in program.body.ops:
             self.values.update({r.name: r for r in op.results})
-        self.items = list(items)         # segments and fallbacks: steps[k] runs items[k]
-        self.steps = [(getattr(module, item.name), [tuple(p.split(":", 1)) if ":" in p else (p, p)
-                                                    for p in item.params])
-                      if hasattr(item, "params") else item for item in items]
+        # each segment with its compiled function from `module`
+        self.steps = [replace(item, fn=getattr(module, item.name)) if isinstance(item, Segment) else item
+                      for item in items]
         self.buffer_index = buffer_index
         self.planner = planner
         self.constants = constants
@@ -61,7 +64,7 @@ class O2Runner:
         self.layouts: dict[tuple, _Layout] = {}        # the most recent bindings' arenas, oldest first
         self.input_names = [v.name for v in program.inputs]
         self.output_names = [v.name for v in program.outputs]
-        produced = {r.name for item in items if hasattr(item, "ops") for op in item.ops for r in op.results}
+        produced = {r.name for item in items if isinstance(item, Segment) for op in item.ops for r in op.results}
         # Root output buffers the runner allocates: those segments write, and those that host
         # temporaries (an output a fallback computes may lend its bytes to values before it).
         roots = [b.name for b in plan.buffers if b.kind == "output" and b.alias_of is None]
@@ -120,27 +123,28 @@ class O2Runner:
         else:
             env.update(zip(self.owned, self.out_buffers.get(bindings)))
         for step in self.steps:
-            if isinstance(step, tuple):
-                fn, params = step
+            if isinstance(step, Segment):
                 # values already at hand (inputs, constants, outputs) are most parameters
-                fn(*[env[p[1]] if p[0] == "v" and p[1] in env else self._arg(p, env, layout, bindings)
-                     for p in params])
+                step.fn(*[env[p.value] if p.role is _VALUE and p.value in env else self._arg(p, env, layout, bindings)
+                          for p in step.params])
             else:
                 self._fallback(step.op, env, layout, bindings)
         return [(env[n] if n in env else self._value(n, env, layout, bindings)).copy() if n in self.constants
                 else env[n] if n in env else self._value(n, env, layout, bindings) for n in self.output_names]
 
-    def _arg(self, param: tuple[str, str], env, layout: _Layout, bindings):
-        kind, name = param
-        if kind == "arena":
+    def _arg(self, param: KernelParam, env, layout: _Layout, bindings):
+        role = param.role
+        if role is ParamRole.ARENA:
             return layout.arena
-        if kind == "offsets":
+        if role is ParamRole.OFFSETS:
             return layout.offsets
-        if kind == "blas":
+        if role is ParamRole.BLAS:
             return blas_addresses()
-        if kind == "b":           # an output's bytes, where the plan lodges temporaries
-            return self._value(name, env, layout, bindings).reshape(-1).view(np.uint8)
-        return bindings[name] if kind == "s" else self._value(name, env, layout, bindings)
+        if role is ParamRole.HOST:
+            return self._value(param.value, env, layout, bindings).reshape(-1).view(np.uint8)
+        if role is ParamRole.SYMBOL:
+            return bindings[param.value]
+        return self._value(param.value, env, layout, bindings)
 
     def _value(self, name: str, env, layout: _Layout, bindings) -> np.ndarray:
         """A value's array: given, produced by a fallback, or viewed where the plan put it."""
