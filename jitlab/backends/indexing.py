@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...ir.core import Operation
-from ...ir.opdef import Trait
-from ...ir.shapes import Sym
+from ..ir.core import Operation
+from ..ir.opdef import Trait
+from ..ir.shapes import Sym
 
 
 @dataclass(frozen=True)
