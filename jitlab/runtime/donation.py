@@ -1,5 +1,5 @@
-"""Donated inputs at call time: whether a donated array may take its output, and handing
-results back in the donated arrays. The plan comes from the IR (passes/donation.py)."""
+"""Donated inputs at call time: handing results back in the donated arrays. The plan comes from
+the IR (passes/donation.py); whether a donated array may take its output is backends/host.py's."""
 
 from __future__ import annotations
 
@@ -8,13 +8,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..passes.donation import Donation
-
-
-def safe_to_donate(arrays: Sequence[np.ndarray], d: Donation) -> bool:
-    """The donated array is a plain writable array and backs no other argument."""
-    a = arrays[d.input]
-    return (type(a) is np.ndarray and a.flags.c_contiguous and a.flags.writeable
-            and not any(j != d.input and np.may_share_memory(a, b) for j, b in enumerate(arrays)))
 
 
 def hand_back(arrays: Sequence[np.ndarray], results: list[np.ndarray], donations: Sequence[Donation]) -> list:

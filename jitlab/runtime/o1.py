@@ -12,51 +12,19 @@ them (`sys.getrefcount`): a result the user holds, or a view of it, is never ove
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
 from ..backends.base import Kernel
+from ..backends.host import OutputBuffers, detached, safe_to_donate
 from ..dialects.reference import concrete_attrs, weight_data
 from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.shapes import evaluate_shape
 from ..report import MemoryPlan
-from .donation import safe_to_donate
 from .pool import MemoryPool
-
-
-class _Buffers:
-    """Output buffers of one step, recycled across calls when no one else holds them."""
-
-    def __init__(self, values: Sequence[Value]):
-        self.types = [v.type for v in values]
-        self.static = [t.shape if t.is_static else None for t in self.types]
-        self.kept: list[np.ndarray | None] = [None] * len(values)
-        self.unshared = 0         # the count getrefcount gives here when only self.kept holds a buffer
-
-    def get(self, bindings: dict[str, int], skip: Container[int] = ()) -> list[np.ndarray | None]:
-        """A buffer per value, None for those in `skip` (written elsewhere this call: their kept
-        buffer is let go, so a donated output does not hold a second copy of its input)."""
-        out = []
-        for k, t in enumerate(self.types):
-            if k in skip:
-                self.kept[k] = None
-                out.append(None)
-                continue
-            shape = self.static[k] or evaluate_shape(t.shape, bindings)
-            buf = self.kept[k]
-            # Any reference beyond the list, this local and getrefcount's argument is a holder
-            # outside: a result the user kept, or a view of one. The count is measured, not
-            # assumed, since what the interpreter counts for locals differs between versions.
-            if buf is None or buf.shape != shape or sys.getrefcount(buf) > self.unshared:
-                buf = np.empty(shape, t.dtype)
-                self.kept[k] = buf
-                self.unshared = sys.getrefcount(buf)
-            out.append(buf)
-        return out
 
 
 class Step:
@@ -74,7 +42,7 @@ class GroupStep(Step):
     def __init__(self, op, ins, outs, kernel: Kernel):
         super().__init__(op, ins, outs)
         self.kernel = kernel
-        self.buffers = _Buffers(op.results)
+        self.buffers = OutputBuffers(op.results)
         # With a dynamic memory plan, the temporaries (a mem.alloc before this op, a mem.free
         # after their last use) come from the runner's pool, placed in their slots before run();
         # results the caller gets stay recycled buffers of their own.
@@ -85,7 +53,7 @@ class GroupStep(Step):
 
     def use_pool(self, temps: list[bool]) -> None:
         self.temps = temps
-        self.buffers = _Buffers([r for r, t in zip(self.op.results, temps) if not t])
+        self.buffers = OutputBuffers([r for r, t in zip(self.op.results, temps) if not t])
         self.kept_index = {k: i for i, k in enumerate(k for k, t in enumerate(temps) if not t)}
 
     def run(self, env, bindings):
@@ -242,21 +210,6 @@ class O1Runner:
             if temp:
                 shape = r.type.shape if r.type.is_static else evaluate_shape(r.type.shape, bindings)
                 env[slot] = live[slot] = self.pool.allocate(shape, r.type.dtype)
-
-
-def detached(value: np.ndarray, args: Sequence[np.ndarray]) -> np.ndarray:
-    """A numpy library result as the plan sees it: its own memory. numpy may answer with a
-    view of an operand (split, transpose), and the plan hands an operand's bytes (a pool or
-    arena buffer) to other values once it dies."""
-    if any(np.may_share_memory(value, a) for a in args):
-        return np.array(value, order="C")
-    return writable(value)
-
-
-def writable(value: np.ndarray) -> np.ndarray:
-    """A numpy result as kernels take it: C-contiguous and writable (a library op may return
-    a read-only view of a constant, or a transposed view)."""
-    return value if value.flags.c_contiguous and value.flags.writeable else np.array(value, order="C")
 
 
 def _constant(program: Program, op: Operation) -> np.ndarray:

@@ -18,7 +18,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -125,21 +125,32 @@ def _profile(exe, args: tuple, kwargs: dict, repeats: int, warmup: int) -> dict[
     return record
 
 
+@runtime_checkable
+class StepProfiler(Protocol):
+    """A runner that times its own steps, where profile cannot wrap them from outside (the CPU
+    backend's O2 program, cuda's launches): it runs `repeats` timed calls after `warmup` ones,
+    filling `recorder` (a Recorder), and says how it timed them."""
+
+    def profile_steps(self, call: Callable[[], object], arrays: list[np.ndarray], bindings: dict[str, int],
+                      repeats: int, warmup: int, recorder: Recorder) -> str: ...
+
+
 def _steps(exe, args: tuple, bindings: dict[str, int], repeats: int, warmup: int) -> tuple[str, Recorder]:
     """Times every step over `repeats` calls: how depends on the level and the runner."""
-    from ..backends.numba_cuda.executor import DeviceExecutor
     from .o1 import O1Runner
-    from .o2 import O2Runner
+    from .signature import check_inputs
 
     runner = exe._runner
     if exe.level == "O0":
         return "steps", _run_o0(exe, args, bindings, repeats, warmup)
     if isinstance(runner, O1Runner):
         return "steps", _run_wrapped(exe, args, runner, repeats, warmup)
-    if isinstance(runner, O2Runner):
-        return "instrumented", _run_o2(exe, args, bindings, repeats, warmup)
-    if isinstance(runner, DeviceExecutor):
-        return "events", _run_device(exe, args, runner, repeats, warmup)
+    if isinstance(runner, StepProfiler):
+        arrays, _ = check_inputs(exe.program, args, exe.input_names)
+        recorder = Recorder()
+        mode = runner.profile_steps(lambda: exe(*args), [np.ascontiguousarray(a) for a in arrays], bindings,
+                                    repeats, warmup, recorder)
+        return mode, recorder
     exe.report.warnings.append(f"profile: {type(runner).__name__} runs steps jitlab cannot time one by one; "
                                "only the whole call is timed")
     return "total", Recorder()
@@ -179,75 +190,6 @@ def _run_wrapped(exe, args, runner, repeats: int, warmup: int) -> Recorder:
     finally:
         for step in runner.steps:
             del step.run
-    return recorder
-
-
-def _run_o2(exe, args, bindings, repeats: int, warmup: int) -> Recorder:
-    """O2: an instrumented runner with one segment per group, each segment call timed."""
-    from ..backends.numba_cpu.o2 import compile_program
-    from ..report import CompileReport
-    from .signature import check_inputs
-
-    scratch = CompileReport(program=exe.program.name, level="O2", target=exe.target, memory=exe.report.memory)
-    instrumented = compile_program(exe.program, scratch, {"cache": None}, segment_groups=1)
-    recorder = Recorder()
-    for k, item in enumerate(instrumented.steps):
-        if isinstance(item, tuple):
-            fn, params = item
-            ops = [op for op in instrumented.items[k].ops if op.name == "jit.group" or op.has(Trait.VIEW)]
-            instrumented.steps[k] = (recorder.timed(k, ops, fn), params)
-    fallback = instrumented._fallback
-    step_of = {id(item.op): k for k, item in enumerate(instrumented.items) if hasattr(item, "op")}
-
-    def timed_fallback(op, *rest):          # numpy ops between segments are steps too
-        start = recorder.clock()
-        fallback(op, *rest)
-        recorder.add(step_of[id(op)], [op], start, recorder.clock() - start)
-
-    instrumented._fallback = timed_fallback
-    arrays, _ = check_inputs(exe.program, args, exe.input_names)
-    arrays = [np.ascontiguousarray(a) for a in arrays]
-    for call in range(warmup + repeats):
-        recorder.begin_call()
-        instrumented(arrays, bindings)
-        if call < warmup:
-            recorder.samples.clear()
-            recorder.starts.clear()
-    return recorder
-
-
-def _run_device(exe, args, runner, repeats: int, warmup: int) -> Recorder:
-    """cuda: an event before and after each step on its stream; the elapsed times after the call."""
-    cuda = runner.cuda
-    recorder = Recorder()
-    index = {id(step): k for k, step in enumerate(runner.steps)}
-    pending: list = []
-    run, sequence = runner._run, runner.sequence
-
-    def timed_run(step, env, bindings):
-        stream = runner.streams[step.stream]
-        start, end = cuda.event(), cuda.event()
-        start.record(stream)
-        run(step, env, bindings)
-        end.record(stream)
-        pending.append((index[id(step)], step, start, end))
-
-    runner._run, runner.sequence = timed_run, None
-    try:
-        for call in range(warmup + repeats):
-            pending.clear()
-            exe(*args)
-            cuda.synchronize()
-            if call < warmup or not pending:
-                continue
-            first = pending[0][2]
-            recorder.begin_call()
-            for k, step, start, end in pending:
-                offset = first.elapsed_time(start) / 1e3          # milliseconds
-                recorder.add(k, [step.op], offset, start.elapsed_time(end) / 1e3, step.stream)
-    finally:
-        del runner._run
-        runner.sequence = sequence
     return recorder
 
 

@@ -103,3 +103,37 @@ def test_contraction_epilogue_takes_the_product_as_an_intermediate():
     [(group, kernel)] = compiled_groups(lambda x: np.tanh(x @ w + 1.0), rand(6, 5))
     assert check_params(group, kernel)[:4] == [(ParamRole.INPUT, 0), (ParamRole.INPUT, 1),
                                                (ParamRole.INTERMEDIATE, 0), (ParamRole.OUTPUT, 0)]
+
+
+def test_o2_segments_take_what_their_params_name():
+    from jitlab.backends.numba_cpu.whole_graph import Fallback, Segment
+
+    w = rand(6, 4)
+
+    def fn(x):
+        a = np.tanh(x @ w) * 2.0
+        b = np.cumsum(a, axis=1)           # no compiled kernel: a fallback between two segments
+        return np.exp(b - a).sum(axis=1), a.reshape(-1)
+
+    x = rand(5, 6)
+    exe = jl.compile(jl.trace(fn, jl.spec(("B", 6), np.float32)), level="O2", target="cpu")
+    for got, want in zip(exe(x), fn(x)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    steps = exe._runner.steps
+    assert [type(s) for s in steps] == [Segment, Fallback, Segment]
+    source = exe.report.kernels[0].source
+    values = {v.name: v for v in exe.program.inputs} | {r.name: r for op in exe.program.body.ops for r in op.results}
+    roles = set()
+    for seg in steps[::2]:
+        assert def_params(source, seg.name) == [p.name for p in seg.params]
+        [sig] = seg.fn.signatures
+        for p, t in zip(seg.params, sig, strict=True):
+            roles.add(p.role)
+            if p.role is ParamRole.SYMBOL:
+                assert str(t) == "int64" and p.value == "B"
+                continue
+            assert (np.dtype(str(t.dtype)), t.ndim) == (p.dtype, p.ndim)
+            if p.role is ParamRole.VALUE:
+                v = values[p.value]
+                assert (p.dtype, p.ndim, p.shape) == (v.type.dtype, v.type.rank, tuple(v.type.shape))
+    assert {ParamRole.ARENA, ParamRole.OFFSETS, ParamRole.BLAS, ParamRole.VALUE, ParamRole.SYMBOL} <= roles

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 
 import jitlab as jl
+from jitlab.backends.numba_cpu.whole_graph import Segment
 from jitlab.bench import models
 from tests.programs import assert_same, programs
 
@@ -175,6 +176,6 @@ def test_kernels_take_shapes_as_arguments_so_one_compile_serves_every_shape():
 
     x, y = rng.standard_normal((4, 8)).astype(np.float32), rng.standard_normal((16, 3)).astype(np.float32)
     exe = check(jl.trace(fn, x, y), [x, y])
-    segment = next(step for step in exe._runner.steps if isinstance(step, tuple))[0]
+    segment = next(step for step in exe._runner.steps if isinstance(step, Segment)).fn
     kernels = [v for k, v in segment.py_func.__globals__.items() if k.startswith("g") and k.endswith("_seq")]
     assert len(kernels) == 1 and len(kernels[0].signatures) == 1, [k.signatures for k in kernels]

@@ -3,7 +3,7 @@
 import numpy as np
 
 import jitlab as jl
-from jitlab.runtime.o2 import LAYOUTS_KEPT
+from jitlab.backends.numba_cpu.o2_runner import LAYOUTS_KEPT
 
 
 def f(x):

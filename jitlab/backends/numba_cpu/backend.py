@@ -21,11 +21,11 @@ from ...ir.shapes import Sym, evaluate_shape
 from ...report import FusionKind, KernelTiming
 from ...version import __version__
 from ..base import Backend, Kernel, KernelParam, ParamRole, is_readonly, register_backend
+from ..indexing import INDEX_RULES, has_static_offsets, is_unit_reshape
 from ..kernel_cache import KernelCache, default_cache, support_hash
 from . import helpers
 from .codegen import _REDUCE, PARALLEL_THRESHOLD, generate, reads_result_in_place
 from .fastmath import TABLE as FASTMATH_TABLE
-from .indexing import INDEX_RULES, has_static_offsets, is_unit_reshape
 from .library import conv2d_into, matmul_into
 from .scalar import SCALAR_RULES, fastmath_name
 from .selection import select

@@ -21,7 +21,7 @@ from ...errors import CompileError
 from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
 from ..base import KernelParam, ParamRole
-from .indexing import ZERO, Coord, Map, map_vars, operand_maps
+from ..indexing import ZERO, Coord, Map, map_vars, operand_maps
 from .scalar import SCALAR_RULES, TypeNames, ctor, literal, wrapping
 
 # Ops worth keeping in a row scratch rather than computing again in a later loop over the row.

@@ -6,16 +6,16 @@ import hashlib
 import time
 from typing import Any
 
-import numba
 import numpy as np
 
 from ...dialects.reference import weight_data
 from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...report import CompileReport, KernelRecord, KernelTiming
-from ...runtime.o2 import O2Runner
+from ..base import ParamRole
 from ..kernel_cache import default_cache
-from .backend import _compile_or_recover, _key_parts_for, is_readonly
+from .backend import _compile_or_recover, _key_parts_for, is_readonly, numba_type
+from .o2_runner import O2Runner
 from .whole_graph import SEGMENT_GROUPS, Fallback, Segment, whole_graph
 
 
@@ -23,20 +23,7 @@ def _signature(program: Program, seg: Segment) -> tuple:
     values = {v.name: v for v in program.inputs}
     for op in program.body.ops:
         values.update({r.name: r for r in op.results})
-    sig = []
-    for p in seg.params:
-        if p == "arena":
-            sig.append(numba.types.Array(numba.uint8, 1, "C"))
-        elif p in ("offsets", "blas"):
-            sig.append(numba.types.Array(numba.int64, 1, "C"))
-        elif p.startswith("b:"):
-            sig.append(numba.types.Array(numba.uint8, 1, "C"))
-        elif p.startswith("s:"):
-            sig.append(numba.types.int64)
-        else:
-            v = values[p[2:]]
-            sig.append(numba.types.Array(numba.from_dtype(v.type.dtype), v.type.rank, "C", readonly=is_readonly(v)))
-    return tuple(sig)
+    return tuple(numba_type(p, p.role is ParamRole.VALUE and is_readonly(values[p.value])) for p in seg.params)
 
 
 def _constants(program: Program) -> dict[str, np.ndarray]:

@@ -14,12 +14,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...ir.shapes import Sym
 from ...report import BufferRecord, MemoryPlan
-from ..base import ParamRole
+from ..base import KernelParam, ParamRole
 from .backend import (
     NUMBA_DTYPES,
     PARALLEL_THRESHOLD,
@@ -34,6 +36,7 @@ from .codegen import GeneratedKernel, generate
 # groups in one segment took minutes to compile cold. Segments of at most this many groups
 # compile in a fraction of that, and the few more calls from Python cost microseconds.
 SEGMENT_GROUPS = 24
+_BYTE, _INT = np.dtype(np.uint8), np.dtype(np.int64)
 
 
 @dataclass
@@ -42,8 +45,8 @@ class Segment:
 
     name: str
     ops: list[Operation]
-    params: list[str]                       # "arena", "offsets", "v:<value>", "s:<symbol>"
-    fn: object = None
+    params: list[KernelParam]               # the arena, offsets, BLAS, values, hosts' bytes, symbols
+    fn: object = None                       # the compiled function, once the runner has it
 
 
 @dataclass
@@ -129,6 +132,8 @@ class _Builder:
         self.sources: list[str] = []
         self.spans: list[tuple[int, int, int, int]] = []   # (group, source index, first, last line in it; 0-based)
         self.symbols = sorted({s for v in program.inputs for s in v.type.symbols})
+        self.values: dict[str, Value] = {v.name: v for v in program.inputs}
+        self.values.update((r.name, r) for op in program.body.ops for r in op.results)
         self.outputs = {v.name for v in program.outputs}
 
     def build(self) -> WholeGraph:
@@ -192,13 +197,20 @@ class _SegmentSource:
             elif op.has(Trait.VIEW):
                 src = self.array(op.operands[0])
                 self._define(op.result, f"{src}.reshape({_shape(op.result.type)})")
-        fixed = ["arena", "offsets"] + (["blas"] if self.blas else [])
-        self.seg.params = (fixed + [f"v:{n}" for n in self.external] + [f"b:{n}" for n in self.hosts]
-                           + [f"s:{s}" for s in self.b.symbols])
-        names = (fixed + [self._param(n) for n in self.external]
-                 + [self._param(n, "b_") for n in self.hosts] + [f"s_{s}" for s in self.b.symbols])
-        header = f"@njit(fastmath=FLAGS, error_model=\"numpy\", cache=True)\ndef {self.seg.name}({', '.join(names)}):"
+        self.seg.params = params = self._params()
+        names = ", ".join(p.name for p in params)
+        header = f"@njit(fastmath=FLAGS, error_model=\"numpy\", cache=True)\ndef {self.seg.name}({names}):"
         return header + "\n" + "\n".join("    " + line for line in self.lines or ["pass"])
+
+    def _params(self) -> list[KernelParam]:
+        params = [KernelParam("arena", ParamRole.ARENA, _BYTE, 1), KernelParam("offsets", ParamRole.OFFSETS, _INT, 1)]
+        if self.blas:
+            params.append(KernelParam("blas", ParamRole.BLAS, _INT, 1))
+        for name in self.external:
+            t = self.b.values[name].type
+            params.append(KernelParam(self._param(name), ParamRole.VALUE, t.dtype, t.rank, tuple(t.shape), value=name))
+        params += [KernelParam(self._param(n, "b_"), ParamRole.HOST, _BYTE, 1, value=n) for n in self.hosts]
+        return params + [KernelParam(f"s_{s}", ParamRole.SYMBOL, _INT, value=s) for s in self.b.symbols]
 
     @staticmethod
     def _param(name: str, prefix: str = "p_") -> str:
@@ -227,7 +239,7 @@ class _SegmentSource:
 
     def _place(self, value: Value, record: BufferRecord) -> str:
         if record.alias_of is not None:
-            source = next(v for v in self._values() if v.name == record.alias_of)
+            source = self.b.values[record.alias_of]
             return self._define(value, f"{self.array(source)}.reshape({_shape(value.type)})")
         slot = self.b.graph.buffer_index.setdefault(value.name, len(self.b.graph.buffer_index))
         # A host output comes in as raw bytes: its own dtype may be one numba cannot type (f16).
@@ -237,14 +249,6 @@ class _SegmentSource:
         dtype = f"np.{value.type.dtype.name}"
         return self._define(value, f"{base}[offsets[{slot}]:offsets[{slot}] + {_size(value.type)}]"
                                    f".view({dtype}).reshape({_shape(value.type)})")
-
-    def _values(self):
-        yield from self.b.program.inputs
-        for op in self.b.program.body.ops:
-            yield from op.results
-
-    def _value(self, name: str) -> Value:
-        return next(v for v in self._values() if v.name == name)
 
     # -- groups ---------------------------------------------------------------------
     def _group(self, op: Operation) -> None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from ...ir.core import Operation, Value
 from ..base import KernelParam
+from ..indexing import Coord, broadcast_map
 from ..numba_cpu.codegen import Plan, normalize
-from ..numba_cpu.indexing import Coord, broadcast_map
 from ..numba_cpu.scalar import literal
 from .codegen import CudaKernelSource
 

@@ -214,6 +214,41 @@ class DeviceExecutor:
         self.stats["downloads"] += len(results)
         return [r.copy_to_host() for r in results]
 
+    def profile_steps(self, call, arrays, bindings: dict[str, int], repeats: int, warmup: int, recorder) -> str:
+        """Profiling (runtime/profile.py's StepProfiler): an event before and after each step on its
+        stream, the elapsed times read after each call; O2's generated launch sequence is set aside
+        so the steps run one by one."""
+        cuda = self.cuda
+        index = {id(step): k for k, step in enumerate(self.steps)}
+        pending: list = []
+        run, sequence = self._run, self.sequence
+
+        def timed_run(step, env, bindings):
+            stream = self.streams[step.stream]
+            start, end = cuda.event(), cuda.event()
+            start.record(stream)
+            run(step, env, bindings)
+            end.record(stream)
+            pending.append((index[id(step)], step, start, end))
+
+        self._run, self.sequence = timed_run, None
+        try:
+            for n in range(warmup + repeats):
+                pending.clear()
+                call()
+                cuda.synchronize()
+                if n < warmup or not pending:
+                    continue
+                first = pending[0][2]
+                recorder.begin_call()
+                for k, step, start, end in pending:
+                    offset = first.elapsed_time(start) / 1e3          # milliseconds
+                    recorder.add(k, [step.op], offset, start.elapsed_time(end) / 1e3, step.stream)
+        finally:
+            del self._run
+            self.sequence = sequence
+        return "events"
+
 
 class _Mixed:
     """The arena for the buffers the static plan placed, one allocation each for the rest."""

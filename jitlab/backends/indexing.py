@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...ir.core import Operation
-from ...ir.opdef import Trait
-from ...ir.shapes import Sym
-from ...registry import Registry
+from ..ir.core import Operation
+from ..ir.opdef import Trait
+from ..ir.shapes import Sym
+from ..registry import Registry
 
 
 @dataclass(frozen=True)

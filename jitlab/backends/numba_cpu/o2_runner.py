@@ -1,4 +1,4 @@
-"""The O2 executor: compiled segments over one arena, numpy fallbacks between them.
+"""The CPU backend's O2 executor: compiled segments over one arena, numpy fallbacks between them.
 
 Per binding of the program's symbols it keeps the static memory plan, the arena it
 sizes and the offsets array the segments read. A call passes each segment the arena,
@@ -9,18 +9,21 @@ the symbol values; values a fallback op needs are viewed straight out of the are
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from ..backends.numba_cpu.blas import addresses as blas_addresses
-from ..dialects.reference import Interpreter
-from ..ir.core import Value
-from ..ir.program import Program
-from ..ir.shapes import evaluate_shape
-from ..report import MemoryPlan
-from .donation import safe_to_donate
-from .o1 import _Buffers, detached
+from ...dialects.reference import Interpreter
+from ...ir.core import Value
+from ...ir.program import Program
+from ...ir.shapes import evaluate_shape
+from ...report import MemoryPlan
+from ..base import KernelParam, ParamRole
+from ..host import OutputBuffers, detached, safe_to_donate
+from .blas import addresses as blas_addresses
+from .whole_graph import Fallback, Segment
 
+_VALUE = ParamRole.VALUE       # read per parameter per call: a global, not an enum attribute lookup
 LAYOUTS_KEPT = 4         # arenas kept, for the most recent bindings of the symbols (plans are kept for all)
 
 
@@ -37,37 +40,36 @@ class _Layout:
 
 
 class O2Runner:
-    """Runs the items of a WholeGraph: segment functions and fallback ops, in order."""
+    """Runs the steps of a WholeGraph: segment functions and fallback ops, in order."""
 
     # A computed result is an output buffer (reused only when no one holds it), a detached
     # fallback result or a constant's copy, never arena memory (runtime/ownership.py).
     fresh_outputs = True
 
-    def __init__(self, program: Program, items: Sequence, module, buffer_index: dict[str, int],
+    def __init__(self, program: Program, items: Sequence[Segment | Fallback], module, buffer_index: dict[str, int],
                  plan: MemoryPlan, planner: Callable[[dict[str, int]], MemoryPlan],
                  constants: dict[str, np.ndarray]):
         self.program = program
         self.values: dict[str, Value] = {v.name: v for v in program.inputs}
         for op in program.body.ops:
             self.values.update({r.name: r for r in op.results})
-        self.items = list(items)         # segments and fallbacks: steps[k] runs items[k]
-        self.steps = [(getattr(module, item.name), [tuple(p.split(":", 1)) if ":" in p else (p, p)
-                                                    for p in item.params])
-                      if hasattr(item, "params") else item for item in items]
+        # each segment with its compiled function from `module`
+        self.steps = [replace(item, fn=getattr(module, item.name)) if isinstance(item, Segment) else item
+                      for item in items]
         self.buffer_index = buffer_index
-        self.planner = planner
+        self.plan, self.planner = plan, planner
         self.constants = constants
         self.plans: dict[tuple, MemoryPlan] = {}       # per binding of the symbols
         self.layouts: dict[tuple, _Layout] = {}        # the most recent bindings' arenas, oldest first
         self.input_names = [v.name for v in program.inputs]
         self.output_names = [v.name for v in program.outputs]
-        produced = {r.name for item in items if hasattr(item, "ops") for op in item.ops for r in op.results}
+        produced = {r.name for item in items if isinstance(item, Segment) for op in item.ops for r in op.results}
         # Root output buffers the runner allocates: those segments write, and those that host
         # temporaries (an output a fallback computes may lend its bytes to values before it).
         roots = [b.name for b in plan.buffers if b.kind == "output" and b.alias_of is None]
         hosts = {b.region for b in plan.buffers}
         self.owned = [n for n in roots if n in produced or n in hosts]
-        self.out_buffers = _Buffers([self.values[n] for n in self.owned])
+        self.out_buffers = OutputBuffers([self.values[n] for n in self.owned])
         self._hosts = hosts
         # Outputs the plan lodges in a donated input's array (memory.py: they own no buffer).
         inputs, outputs = set(self.input_names), set(self.output_names)
@@ -120,27 +122,59 @@ class O2Runner:
         else:
             env.update(zip(self.owned, self.out_buffers.get(bindings)))
         for step in self.steps:
-            if isinstance(step, tuple):
-                fn, params = step
+            if isinstance(step, Segment):
                 # values already at hand (inputs, constants, outputs) are most parameters
-                fn(*[env[p[1]] if p[0] == "v" and p[1] in env else self._arg(p, env, layout, bindings)
-                     for p in params])
+                step.fn(*[env[p.value] if p.role is _VALUE and p.value in env else self._arg(p, env, layout, bindings)
+                          for p in step.params])
             else:
                 self._fallback(step.op, env, layout, bindings)
         return [(env[n] if n in env else self._value(n, env, layout, bindings)).copy() if n in self.constants
                 else env[n] if n in env else self._value(n, env, layout, bindings) for n in self.output_names]
 
-    def _arg(self, param: tuple[str, str], env, layout: _Layout, bindings):
-        kind, name = param
-        if kind == "arena":
+    def profile_steps(self, call, arrays: list[np.ndarray], bindings: dict[str, int], repeats: int, warmup: int,
+                      recorder) -> str:
+        """Profiling (runtime/profile.py's StepProfiler): an instrumented copy of the program with one
+        segment per group, each segment and each numpy fallback between them timed into `recorder`."""
+        from ...ir.opdef import Trait
+        from ...report import CompileReport
+        from .o2 import compile_program
+
+        scratch = CompileReport(program=self.program.name, level="O2", target="cpu", memory=self.plan)
+        instrumented = compile_program(self.program, scratch, {"cache": None}, segment_groups=1)
+        for k, step in enumerate(instrumented.steps):
+            if isinstance(step, Segment):
+                ops = [op for op in step.ops if op.name == "jit.group" or op.has(Trait.VIEW)]
+                instrumented.steps[k] = replace(step, fn=recorder.timed(k, ops, step.fn))
+        fallback = instrumented._fallback
+        step_of = {id(step.op): k for k, step in enumerate(instrumented.steps) if isinstance(step, Fallback)}
+
+        def timed_fallback(op, *rest):          # numpy ops between segments are steps too
+            start = recorder.clock()
+            fallback(op, *rest)
+            recorder.add(step_of[id(op)], [op], start, recorder.clock() - start)
+
+        instrumented._fallback = timed_fallback
+        for n in range(warmup + repeats):
+            recorder.begin_call()
+            instrumented(arrays, bindings)
+            if n < warmup:
+                recorder.samples.clear()
+                recorder.starts.clear()
+        return "instrumented"
+
+    def _arg(self, param: KernelParam, env, layout: _Layout, bindings):
+        role = param.role
+        if role is ParamRole.ARENA:
             return layout.arena
-        if kind == "offsets":
+        if role is ParamRole.OFFSETS:
             return layout.offsets
-        if kind == "blas":
+        if role is ParamRole.BLAS:
             return blas_addresses()
-        if kind == "b":           # an output's bytes, where the plan lodges temporaries
-            return self._value(name, env, layout, bindings).reshape(-1).view(np.uint8)
-        return bindings[name] if kind == "s" else self._value(name, env, layout, bindings)
+        if role is ParamRole.HOST:
+            return self._value(param.value, env, layout, bindings).reshape(-1).view(np.uint8)
+        if role is ParamRole.SYMBOL:
+            return bindings[param.value]
+        return self._value(param.value, env, layout, bindings)
 
     def _value(self, name: str, env, layout: _Layout, bindings) -> np.ndarray:
         """A value's array: given, produced by a fallback, or viewed where the plan put it."""

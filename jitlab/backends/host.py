@@ -1,0 +1,67 @@
+"""What the host runners share (the O1 executor, the CPU backend's O2 runner): output buffers
+recycled across calls, library results detached from their operands, and whether a donated
+array may take its output this call."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Container, Sequence
+
+import numpy as np
+
+from ..ir.core import Value
+from ..ir.shapes import evaluate_shape
+from ..passes.donation import Donation
+
+
+class OutputBuffers:
+    """Output buffers of one step, recycled across calls when no one else holds them."""
+
+    def __init__(self, values: Sequence[Value]):
+        self.types = [v.type for v in values]
+        self.static = [t.shape if t.is_static else None for t in self.types]
+        self.kept: list[np.ndarray | None] = [None] * len(values)
+        self.unshared = 0         # the count getrefcount gives here when only self.kept holds a buffer
+
+    def get(self, bindings: dict[str, int], skip: Container[int] = ()) -> list[np.ndarray | None]:
+        """A buffer per value, None for those in `skip` (written elsewhere this call: their kept
+        buffer is let go, so a donated output does not hold a second copy of its input)."""
+        out = []
+        for k, t in enumerate(self.types):
+            if k in skip:
+                self.kept[k] = None
+                out.append(None)
+                continue
+            shape = self.static[k] or evaluate_shape(t.shape, bindings)
+            buf = self.kept[k]
+            # Any reference beyond the list, this local and getrefcount's argument is a holder
+            # outside: a result the user kept, or a view of one. The count is measured, not
+            # assumed, since what the interpreter counts for locals differs between versions.
+            if buf is None or buf.shape != shape or sys.getrefcount(buf) > self.unshared:
+                buf = np.empty(shape, t.dtype)
+                self.kept[k] = buf
+                self.unshared = sys.getrefcount(buf)
+            out.append(buf)
+        return out
+
+
+def detached(value: np.ndarray, args: Sequence[np.ndarray]) -> np.ndarray:
+    """A numpy library result as the plan sees it: its own memory. numpy may answer with a
+    view of an operand (split, transpose), and the plan hands an operand's bytes (a pool or
+    arena buffer) to other values once it dies."""
+    if any(np.may_share_memory(value, a) for a in args):
+        return np.array(value, order="C")
+    return writable(value)
+
+
+def writable(value: np.ndarray) -> np.ndarray:
+    """A numpy result as kernels take it: C-contiguous and writable (a library op may return
+    a read-only view of a constant, or a transposed view)."""
+    return value if value.flags.c_contiguous and value.flags.writeable else np.array(value, order="C")
+
+
+def safe_to_donate(arrays: Sequence[np.ndarray], d: Donation) -> bool:
+    """The donated array is a plain writable array and backs no other argument."""
+    a = arrays[d.input]
+    return (type(a) is np.ndarray and a.flags.c_contiguous and a.flags.writeable
+            and not any(j != d.input and np.may_share_memory(a, b) for j, b in enumerate(arrays)))
