@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 
 import jitlab as jl
-from jitlab.backends.numba_cpu.whole_graph import Segment
+from jitlab.backends.numba_cpu import whole_graph
+from jitlab.backends.numba_cpu.whole_graph import KernelCall, Segment
 from jitlab.bench import models
 from tests.programs import assert_same, programs
 
@@ -33,6 +34,40 @@ def check(program, inputs, rtol=2e-5, atol=1e-5):
 @given(programs(max_ops=8, special_values=True))
 def test_random_programs_match_o0(case):
     check(case.program, case.inputs)
+
+
+@settings(max_examples=15)
+@given(programs(max_ops=8, special_values=True))
+def test_random_programs_match_o0_with_every_group_calling_its_own_kernel(case):
+    """Every group heavy: the kernels read and write the arena where the plan put their values."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(whole_graph, "HEAVY_ELEMENTS", 0)
+        mp.setattr(whole_graph, "HEAVY_MACS", 0)
+        exe = check(case.program, case.inputs)
+    static = [op for op in exe.program.body.ops if op.name == "jit.group" and all(r.type.is_static for r in op.results)]
+    assert exe.report.stats.get("o2_kernel_calls", 0) == len(static)
+
+
+def test_heavy_groups_call_their_shared_kernels_between_segments():
+    w1 = rng.standard_normal((512, 512)).astype(np.float32) * 0.05
+    w2 = rng.standard_normal((512, 512)).astype(np.float32) * 0.05
+
+    def fn(x, y):
+        h = np.maximum(x @ w1 + 1.0, 0.0)          # 67M multiply-adds: its own kernel
+        g = np.maximum(h @ w2 + 1.0, 0.0)          # the same structure at the same sizes: the same kernel
+        small = np.tanh(y) * 2.0                   # 12 elements: stays in a segment
+        return g, small, small.sum() + y
+
+    x = rng.standard_normal((256, 512)).astype(np.float32)
+    y = rng.standard_normal((3, 4)).astype(np.float32)
+    exe = check(jl.trace(fn, x, y), [x, y], rtol=1e-4, atol=1e-4)
+    assert exe.report.stats["o2_kernel_calls"] >= 2 and exe.report.stats["o2_segments"] >= 1
+    calls = [r for r in exe.report.kernels if r.group is not None]
+    assert calls and all("O2 calls it from Python" in r.choice for r in calls)
+    assert len({r.code for r in calls}) < exe.report.stats["o2_kernel_calls"]     # one compile served both
+    out = exe(x, y)
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(out) for b in out[i + 1:])
+    assert not any(np.shares_memory(a, b) for a in out for b in (x, y, w1, w2))
 
 
 @pytest.mark.parametrize("name", ["chain", "tanh_gelu", "softmax", "layernorm", "mlp", "tiny_chain"])

@@ -16,7 +16,7 @@ from ..base import ParamRole
 from ..kernel_cache import default_cache
 from .backend import _compile_or_recover, _key_parts_for, is_readonly, numba_type
 from .o2_runner import O2Runner
-from .whole_graph import SEGMENT_GROUPS, Fallback, Segment, whole_graph
+from .whole_graph import SEGMENT_GROUPS, Fallback, KernelCall, Segment, whole_graph
 
 
 def _signature(program: Program, seg: Segment) -> tuple:
@@ -36,6 +36,29 @@ def _constants(program: Program) -> dict[str, np.ndarray]:
     return out
 
 
+def _compile_calls(calls: list[KernelCall], report: CompileReport, options: dict[str, Any]) -> None:
+    """Compiles the kernel of each heavy group (the O1 kernel: one compile per structure, shared
+    across sizes and with O1) and records it, groups with equal keys sharing one record."""
+    from .backend import NumbaCPUBackend
+
+    backend, records = NumbaCPUBackend(), {}
+    for call in calls:
+        key = call.op.attrs["key"]
+        if key in records:
+            call.run = records[key][0].run
+            records[key][1].reused_by.append(call.op.attrs["id"])
+            continue
+        kernel = backend.compile_group(call.op, options)
+        call.run = kernel.run
+        record = KernelRecord(key=key, backend=kernel.backend, source=kernel.source,
+                              compile_seconds=kernel.compile_seconds, cache_hit=kernel.cache_hit,
+                              miss_reason=kernel.miss_reason, group=call.op.attrs["id"],
+                              choice=f"{kernel.choice}; O2 calls it from Python between segments ({call.reason})",
+                              timing=kernel.timing or KernelTiming(), code=kernel.code)
+        records[key] = (kernel, record)
+        report.kernels.append(record)
+
+
 def compile_program(program: Program, report: CompileReport, options: dict[str, Any],
                     segment_groups: int = SEGMENT_GROUPS) -> O2Runner:
     """Generates, caches and compiles the segments of `program`; the report says what fell back.
@@ -52,15 +75,19 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
     for seg in segments:
         timing.add(_compile_or_recover(getattr(entry.module, seg.name), _signature(program, seg),
                                        entry.module.__file__))
+    calls = [item for item in graph.items if isinstance(item, KernelCall)]
     fallbacks = [item for item in graph.items if isinstance(item, Fallback)]
     for item in fallbacks:
         report.warnings.append(f"O2: {item.op.name} (%{item.op.results[0].name}) falls back to numpy: {item.reason}")
     report.stats["o2_segments"] = len(segments)
     report.stats["o2_fallbacks"] = len(fallbacks)
-    report.kernels.append(KernelRecord(parts["structure"], "numba_cpu", graph.source, time.perf_counter() - start,
-                                       entry.hit, entry.miss_reason, None,
-                                       f"O2: {len(segments)} compiled segment(s), {len(fallbacks)} numpy fallback(s)",
-                                       group_lines=graph.group_lines, timing=timing))
+    report.stats["o2_kernel_calls"] = len(calls)
+    report.kernels.append(KernelRecord(
+        key=parts["structure"], backend="numba_cpu", source=graph.source, compile_seconds=time.perf_counter() - start,
+        cache_hit=entry.hit, miss_reason=entry.miss_reason, group=None,
+        choice=f"O2: {len(segments)} compiled segment(s), {len(calls)} group(s) calling their own kernel, "
+               f"{len(fallbacks)} numpy fallback(s)", group_lines=graph.group_lines, timing=timing))
+    _compile_calls(calls, report, options)
     bindings = dict(report.memory.bindings) if report.memory else {}
     compile_time = {tuple(sorted(bindings.items())): report.memory}
 

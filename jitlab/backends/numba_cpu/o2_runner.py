@@ -1,9 +1,11 @@
-"""The CPU backend's O2 executor: compiled segments over one arena, numpy fallbacks between them.
+"""The CPU backend's O2 executor: compiled segments over one arena, heavy groups' own kernels and
+numpy fallbacks between them.
 
 Per binding of the program's symbols it keeps the static memory plan, the arena it
 sizes and the offsets array the segments read. A call passes each segment the arena,
 the offsets, the arrays it reads from outside (inputs, weights, earlier results) and
-the symbol values; values a fallback op needs are viewed straight out of the arena.
+the symbol values; the values a heavy group's kernel or a fallback op reads and writes are viewed
+straight out of the arena.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ...report import MemoryPlan
 from ..base import KernelParam, ParamRole
 from ..host import OutputBuffers, detached, safe_to_donate
 from .blas import addresses as blas_addresses
-from .whole_graph import Fallback, Segment
+from .whole_graph import Fallback, KernelCall, Segment
 
 _VALUE = ParamRole.VALUE       # read per parameter per call: a global, not an enum attribute lookup
 LAYOUTS_KEPT = 4         # arenas kept, for the most recent bindings of the symbols (plans are kept for all)
@@ -46,8 +48,8 @@ class O2Runner:
     # fallback result or a constant's copy, never arena memory (runtime/ownership.py).
     fresh_outputs = True
 
-    def __init__(self, program: Program, items: Sequence[Segment | Fallback], module, buffer_index: dict[str, int],
-                 plan: MemoryPlan, planner: Callable[[dict[str, int]], MemoryPlan],
+    def __init__(self, program: Program, items: Sequence[Segment | KernelCall | Fallback], module,
+                 buffer_index: dict[str, int], plan: MemoryPlan, planner: Callable[[dict[str, int]], MemoryPlan],
                  constants: dict[str, np.ndarray]):
         self.program = program
         self.values: dict[str, Value] = {v.name: v for v in program.inputs}
@@ -64,6 +66,7 @@ class O2Runner:
         self.input_names = [v.name for v in program.inputs]
         self.output_names = [v.name for v in program.outputs]
         produced = {r.name for item in items if isinstance(item, Segment) for op in item.ops for r in op.results}
+        produced.update(r.name for item in items if isinstance(item, KernelCall) for r in item.op.results)
         # Root output buffers the runner allocates: those segments write, and those that host
         # temporaries (an output a fallback computes may lend its bytes to values before it).
         roots = [b.name for b in plan.buffers if b.kind == "output" and b.alias_of is None]
@@ -126,6 +129,10 @@ class O2Runner:
                 # values already at hand (inputs, constants, outputs) are most parameters
                 step.fn(*[env[p.value] if p.role is _VALUE and p.value in env else self._arg(p, env, layout, bindings)
                           for p in step.params])
+            elif isinstance(step, KernelCall):
+                # the group's kernel writes its results where the plan put them, as a segment would
+                step.run([self._value(v.name, env, layout, bindings) for v in step.op.operands],
+                         [self._value(r.name, env, layout, bindings) for r in step.op.results], bindings)
             else:
                 self._fallback(step.op, env, layout, bindings)
         return [(env[n] if n in env else self._value(n, env, layout, bindings)).copy() if n in self.constants
@@ -145,6 +152,8 @@ class O2Runner:
             if isinstance(step, Segment):
                 ops = [op for op in step.ops if op.name == "jit.group" or op.has(Trait.VIEW)]
                 instrumented.steps[k] = replace(step, fn=recorder.timed(k, ops, step.fn))
+            elif isinstance(step, KernelCall):
+                instrumented.steps[k] = replace(step, run=recorder.timed(k, [step.op], step.run))
         fallback = instrumented._fallback
         step_of = {id(step.op): k for k, step in enumerate(instrumented.steps) if isinstance(step, Fallback)}
 

@@ -5,13 +5,17 @@ output buffer it borrows). Each maximal run of ops that compile — fused groups
 contractions with their epilogues (BLAS from inside numba), views — becomes one
 `segment` function (up to SEGMENT_GROUPS groups long): a call enters compiled code once
 for the whole run. An op that cannot be compiled ends a segment; it runs with numpy
-between segments, and the report says which op and why. Offsets and symbolic sizes are arguments, so one
+between segments, and the report says which op and why. A group heavy enough that a call from
+Python is nothing next to its work (HEAVY_*) runs its own kernel between segments instead (a
+KernelCall): that kernel is compiled once for every group of its structure, where a segment is
+compiled with every group in it. Offsets and symbolic sizes are arguments, so one
 compiled segment serves every binding of the program's symbols.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +40,15 @@ from .codegen import GeneratedKernel, generate
 # groups in one segment took minutes to compile cold. Segments of at most this many groups
 # compile in a fraction of that, and the few more calls from Python cost microseconds.
 SEGMENT_GROUPS = 24
+
+# A group doing at least this much work runs its own kernel from Python (a KernelCall) instead
+# of inside a segment: the call costs a few microseconds, a few percent of the group's time at most
+# (about 0.1 ms of work at these sizes on this machine's cores), and the
+# kernel is the one compiled for every group of its structure whatever its sizes (ResNet-50's
+# conv epilogues: a handful of compiles), where a segment is compiled anew with every group in it
+# inlined (LLVM re-optimizes each callee in each segment: most of O2's compile time).
+HEAVY_ELEMENTS = 1 << 18         # elements a group's largest result holds
+HEAVY_MACS = 1 << 22             # multiply-adds of a contraction
 _BYTE, _INT = np.dtype(np.uint8), np.dtype(np.int64)
 
 
@@ -55,6 +68,15 @@ class Fallback:
 
     op: Operation
     reason: str
+
+
+@dataclass
+class KernelCall:
+    """A group heavy enough to run its own shared kernel, called from Python between segments."""
+
+    op: Operation
+    run: Callable | None = None     # the compiled Kernel's run(inputs, outputs, bindings)
+    reason: str = ""
 
 
 @dataclass
@@ -83,6 +105,31 @@ def why_not_compiled(op: Operation) -> str | None:
     if op.has(Trait.VIEW) or op.has(Trait.CONSTANT) or op.name in ("np.weight", "func.return"):
         return None
     return f"{op.name} has no compiled kernel; it runs with numpy between compiled segments"
+
+
+def heavy_group(op: Operation) -> str | None:
+    """Why a group runs its own kernel from Python rather than inside a segment (HEAVY_*), or None."""
+    results = [r.type for r in op.results]
+    if not results or not all(t.is_static for t in results):
+        return None
+    con = next((o for o in op.block.ops if o.has(Trait.CONTRACTION)), None)
+    if con is not None and all(v.type.is_static for v in con.operands):
+        macs = _macs(con)
+        if macs >= HEAVY_MACS:
+            return f"{con.name} of {macs:,} multiply-adds"
+    elements = max(math.prod(t.shape) for t in results)
+    if elements >= HEAVY_ELEMENTS:
+        return f"{elements:,} elements"
+    return None
+
+
+def _macs(con: Operation) -> int:
+    """Multiply-adds of a static matmul or convolution: its result's size times the reduced length."""
+    out = math.prod(con.result.type.shape)
+    if con.name == "np.conv2d":
+        w = con.operands[1].type.shape          # (out channels, in channels per group, kh, kw)
+        return out * math.prod(w[1:])
+    return out * con.operands[0].type.shape[-1]
 
 
 def _dot_ok(con: Operation) -> bool:
@@ -142,6 +189,12 @@ class _Builder:
             if op.has(Trait.TERMINATOR):
                 continue
             reason = why_not_compiled(op)
+            heavy = heavy_group(op) if reason is None and op.name == "jit.group" else None
+            if heavy is not None:
+                self._close(run)
+                run = []
+                self.graph.items.append(KernelCall(op, reason=heavy))
+                continue
             if reason is None:
                 run.append(op)
                 if sum(o.name == "jit.group" for o in run) >= self.segment_groups:
