@@ -10,7 +10,7 @@ from hypothesis import given, settings
 
 import jitlab as jl
 from jitlab.backends.numba_cpu import whole_graph
-from jitlab.backends.numba_cpu.whole_graph import KernelCall, Segment
+from jitlab.backends.numba_cpu.whole_graph import Segment
 from jitlab.bench import models
 from tests.programs import assert_same, programs
 
