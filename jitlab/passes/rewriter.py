@@ -272,7 +272,8 @@ class GreedyDriver:
             if rw.changed:
                 raise PassError(f"pattern {pattern.name} changed the IR at {op.name} but reported no match")
             if self.record_misses and rw.failure:
-                self._misses[(pattern.name, op.uid)] = RuleMiss(pattern.name, op.uid, op.name, rw.failure)
+                self._misses[(pattern.name, op.uid)] = RuleMiss(rule=pattern.name, op=op.uid, op_name=op.name,
+                                                                  reason=rw.failure)
         return False
 
     def _record(self, rule: str, op: Operation, rw: Rewriter) -> None:
@@ -281,7 +282,8 @@ class GreedyDriver:
         modified = [o.uid for o in dict.fromkeys(rw.modified)
                     if id(o) not in created and id(o) not in erased and o.parent is not None]
         kept = [o.uid for o in rw.created if id(o) not in erased]
-        self.log.rewrites.append(RewriteRecord(rule, op.uid, op.name, kept, [o.uid for o in rw.erased], modified))
+        self.log.rewrites.append(RewriteRecord(rule=rule, root=op.uid, root_name=op.name, created=kept,
+                                               erased=[o.uid for o in rw.erased], modified=modified))
 
 
 def apply_patterns(program: Program, patterns: Iterable[Pattern], log: RewriteLog | None = None,

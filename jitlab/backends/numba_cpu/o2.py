@@ -70,10 +70,11 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
         report.warnings.append(f"O2: {item.op.name} (%{item.op.results[0].name}) falls back to numpy: {item.reason}")
     report.stats["o2_segments"] = len(segments)
     report.stats["o2_fallbacks"] = len(fallbacks)
-    report.kernels.append(KernelRecord(parts["structure"], "numba_cpu", graph.source, time.perf_counter() - start,
-                                       entry.hit, entry.miss_reason, None,
-                                       f"O2: {len(segments)} compiled segment(s), {len(fallbacks)} numpy fallback(s)",
-                                       group_lines=graph.group_lines, timing=timing))
+    report.kernels.append(KernelRecord(
+        key=parts["structure"], backend="numba_cpu", source=graph.source, compile_seconds=time.perf_counter() - start,
+        cache_hit=entry.hit, miss_reason=entry.miss_reason,
+        choice=f"O2: {len(segments)} compiled segment(s), {len(fallbacks)} numpy fallback(s)",
+        group_lines=graph.group_lines, timing=timing))
     bindings = dict(report.memory.bindings) if report.memory else {}
     compile_time = {tuple(sorted(bindings.items())): report.memory}
 
