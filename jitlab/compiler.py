@@ -430,7 +430,9 @@ def _op_names(group) -> list[str]:
 def opt(program: Program, pipeline: str, verify_each: bool = True, report: CompileReport | None = None,
         **options) -> Program:
     """Runs a pass pipeline on a copy of `program`, as mlir-opt does, and returns the result;
-    each pass run is appended to `report.passes` when a report is given."""
+    each pass run is appended to `report.passes` when a report is given. Options: the pass
+    manager's (print_after_all...), and the pass context's target, donate, bindings,
+    memory_limit and streams."""
     if not isinstance(program, Program):
         raise JitlabError(f"jl.opt takes a jl.Program, got {type(program).__name__}")
     instrumentation, options = split_instrumentation(options)
@@ -438,6 +440,10 @@ def opt(program: Program, pipeline: str, verify_each: bool = True, report: Compi
     if unknown:
         raise JitlabError(f"jl.opt: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
                           f"it takes target, {', '.join(PASS_OPTIONS)} and {', '.join(INSTRUMENTATION)}")
+    if "donate" in options:
+        options["donate"] = tuple(options["donate"])
+    if options.get("memory_limit") is not None:
+        options["memory_limit"] = parse_bytes(options["memory_limit"])
     ctx = PassContext(report=report if report is not None else CompileReport(program=program.name),
                       backends=backend_for_target, **options)
     return PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(program.clone(), ctx)
