@@ -19,7 +19,16 @@ from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
 from .passes.manager import INSTRUMENTATION, split_instrumentation
 from .progress import progress
-from .report import CompileReport, CompileTiming, KernelRecord, KernelTiming, MemoryPlan, snapshot
+from .report import (
+    CompileReport,
+    CompileTiming,
+    DonationRecord,
+    KernelRecord,
+    KernelTiming,
+    MemoryPlan,
+    RecomputeAttempt,
+    snapshot,
+)
 from .runtime import (
     compile_pool,
     memexec,  # noqa: F401  (the interpreter's mem op handlers)
@@ -288,16 +297,17 @@ def _passes_under_limit(program: Program, opts: CompileOptions) -> tuple[Program
         passes = pipeline(opts, (f"recompute{{limit={target_bytes}}}",))
         compiled, report = _run_passes(program, opts, passes)
         planned = report.memory.peak_bytes if report.memory is not None else None
-        attempts.append({"target_bytes": target_bytes, "planned_peak_bytes": planned})
-        record = report.recompute or {}
+        attempts.append(RecomputeAttempt(target_bytes=target_bytes, planned_peak_bytes=planned))
+        reached = report.recompute is not None and report.recompute.reached
         # a target lowered to nothing is out of reach (the plan's overhead alone is over the limit)
-        if planned is None or planned <= limit or not record.get("reached") or len(attempts) == RECOMPUTE_ATTEMPTS \
+        if planned is None or planned <= limit or not reached or len(attempts) == RECOMPUTE_ATTEMPTS \
                 or target_bytes <= planned - limit:
             break
         target_bytes -= planned - limit
     if report.recompute is not None:
-        report.recompute.update(limit_bytes=limit, planned_peak_bytes=planned, attempts=attempts)
-    if planned is not None and planned > limit and record.get("reached"):
+        report.recompute.limit_bytes, report.recompute.planned_peak_bytes = limit, planned
+        report.recompute.attempts = attempts
+    if planned is not None and planned > limit and reached:
         report.warnings.append(f"recompute: the memory plan's peak is {planned} bytes, over the limit of {limit} "
                                f"after {len(attempts)} attempt(s) lowering the pass's target")
     return compiled, report
@@ -315,7 +325,7 @@ def _donations(compiled: Program, run: Runner, report: CompileReport, opts: Comp
     donations = plan_donations(compiled, opts.donate, in_place=in_place)
     if in_place:
         cast(InPlaceRunner, run).donate(compiled, [d for d in donations if d.mode == "in place"])
-    report.donations = [dataclasses.asdict(d) for d in donations]
+    report.donations = [DonationRecord(**dataclasses.asdict(d)) for d in donations]
     return donations
 
 
@@ -365,8 +375,9 @@ def _record_kernels(groups: list, ready: dict[str, Kernel], elsewhere: set[str],
         if key in records:
             records[key].reused_by.append(op.attrs["id"])
             continue
-        records[key] = KernelRecord(op.attrs["key"], kernel.backend, kernel.source, kernel.compile_seconds,
-                                    kernel.cache_hit, kernel.miss_reason, op.attrs["id"], kernel.choice,
+        records[key] = KernelRecord(key=op.attrs["key"], backend=kernel.backend, source=kernel.source,
+                                    compile_seconds=kernel.compile_seconds, cache_hit=kernel.cache_hit,
+                                    miss_reason=kernel.miss_reason, group=op.attrs["id"], choice=kernel.choice,
                                     timing=kernel.timing or KernelTiming(), worker=key in elsewhere,
                                     code=kernel.code)
         report.kernels.append(records[key])
@@ -425,7 +436,9 @@ def _op_names(group) -> list[str]:
 def opt(program: Program, pipeline: str, verify_each: bool = True, report: CompileReport | None = None,
         **options) -> Program:
     """Runs a pass pipeline on a copy of `program`, as mlir-opt does, and returns the result;
-    each pass run is appended to `report.passes` when a report is given."""
+    each pass run is appended to `report.passes` when a report is given. Options: the pass
+    manager's (print_after_all...), and the pass context's target, donate, bindings,
+    memory_limit and streams."""
     if not isinstance(program, Program):
         raise JitlabError(f"jl.opt takes a jl.Program, got {type(program).__name__}")
     instrumentation, options = split_instrumentation(options)
@@ -433,6 +446,10 @@ def opt(program: Program, pipeline: str, verify_each: bool = True, report: Compi
     if unknown:
         raise JitlabError(f"jl.opt: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
                           f"it takes target, {', '.join(PASS_OPTIONS)} and {', '.join(INSTRUMENTATION)}")
+    if "donate" in options:
+        options["donate"] = tuple(options["donate"])
+    if options.get("memory_limit") is not None:
+        options["memory_limit"] = parse_bytes(options["memory_limit"])
     ctx = PassContext(report=report if report is not None else CompileReport(program=program.name),
                       backends=backend_for_target, **options)
     return PassManager.parse(pipeline, verify_each=verify_each, **instrumentation).run(program.clone(), ctx)

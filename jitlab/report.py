@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
+@dataclass(kw_only=True)
 class OpNode:
     """One op of a graph snapshot: enough to draw and link it, nothing to recompute."""
 
@@ -33,7 +33,7 @@ class OpNode:
     function: str = ""            # the function (or ONNX node) that made it
 
 
-@dataclass
+@dataclass(kw_only=True)
 class GraphSnapshot:
     """A program's ops in order (group bodies flattened in, tagged with their group)."""
 
@@ -43,7 +43,7 @@ class GraphSnapshot:
     nodes: list[OpNode]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RewriteRecord:
     """One applied rewrite: which rule, at which root op, what it created and erased."""
 
@@ -56,7 +56,7 @@ class RewriteRecord:
     moved: list[int] = field(default_factory=list)      # ops moved (to another place or into a region), uids kept
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RuleMiss:
     """A rule tried at an op that did not apply, and the first constraint that failed."""
 
@@ -66,7 +66,7 @@ class RuleMiss:
     reason: str
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PassRecord:
     """One run of one pass."""
 
@@ -85,7 +85,7 @@ class PassRecord:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FoldedWeight:
     """A value the fold-weights pass computed at compile time: now a weight (or, small, a constant)."""
 
@@ -97,7 +97,7 @@ class FoldedWeight:
     op: int = 0                   # uid of the np.weight (np.constant) op that holds it
 
 
-@dataclass
+@dataclass(kw_only=True)
 class WeightFolding:
     """What fold-weights computed once at compile time instead of at every call, and its cost in bytes."""
 
@@ -129,7 +129,7 @@ class FusionKind(str, enum.Enum):
         return format(self.value, spec)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class GroupRecord:
     """A fused group: its ops (uids), kind, backend and kernel key."""
 
@@ -143,7 +143,7 @@ class GroupRecord:
     outputs: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Rejection:
     """An op left out of every group, and why."""
 
@@ -152,7 +152,7 @@ class Rejection:
     reason: str
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FusionDecision:
     """Why two neighbouring ops (producer -> consumer) were or were not fused."""
 
@@ -162,7 +162,7 @@ class FusionDecision:
     reason: str
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ScheduleRecord:
     """The execution order used and the peak memory of every order compared."""
 
@@ -175,7 +175,7 @@ class ScheduleRecord:
     source: str = ""              # which candidate the memory-aware order came from
 
 
-@dataclass
+@dataclass(kw_only=True)
 class StreamEvent:
     """A cross-stream dependency: `consumer` waits for an event recorded after `producer`."""
 
@@ -185,7 +185,7 @@ class StreamEvent:
     to_stream: int
 
 
-@dataclass
+@dataclass(kw_only=True)
 class StreamPlan:
     """Which stream each top-level op runs on (`ops[k]` on `stream_of[k]`) and the events between streams."""
 
@@ -198,7 +198,7 @@ class StreamPlan:
         return self.stream_of[self.ops.index(uid)] if uid in self.ops else 0
 
 
-@dataclass
+@dataclass(kw_only=True)
 class BufferRecord:
     """One buffer of the memory plan: where and when it lives."""
 
@@ -216,7 +216,7 @@ class BufferRecord:
     role: str = ""                # "activation": made by a forward op, kept for a backward op
 
 
-@dataclass
+@dataclass(kw_only=True)
 class MemoryPlan:
     """Peak, bounds and per-buffer placement of a schedule's memory."""
 
@@ -258,7 +258,43 @@ class MemoryPlan:
         return sorted(live, key=lambda b: -b.bytes)[:n]
 
 
-@dataclass
+@dataclass(kw_only=True)
+class DonationRecord:
+    """An output written into a donated input's array: `output` (index and name) takes the array
+    of input `input`, in place or copied in at the end (runtime/donation.py)."""
+
+    output: int
+    output_name: str
+    input: int
+    input_name: str
+    mode: str = "copy"            # "in place" (written directly) or "copy" (copied in at the end)
+    bytes: int = 0
+
+
+@dataclass(kw_only=True)
+class RecomputeAttempt:
+    """One run of the pipeline under a memory limit: the recompute pass's target and the plan's peak."""
+
+    target_bytes: int
+    planned_peak_bytes: int | None
+
+
+@dataclass(kw_only=True)
+class RecomputeRecord:
+    """The trade a recompute run made: which values, memory saved, ops added; and, under
+    jl.compile's memory_limit, the plan's peak after each attempt (passes/recompute.py)."""
+
+    limit_bytes: int
+    peak_before: int              # the pass's estimates: the program order's largest live set
+    peak_after: int
+    ops_added: int = 0
+    values: list[str] = field(default_factory=list)
+    reached: bool = True
+    planned_peak_bytes: int | None = None       # the memory plan's peak after the last attempt
+    attempts: list[RecomputeAttempt] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
 class KernelTiming:
     """Where one kernel's compile time went, in seconds: disjoint parts of its `compile_seconds`."""
 
@@ -279,7 +315,7 @@ class KernelTiming:
         return sum(getattr(self, f.name) for f in dataclasses.fields(self))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CompileTiming:
     """Where one compile went, in seconds. trace, setup, passes and kernels are disjoint parts of `total`;
     shape_inference is part of trace and passes, executable_cache part of passes, and `kernel_parts`
@@ -295,7 +331,7 @@ class CompileTiming:
     kernel_parts: KernelTiming = field(default_factory=KernelTiming)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class KernelRecord:
     """A compiled kernel: its source, compile time and cache outcome."""
 
@@ -324,7 +360,7 @@ class KernelRecord:
                 if g is not None and g != self.group and g not in self.reused_by]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CompileReport:
     """All of one compilation, for the explorer, the CLI and the tests."""
 
@@ -345,8 +381,8 @@ class CompileReport:
     warnings: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=dict)    # counts: kernels compiled/reused, launches saved
-    donations: list[dict[str, Any]] = field(default_factory=list)  # outputs written into donated inputs
-    recompute: dict[str, Any] | None = None     # the recompute pass's trade: peaks, values, ops added
+    donations: list[DonationRecord] = field(default_factory=list)  # outputs written into donated inputs
+    recompute: RecomputeRecord | None = None    # the recompute pass's trade: peaks, values, ops added
     folding: WeightFolding | None = None         # the fold-weights pass: values computed at compile time
     # whether the passes' result came from the executable cache (runtime/executable_cache.py):
     # hit, and where the entry is; on a miss, why
@@ -414,14 +450,15 @@ def snapshot(program) -> GraphSnapshot:
             attrs = {k: (f"dense {v.array.dtype}{list(v.array.shape)}" if isinstance(v, Dense) and v.array.size > 8
                          else format_attr(v)) for k, v in op.attrs.items()}
             inner = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
-            nodes.append(OpNode(op.uid, op.name, [r.name for r in op.results], [str(r.type) for r in op.results],
-                                [v.name for v in op.operands], attrs, group,
-                                str(op.loc) if op.loc is not None else None, op.has(Trait.VIEW),
-                                [a.name for a in inner.args] if inner else [],
-                                [v.name for v in inner.last_op.operands] if inner and inner.last_op else [],
-                                list(op.loc.scope) if op.loc is not None else [],
-                                op.loc.function if op.loc is not None else ""))
+            nodes.append(OpNode(
+                uid=op.uid, name=op.name, results=[r.name for r in op.results],
+                types=[str(r.type) for r in op.results], operands=[v.name for v in op.operands], attrs=attrs,
+                group=group, loc=str(op.loc) if op.loc is not None else None, view=op.has(Trait.VIEW),
+                block_args=[a.name for a in inner.args] if inner else [],
+                yields=[v.name for v in inner.last_op.operands] if inner and inner.last_op else [],
+                scope=list(op.loc.scope) if op.loc is not None else [],
+                function=op.loc.function if op.loc is not None else ""))
 
     visit(program.body, None)
-    return GraphSnapshot([a.name for a in program.inputs], [str(a.type) for a in program.inputs],
-                         [v.name for v in program.outputs], nodes)
+    return GraphSnapshot(inputs=[a.name for a in program.inputs], input_types=[str(a.type) for a in program.inputs],
+                         outputs=[v.name for v in program.outputs], nodes=nodes)

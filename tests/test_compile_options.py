@@ -39,8 +39,27 @@ def test_kernel_sharing_asks_the_backend(monkeypatch):
     x = np.ones((4, 8), np.float32)
     program = jl.trace(fn, x, x)
     shared = jl.compile(program, passes="mark-subgraphs,fuse,dce", level="O1", progress=False)
-    assert shared.report.stats["kernels_reused"] == 1
+    assert len(shared.report.kernels) == 1 and shared.report.kernels[0].reused_by == [1]
     monkeypatch.setattr(NumbaCPUBackend, "kernel_variant", lambda self, group: str(group.attrs["id"]))
     apart = jl.compile(program, passes="mark-subgraphs,fuse,dce", level="O1", progress=False)
-    assert apart.report.stats["kernels_reused"] == 0
+    assert [k.group for k in apart.report.kernels] == [0, 1]
     np.testing.assert_allclose(apart(x, x)[0], shared(x, x)[0])
+
+
+def test_donations_and_recompute_are_records_that_round_trip_through_json():
+    import json
+
+    from jitlab.report import CompileReport, DonationRecord, RecomputeRecord
+
+    def step(w, g):
+        return w - 0.1 * g
+
+    w = np.ones(8, np.float32)
+    exe = jl.compile(jl.trace(step, w, w), level="O1", target="cpu", donate=("w",), progress=False)
+    (donation,) = exe.report.donations
+    assert isinstance(donation, DonationRecord) and (donation.input_name, donation.mode) == ("w", "in place")
+    exe.report.recompute = RecomputeRecord(limit_bytes=64, peak_before=128, peak_after=96, values=["a"])
+    data = json.loads(exe.report.to_json())
+    assert data["donations"][0]["input_name"] == "w" and data["recompute"]["values"] == ["a"]
+    back = CompileReport.from_dict(data)
+    assert back.donations == exe.report.donations and back.recompute == exe.report.recompute

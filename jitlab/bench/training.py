@@ -62,13 +62,13 @@ def run_recompute(levels: list[str], repeats: int, quick: bool, target: str = "c
         limit = int(LIMIT_SHARE * planned)
         remat = jl.jit(sgd_step, level=level, target=target, recompute=True, memory_limit=limit)
         same = bool(np.allclose(_flat(remat(p, x)), expected, rtol=1e-4, atol=1e-6))
-        record = remat.last.report.recompute or {}
+        record = remat.last.report.recompute
         medians = interleaved_medians({"plain": lambda f=plain: f(p, x), "recompute": lambda f=remat: f(p, x)},
                                       repeats)
         rows.append({"level": level, "plain_ms": medians["plain"] * 1e3, "recompute_ms": medians["recompute"] * 1e3,
                      "plain_peak_bytes": planned, "limit_bytes": limit,
                      "recompute_peak_bytes": remat.last.report.memory.peak_bytes,
-                     "ops_added": record.get("ops_added", 0), "values": record.get("values", []),
+                     "ops_added": record.ops_added if record else 0, "values": record.values if record else [],
                      "same_result": same})
     return {"name": NAME, "size": f"{layers} layers of {batch}x{width}", "rows": rows}
 

@@ -61,7 +61,7 @@ def bytes_moved(graph: GraphSnapshot, bindings: dict[str, int]) -> int | None:
 
 def figures(report: CompileReport) -> dict[str, Any]:
     """One column of the Compare view."""
-    graph = report.graph or GraphSnapshot([], [], [], [])
+    graph = report.graph or GraphSnapshot(inputs=[], input_types=[], outputs=[], nodes=[])
     bindings = report.memory.bindings if report.memory else {}
     work = [n for n in graph.nodes if n.name not in NO_LAUNCH]
     return {"level": report.level, "target": report.target, "ops": len(work), "groups": len(report.groups),
@@ -95,7 +95,7 @@ def _mates(report: CompileReport) -> dict[tuple, tuple[int, int | None, frozense
     """Each op that computes (no bookkeeping), by a key two compilations of one program share (its name, types, scope,
     source line and attributes, then which occurrence of those it is: passes renumber the ops they make):
     its uid, its group (None: alone) and the keys of the ops it shares that group with."""
-    graph = report.graph or GraphSnapshot([], [], [], [])
+    graph = report.graph or GraphSnapshot(inputs=[], input_types=[], outputs=[], nodes=[])
     seen: dict[tuple, int] = {}
     keys: dict[int, tuple] = {}
     for n in graph.nodes:

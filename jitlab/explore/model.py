@@ -152,7 +152,7 @@ def kernel_times(profile: dict[str, Any]) -> dict[str, float]:
 
 def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | None = None) -> dict[str, Any]:
     """The whole explorer's data for one compilation."""
-    graph = report.graph or GraphSnapshot([], [], [], [])
+    graph = report.graph or GraphSnapshot(inputs=[], input_types=[], outputs=[], nodes=[])
     colors = group_colors(report, graph)
     groups = groups_data(report, graph, colors)
     ops = ops_data(report, graph)

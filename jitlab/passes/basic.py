@@ -115,4 +115,5 @@ class CSE(Pass):
             rw.reset()
             rw.replace_op(op, earlier.results)
             users = [u.uid for u in dict.fromkeys(rw.modified) if u.parent is not None]
-            ctx.log.rewrites.append(RewriteRecord("cse", op.uid, op.name, [], [op.uid], users))
+            ctx.log.rewrites.append(RewriteRecord(rule="cse", root=op.uid, root_name=op.name, erased=[op.uid],
+                                                 modified=users))

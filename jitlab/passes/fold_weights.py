@@ -131,7 +131,7 @@ class FoldWeightOp(Pattern):
                            for r, o, n in zip(op.results, outs, added)])
 
     def _skip(self, op: Operation, rw: Rewriter, reason: str) -> bool:
-        self.state.skipped.append(RuleMiss(self.name, op.uid, op.name, reason))
+        self.state.skipped.append(RuleMiss(rule=self.name, op=op.uid, op_name=op.name, reason=reason))
         return rw.fail(reason)
 
     def _unfoldable(self, op: Operation) -> str | None:
@@ -191,8 +191,8 @@ class FoldWeightOp(Pattern):
             self.state.own[name] = added
             self.state.added += added
         self.state.history[new.uid] = (ops, sources)
-        self.state.folded[new.uid] = FoldedWeight(name, str(r.type), array.nbytes, list(ops.values()), sources,
-                                                  new.uid)
+        self.state.folded[new.uid] = FoldedWeight(name=name, type=str(r.type), bytes=array.nbytes,
+                                                  ops=list(ops.values()), sources=sources, op=new.uid)
         return new.result
 
 
@@ -378,8 +378,9 @@ def _record(program: Program, state: FoldState, before: int, limit: int) -> Weig
     uids = {op.uid for op in program.body.ops}
     alive = [state.folded[op.uid] for op in program.body.ops if op.uid in state.folded]
     skipped = {s.op: s for s in state.skipped if s.op in uids}      # an op is visited once per sweep
-    return WeightFolding(alive, list(state.into_conv), list(skipped.values()), before, _weight_bytes(program), limit,
-                         state.ops_folded)
+    return WeightFolding(folded=alive, into_conv=list(state.into_conv), skipped=list(skipped.values()),
+                         bytes_before=before, bytes_after=_weight_bytes(program), limit_bytes=limit,
+                         ops_folded=state.ops_folded)
 
 
 NOTED = 12     # folded values listed one by one in the pass's notes (all are in report.folding)

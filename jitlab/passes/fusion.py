@@ -97,7 +97,7 @@ class _Marker:
             reason = self._why_not_compiled(op)
             if reason is not None:
                 if not op.has(Trait.CONSTANT) and op.name != "np.weight":
-                    self.ctx.report.rejected.append(Rejection(op.uid, op.name, reason))
+                    self.ctx.report.rejected.append(Rejection(op=op.uid, name=op.name, reason=reason))
                 continue
             self.cluster_of[id(op)] = Cluster(op, self._kind(op))
         for op in ops:
@@ -135,8 +135,8 @@ class _Marker:
             if a is b:
                 continue
             reason = self._why_not_merge(a, b, producer, op)
-            self.ctx.report.fusion.append(FusionDecision(producer.uid, op.uid, reason is None,
-                                                         reason or "fused"))
+            self.ctx.report.fusion.append(FusionDecision(producer=producer.uid, consumer=op.uid, fused=reason is None,
+                                                         reason=reason or "fused"))
             if reason is None:
                 self._merge(a, b)
 
@@ -420,9 +420,9 @@ class Fuse(Pass):
             group = _build_group(rw, cluster, gid, marking.backend)
             ctx.log.rewrites.append(rw.record("fuse-cluster", cluster.ops[-1]))
             ctx.report.groups.append(GroupRecord(
-                gid, [op.uid for op in cluster.ops], [op.name for op in cluster.ops], marking.backend,
-                group.attrs["key"], cluster.kind, [v.name for v in group.operands],
-                [r.name for r in group.results]))
+                id=gid, ops=[op.uid for op in cluster.ops], op_names=[op.name for op in cluster.ops],
+                backend=marking.backend, key=group.attrs["key"], kind=cluster.kind,
+                inputs=[v.name for v in group.operands], outputs=[r.name for r in group.results]))
         topological_sort(program, ctx.log)
         return program
 

@@ -196,10 +196,12 @@ class PassManager:
         after = print_program(program)
         if self.verify_each if self.verify_each is not None else SETTINGS.verify_each:
             self._verify(p, program, after)
-        record = PassRecord(p.name, p.options_text(), before, after, seconds, before != after, ops_before,
-                            dict(program.op_counts("dialect")), ctx.log.rewrites[mark[0]:],
-                            ctx.log.misses[mark[1]:], graph_before,
-                            snapshot(program) if self.snapshots else None, ctx.log.notes[notes_mark:])
+        record = PassRecord(name=p.name, options=p.options_text(), before=before, after=after, seconds=seconds,
+                            changed=before != after, ops_before=ops_before,
+                            ops_after=dict(program.op_counts("dialect")), rewrites=ctx.log.rewrites[mark[0]:],
+                            misses=ctx.log.misses[mark[1]:], graph_before=graph_before,
+                            graph_after=snapshot(program) if self.snapshots else None,
+                            notes=ctx.log.notes[notes_mark:])
         ctx.report.passes.append(record)
         if self.print_after_all or (self.print_after_change and record.changed):
             print(f"// ----- IR after {p.name}{p.options_text()} -----\n{after}", file=self.out or sys.stdout)

@@ -50,14 +50,14 @@ def _record(life: Lifetimes, i: int, pos: dict[int, int], place: tuple) -> Buffe
     g = life.graph
     v, buf = g.values[i], life.buffer_of(i)
     op = getattr(v, "op", None)
-    producer = (op.uid, op.name) if op is not None else (None, "")
+    producer = {"producer": op.uid, "producer_name": op.name} if op is not None else {"producer": None}
     region, offset = place
     if buf == i:
-        return BufferRecord(v.name, g.bytes[i], offset, life.first[i], life.last[i], *producer,
-                            kind=life.kind(i), region=region)
+        return BufferRecord(name=v.name, bytes=g.bytes[i], offset=offset, first=life.first[i], last=life.last[i],
+                            **producer, kind=life.kind(i), region=region)
     born = pos[g.producer[i]] if g.producer[i] >= 0 else 0
     last = max(len(life.order) - 1, 0) if i in g.outputs else max((pos[u] for u in g.users[i]), default=born)
-    return BufferRecord(v.name, g.bytes[i], offset, born, last, *producer,
+    return BufferRecord(name=v.name, bytes=g.bytes[i], offset=offset, first=born, last=last, **producer,
                         kind="view" if g.kind[i] == "view" else "inplace", alias_of=g.values[buf].name, region=region)
 
 

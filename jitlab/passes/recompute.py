@@ -12,28 +12,17 @@ program found and says so in a warning with that peak.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
+from ..report import RecomputeRecord
 from .activations import backward_location, is_backward
 from .liveness import StepGraph
 from .manager import Pass, PassContext, register_pass
 from .rewriter import Rewriter
 from .schedule import hint_bindings
-
-
-@dataclass
-class RecomputeRecord:
-    """The trade a recompute run made: which values, memory saved, ops added."""
-
-    limit_bytes: int
-    peak_before: int
-    peak_after: int
-    ops_added: int = 0
-    values: list[str] = field(default_factory=list)
-    reached: bool = True
 
 
 def peak(program: Program, bindings=None) -> int:
@@ -104,7 +93,8 @@ def _value_at(program: Program, where: tuple[int, int]) -> Value:
 
 def greedy(program: Program, limit: int, bindings=None) -> tuple[Program, RecomputeRecord]:
     """Recomputes activations until the peak is at most `limit` or nothing helps."""
-    record = RecomputeRecord(limit, peak(program, bindings), 0)
+    before = peak(program, bindings)
+    record = RecomputeRecord(limit_bytes=limit, peak_before=before, peak_after=before)
     current, now = program, record.peak_before
     while now > limit:
         best = None
@@ -140,7 +130,7 @@ class Recompute(Pass):
             ctx.log.notes.append("recompute: no limit given; nothing to do")
             return program
         out, record = greedy(program, int(limit), hint_bindings(program, ctx.bindings))
-        ctx.report.recompute = asdict(record)
+        ctx.report.recompute = record
         ctx.log.notes.append(f"recompute: peak {record.peak_before} -> {record.peak_after} bytes (limit {limit}), "
                              f"{record.ops_added} op(s) added recomputing {', '.join(record.values) or 'nothing'}")
         if not record.reached:

@@ -197,7 +197,8 @@ class Rewriter:
         counted = created | erased | {id(o) for o in self.moved}
         modified = [o.uid for o in dict.fromkeys(self.modified) if id(o) not in counted and o.parent is not None]
         kept = [o.uid for o in self.created if id(o) not in erased]
-        return RewriteRecord(rule, root.uid, root.name, kept, [o.uid for o in self.erased], modified, moved)
+        return RewriteRecord(rule=rule, root=root.uid, root_name=root.name, created=kept,
+                             erased=[o.uid for o in self.erased], modified=modified, moved=moved)
 
 
 def reorder(block: Block, ops: Sequence[Operation], program: Program, rule: str, log: RewriteLog) -> None:
@@ -371,7 +372,8 @@ class GreedyDriver:
             if rw.changed:
                 raise PassError(f"pattern {pattern.name} changed the IR at {op.name} but reported no match")
             if self.record_misses and rw.failure:
-                self._misses[(pattern.name, op.uid)] = RuleMiss(pattern.name, op.uid, op.name, rw.failure)
+                self._misses[(pattern.name, op.uid)] = RuleMiss(rule=pattern.name, op=op.uid, op_name=op.name,
+                                                                  reason=rw.failure)
         return False
 
     def _record(self, rule: str, op: Operation, rw: Rewriter) -> None:

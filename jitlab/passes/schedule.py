@@ -279,8 +279,9 @@ class Schedule(Pass):
         reorder(program.body, [g.ops[n] for n in chosen], program, f"{self.order}-order", ctx.log)
         uids = {name: [g.ops[n].uid for n in order] for name, order in orders.items()}
         timelines = {name: g.analyze(order).live_bytes() for name, order in orders.items()}
-        ctx.report.schedule = ScheduleRecord(uids[self.order], self.order, peaks, uids, timelines=timelines,
-                                             bindings=bindings, source=source if self.order == "memory" else "")
+        ctx.report.schedule = ScheduleRecord(order=uids[self.order], strategy=self.order, peaks=peaks, orders=uids,
+                                             timelines=timelines, bindings=bindings,
+                                             source=source if self.order == "memory" else "")
         ctx.log.notes.append(f"schedule: {self.order} order, peak {peaks[self.order]} bytes "
                              + ", ".join(f"({k}: {v})" for k, v in peaks.items() if k != self.order))
         return program

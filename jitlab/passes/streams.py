@@ -48,7 +48,7 @@ class AssignStreams(Pass):
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
         limit = max(1, int(ctx.streams if ctx.streams is not None else self.max_streams))
-        plan = StreamPlan(0)
+        plan = StreamPlan(streams=0)
         last: list[Operation] = []           # the last op on each stream
         stream_of: dict[int, int] = {}
         waited: set[tuple[int, int]] = set()
@@ -58,7 +58,8 @@ class AssignStreams(Pass):
             for p in producers:
                 if stream_of[p.uid] != s and (p.uid, s) not in waited:
                     waited.add((p.uid, s))
-                    plan.events.append(StreamEvent(p.uid, op.uid, stream_of[p.uid], s))
+                    plan.events.append(StreamEvent(producer=p.uid, consumer=op.uid, from_stream=stream_of[p.uid],
+                                               to_stream=s))
             stream_of[op.uid] = s
             plan.ops.append(op.uid)
             plan.stream_of.append(s)

@@ -68,9 +68,9 @@ def test_donated_step_gives_the_undonated_results_in_the_callers_arrays(level):
         np.testing.assert_allclose(loss_d, loss, rtol=1e-6)
         for k in params:
             np.testing.assert_allclose(mine[k], params[k], rtol=1e-6, err_msg=k)
-    pairs = {d["input_name"]: d for d in donated.last.report.donations}
+    pairs = {d.input_name: d for d in donated.last.report.donations}
     assert set(pairs) == {f"params.{k}" for k in params}
-    assert all(d["mode"] in ("in place", "copy") for d in pairs.values())
+    assert all(d.mode in ("in place", "copy") for d in pairs.values())
 
 
 @pytest.mark.parametrize("level", ("O1", "O2"))
@@ -82,7 +82,7 @@ def test_elementwise_update_writes_in_place(level):
     out = step(w, g)
     assert out is w
     np.testing.assert_allclose(w, expected, rtol=1e-6)
-    assert [d["mode"] for d in step.last.report.donations] == ["in place"]
+    assert [d.mode for d in step.last.report.donations] == ["in place"]
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -131,12 +131,12 @@ def test_adam_step_updates_weights_and_moments_in_place_and_the_plan_counts_them
             np.testing.assert_allclose(mine[k], params[k], rtol=1e-6, err_msg=k)
             np.testing.assert_allclose(my_state["m"][k], state["m"][k], rtol=1e-6, atol=1e-9, err_msg=k)
     report = donated.last.report
-    assert {d["mode"] for d in report.donations} == {"in place"}
+    assert {d.mode for d in report.donations} == {"in place"}
     records = {b.name: b for b in report.memory.buffers}
     donated_bytes = 0
     for d in report.donations:
-        assert records[d["output_name"]].alias_of == d["input_name"]
-        donated_bytes += d["bytes"]
+        assert records[d.output_name].alias_of == d.input_name
+        donated_bytes += d.bytes
     # the largest live set: the dynamic pool's chunk rounding blurs O1's reserved peak at this size
     assert report.memory.lower_bound_bytes <= plain.last.report.memory.lower_bound_bytes - donated_bytes // 2
     assert any(f.reason.startswith("updates a donated input") for f in report.fusion if not f.fused)

@@ -248,7 +248,7 @@ def test_written_arguments_are_updated_in_place():
         jitted(u)
         np.testing.assert_allclose(u, np.cumsum(np.arange(6.0)))
         (donation,) = jitted.last.report.donations
-        assert donation["mode"] == "in place", level
+        assert donation.mode == "in place", level
 
 
 # -- random sequences of writes at O1 and O2 ------------------------------------------------

@@ -152,7 +152,8 @@ def test_static_plan_arena_places_buffers_at_their_offsets():
     from jitlab.report import BufferRecord, MemoryPlan
 
     plan = MemoryPlan(peak_bytes=256, lower_bound_bytes=256, naive_bytes=512,
-                      buffers=[BufferRecord("a", 128, 0, 0, 1, None), BufferRecord("b", 128, 128, 1, 2, None)])
+                      buffers=[BufferRecord(name="a", bytes=128, offset=0, first=0, last=1, producer=None),
+                               BufferRecord(name="b", bytes=128, offset=128, first=1, last=2, producer=None)])
     arena = Arena(cuda, plan, {0: "a", 1: "b", 2: "c"})
     a = arena.get(0, (4, 8), np.float32, 0)
     b = arena.get(1, (16,), np.float64, 0)
@@ -169,7 +170,8 @@ def test_program_with_a_static_memory_plan_runs_in_the_arena():
     program = jl.trace(lambda x: np.exp(x) * 2.0 + x, rand(4, 8))
     exe = jl.compile(program, level="O2", target="cuda", progress=False)
     plan = MemoryPlan(peak_bytes=4096, lower_bound_bytes=128, naive_bytes=128,
-                      buffers=[BufferRecord(v.name, 128, 1024, 0, 1, None) for v in exe.program.outputs])
+                      buffers=[BufferRecord(name=v.name, bytes=128, offset=1024, first=0, last=1, producer=None)
+                               for v in exe.program.outputs])
     exe.report.memory = plan
     runner = DeviceExecutor(exe.program, {op.uid: k for op, k in _kernels(exe)}, exe.report, {})
     got = runner([rand(4, 8)], {})

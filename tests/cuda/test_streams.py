@@ -35,7 +35,7 @@ def test_independent_groups_get_their_own_stream_and_the_join_waits():
     assert plan.streams == 2 and len(groups) == 3
     assert plan.stream_of == [0, 1, 0]
     join = plan.ops[2]
-    assert plan.events == [StreamEvent(plan.ops[1], join, 1, 0)]
+    assert plan.events == [StreamEvent(producer=plan.ops[1], consumer=join, from_stream=1, to_stream=0)]
 
 
 def test_a_chain_stays_on_one_stream_without_events():

@@ -49,29 +49,39 @@ def fill(report, batch=3):
     """Adds groups, rejections, fusion decisions, a schedule, a memory plan and kernels."""
     uid = by_name(report)
     members = {0: ["a", "z", "r"], 1: ["s", "e"]}
-    report.groups = [GroupRecord(g, [uid[m] for m in ms], [report_name(report, uid[m]) for m in ms], "numba_cpu",
-                                 f"k{g}", "elementwise", ["h"], ["g0"]) for g, ms in members.items()]
-    report.rejected = [Rejection(uid["c"], "np.cumsum", "scan ops are not fusible"),
-                       Rejection(uid["h"], "np.matmul", "library kernel (BLAS)")]
-    report.fusion = [FusionDecision(uid["h"], uid["a"], False, "producer is a library matmul"),
-                     FusionDecision(uid["a"], uid["r"], True, "elementwise into elementwise"),
-                     FusionDecision(uid["e"], uid["c"], False, "consumer is a scan")]
+    report.groups = [GroupRecord(id=g, ops=[uid[m] for m in ms], op_names=[report_name(report, uid[m]) for m in ms],
+                                 backend="numba_cpu", key=f"k{g}", kind="elementwise", inputs=["h"], outputs=["g0"])
+                     for g, ms in members.items()]
+    report.rejected = [Rejection(op=uid["c"], name="np.cumsum", reason="scan ops are not fusible"),
+                       Rejection(op=uid["h"], name="np.matmul", reason="library kernel (BLAS)")]
+    report.fusion = [FusionDecision(producer=uid["h"], consumer=uid["a"], fused=False,
+                                    reason="producer is a library matmul"),
+                     FusionDecision(producer=uid["a"], consumer=uid["r"], fused=True,
+                                    reason="elementwise into elementwise"),
+                     FusionDecision(producer=uid["e"], consumer=uid["c"], fused=False, reason="consumer is a scan")]
     order = [uid[n] for n in ("h", "a", "z", "r", "l", "s", "e", "c", "t")]
-    report.schedule = ScheduleRecord(order, "memory-aware", {"bfs": 900, "dfs": 800, "memory-aware": 700},
-                                     {"bfs": order, "dfs": order, "memory-aware": order})
+    report.schedule = ScheduleRecord(order=order, strategy="memory-aware",
+                                     peaks={"bfs": 900, "dfs": 800, "memory-aware": 700},
+                                     orders={"bfs": order, "dfs": order, "memory-aware": order})
     row = 4 * batch
     sizes = {"h": 16 * row, "a": 16 * row, "r": 16 * row, "l": 4 * row, "s": 4 * row, "e": 4 * row, "c": 4 * row}
     spans = {"h": (0, 1), "a": (1, 3), "r": (3, 4), "l": (4, 5), "s": (5, 6), "e": (6, 8), "c": (7, 8)}
     offsets = {"h": 0, "a": 256, "r": 0, "l": 256, "s": 0, "e": 512, "c": 0}
-    buffers = [BufferRecord(n, sizes[n], offsets[n], *spans[n], uid[n], report_name(report, uid[n])) for n in sizes]
-    buffers.append(BufferRecord("t", 4 * row, None, 8, 8, uid["t"], "np.reshape", "view", "c"))
+    buffers = [BufferRecord(name=n, bytes=sizes[n], offset=offsets[n], first=spans[n][0], last=spans[n][1],
+                            producer=uid[n], producer_name=report_name(report, uid[n])) for n in sizes]
+    buffers.append(BufferRecord(name="t", bytes=4 * row, offset=None, first=8, last=8, producer=uid["t"],
+                                producer_name="np.reshape", kind="view", alias_of="c"))
     live = [sum(b.bytes for b in buffers if b.first <= s <= b.last and b.alias_of is None) for s in range(9)]
-    report.memory = MemoryPlan(max(live) + 64, max(live), sum(sizes.values()), buffers, live_bytes=live,
+    report.memory = MemoryPlan(peak_bytes=max(live) + 64, lower_bound_bytes=max(live), naive_bytes=sum(sizes.values()),
+                               buffers=buffers, live_bytes=live,
                                heuristic="best-fit", heuristics={"best-fit": max(live) + 64, "first-fit": max(live) + 128},
                                pool=[{"reserved": max(live[: s + 1]) + 64} for s in range(9)], bindings={"B": batch})
-    report.kernels = [KernelRecord("k0", "numba_cpu", "@numba.njit\ndef k0(p, q, out):\n    for i in range(p.shape[0]):\n        out[i] = max(p[i] + q[i], 0.0)\n",
-                                   0.61, False, "no entry for this key", 0),
-                      KernelRecord("k1", "numba_cpu", "def k1(u, v, out):\n    out[:] = np.exp(u + v)\n", 0.0, True, "", 1)]
+    report.kernels = [KernelRecord(key="k0", backend="numba_cpu",
+                                   source="@numba.njit\ndef k0(p, q, out):\n    for i in range(p.shape[0]):\n"
+                                          "        out[i] = max(p[i] + q[i], 0.0)\n",
+                                   compile_seconds=0.61, cache_hit=False, miss_reason="no entry for this key", group=0),
+                      KernelRecord(key="k1", backend="numba_cpu", source="def k1(u, v, out):\n    out[:] = np.exp(u + v)\n",
+                                   compile_seconds=0.0, cache_hit=True, group=1)]
     report.profile = {"kernels": {"k0": {"calls": 4, "seconds": 0.004}, "k1": 0.0005}}
     return report
 
@@ -95,10 +105,13 @@ class DryRunExecutable:
         batch = shapes["x"][0]
         plan = self.exe.report.memory
         scale = batch / plan.bindings["B"]
-        buffers = [BufferRecord(b.name, int(b.bytes * scale), None if b.offset is None else int(b.offset * scale),
-                                b.first, b.last, b.producer, b.producer_name, b.kind, b.alias_of) for b in plan.buffers]
-        return MemoryPlan(int(plan.peak_bytes * scale), int(plan.lower_bound_bytes * scale), int(plan.naive_bytes * scale),
-                          buffers, live_bytes=[int(v * scale) for v in plan.live_bytes], bindings={"B": batch})
+        buffers = [BufferRecord(name=b.name, bytes=int(b.bytes * scale),
+                                offset=None if b.offset is None else int(b.offset * scale), first=b.first, last=b.last,
+                                producer=b.producer, producer_name=b.producer_name, kind=b.kind, alias_of=b.alias_of)
+                   for b in plan.buffers]
+        return MemoryPlan(peak_bytes=int(plan.peak_bytes * scale), lower_bound_bytes=int(plan.lower_bound_bytes * scale),
+                          naive_bytes=int(plan.naive_bytes * scale), buffers=buffers,
+                          live_bytes=[int(v * scale) for v in plan.live_bytes], bindings={"B": batch})
 
 
 def compiled(batch=3):

@@ -54,7 +54,8 @@ def test_ops_know_the_pass_and_rule_that_made_them():
     from jitlab.report import RewriteRecord
 
     target = report.graph.nodes[0].uid
-    report.passes[-1].rewrites.append(RewriteRecord("fold-thing", target, "np.matmul", [target], []))
+    report.passes[-1].rewrites.append(RewriteRecord(rule="fold-thing", root=target, root_name="np.matmul",
+                                                       created=[target]))
     ops = from_object(exe).build()["ops"]
     assert ops[str(target)]["origin"] == {"pass": report.passes[-1].name, "rule": "fold-thing", "root": "np.matmul"}
     assert all(ops[str(n.uid)]["origin"]["pass"] == "trace" for n in report.graph.nodes[1:])
@@ -134,4 +135,4 @@ def test_memory_data_lists_outputs_written_into_donated_inputs():
     step(w, g)
     donated = from_object(step.last).build()["memory"]["donated"]
     assert [(d["input"], d["bytes"]) for d in donated] == [("w", w.nbytes)]
-    assert [d["mode"] for d in step.last.report.donations] == ["in place"]
+    assert [d.mode for d in step.last.report.donations] == ["in place"]

@@ -565,7 +565,7 @@ def test_written_arguments_are_updated_in_place_where_the_plan_allows():
         jitted(w, g)
         np.testing.assert_allclose(w, 1 - 0.1 * np.arange(8.0))
         (donation,) = jitted.last.report.donations
-        assert (donation["output_name"], donation["input_name"], donation["mode"]) == ("w_new", "w", mode)
+        assert (donation.output_name, donation.input_name, donation.mode) == ("w_new", "w", mode)
 
 
 # -- np.ndarray(...) and Python's max/min on traced scalars ----------------------------------

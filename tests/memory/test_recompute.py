@@ -38,7 +38,7 @@ def test_recompute_lowers_the_peak_and_keeps_results(level):
     for k in p:
         np.testing.assert_allclose(new[k], expected[1][k], rtol=1e-4, atol=1e-6)
     record = f.last.report.recompute
-    assert record["peak_after"] < record["peak_before"] and record["ops_added"] > 0 and record["values"]
+    assert record.peak_after < record.peak_before and record.ops_added > 0 and record.values
 
 
 def test_unreachable_limit_warns_with_best_peak():
@@ -46,7 +46,7 @@ def test_unreachable_limit_warns_with_best_peak():
     f = jl.jit(step, level="O1", recompute=True, memory_limit=1000)
     f(p, x)
     (warning,) = [w for w in f.last.report.warnings if w.startswith("recompute")]
-    assert str(f.last.report.recompute["peak_after"]) in warning
+    assert str(f.last.report.recompute.peak_after) in warning
 
 
 def test_memory_plan_marks_forward_activations():
@@ -96,7 +96,7 @@ def test_recompute_plans_under_sixty_percent_of_the_planned_peak(level):
     f = jl.jit(deep_step, level=level, recompute=True, memory_limit=limit)
     loss, new = f(p, x)
     assert f.last.report.memory.peak_bytes <= limit
-    assert f.last.report.recompute["planned_peak_bytes"] == f.last.report.memory.peak_bytes
+    assert f.last.report.recompute.planned_peak_bytes == f.last.report.memory.peak_bytes
     assert not [w for w in f.last.report.warnings if w.startswith("recompute")]
     np.testing.assert_allclose(loss, expected[0], rtol=1e-5)
     for k in p:

@@ -67,7 +67,9 @@ def test_no_pass_imports_a_backend():
 
 def test_opt_takes_the_context_s_options_and_refuses_others():
     report = jl.CompileReport()
-    jl.opt(jl.parse(TEXT), "mark-subgraphs,fuse,schedule", report=report, bindings={}, donate=("x",))
+    jl.opt(jl.parse(TEXT), "mark-subgraphs,fuse,schedule", report=report, bindings={}, donate=["x"])
     assert report.schedule is not None
+    jl.opt(jl.parse(TEXT), "recompute", report=report, memory_limit="1KiB")
+    assert report.recompute.limit_bytes == 1024
     with pytest.raises(jl.JitlabError, match="jl.opt: unknown option 'memory_limt'"):
         jl.opt(jl.parse(TEXT), "dce", memory_limt=10)

@@ -27,8 +27,8 @@ def test_donating_every_input_gives_the_same_answers(level, case):
     got = got if isinstance(got, tuple) else (got,)
     assert_matches_reference(case.program, case.inputs, got, expected if isinstance(expected, tuple) else (expected,))
     for d in exe.report.donations:
-        if d["mode"] == "in place":
-            assert got[d["output"]] is mine[d["input"]], d
+        if d.mode == "in place":
+            assert got[d.output] is mine[d.input], d
 
 
 def test_an_ill_conditioned_float32_result_is_compared_within_its_rounding():

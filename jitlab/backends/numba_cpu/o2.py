@@ -84,7 +84,7 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
     report.stats["o2_kernel_calls"] = len(calls)
     report.kernels.append(KernelRecord(
         key=parts["structure"], backend="numba_cpu", source=graph.source, compile_seconds=time.perf_counter() - start,
-        cache_hit=entry.hit, miss_reason=entry.miss_reason, group=None,
+        cache_hit=entry.hit, miss_reason=entry.miss_reason,
         choice=f"O2: {len(segments)} compiled segment(s), {len(calls)} group(s) calling their own kernel, "
                f"{len(fallbacks)} numpy fallback(s)", group_lines=graph.group_lines, timing=timing))
     _compile_calls(calls, report, options)
