@@ -23,8 +23,9 @@ from ...version import __version__
 from ..base import Backend, Kernel, KernelParam, ParamRole, is_readonly, register_backend
 from ..indexing import INDEX_RULES, has_static_offsets, is_unit_reshape
 from ..kernel_cache import KernelCache, default_cache, support_hash
+from ..loopnest import ARGUMENT_LISTS, REDUCTIONS, reads_result_in_place
 from . import helpers
-from .codegen import _REDUCE, PARALLEL_THRESHOLD, generate, reads_result_in_place
+from .codegen import PARALLEL_THRESHOLD, generate
 from .fastmath import TABLE as FASTMATH_TABLE
 from .library import conv2d_into, matmul_into
 from .scalar import SCALAR_RULES, fastmath_name
@@ -48,40 +49,10 @@ class NumbaCPUBackend(Backend):
     folds_operand_transposes = True
 
     def fusion_kind(self, op: Operation) -> FusionKind:
-        if op.has(Trait.ELEMENTWISE):
-            return FusionKind.ELEMENTWISE
-        if op.name == "np.reshape" and not is_unit_reshape(op):
-            return FusionKind.VIEW
-        if op.name in INDEX_RULES:
-            return FusionKind.INJECTIVE
-        if op.name in _REDUCE:
-            return FusionKind.REDUCTION
-        if is_write(op):
-            return FusionKind.WRITE
-        if op.name in _CONTRACTIONS:
-            return FusionKind.CONTRACTION
-        return FusionKind.OPAQUE
+        return fusion_kind(op)
 
     def supports(self, op: Operation) -> str | None:
-        for v in list(op.operands) + op.results:
-            if v.type.dtype not in NUMBA_DTYPES:
-                return f"{v.type.dtype} is not supported by numba_cpu"
-        kind = self.fusion_kind(op)
-        if kind == FusionKind.ELEMENTWISE and op.name not in SCALAR_RULES:
-            if op.has(Trait.COMPOSITE):
-                return "composite op: the decompose pass turns it into primitives first"
-            return f"no scalar rule for {op.name} in numba_cpu"
-        if kind == FusionKind.INJECTIVE and not has_static_offsets(op):
-            return "a slice with a symbolic start cannot become an index map"
-        if kind == FusionKind.WRITE and not all(v.type.is_static for v in list(op.operands) + op.results):
-            return "a write into an array of symbolic shape runs as a numpy library kernel"
-        if kind == FusionKind.OPAQUE:
-            if op.has(Trait.COMPOSITE):
-                return "composite op: the decompose pass turns it into primitives first"
-            return "no generated kernel for this op: it runs as a numpy library kernel"
-        if kind == FusionKind.CONTRACTION and op.name == "np.matmul" and not _blas_shaped(op):
-            return "vector products other than matrix @ vector and vector @ matrix run as numpy library kernels"
-        return None
+        return loop_nest_support(op, self.name)
 
     def compile_program(self, program, report, options: dict[str, Any]):
         from .o2 import compile_program
@@ -93,6 +64,46 @@ class NumbaCPUBackend(Backend):
         if contraction is not None:
             return _compile_contraction(group, contraction, options)
         return select(group, _compile_generated(group, options), bool(options.get("autotune", False)))
+
+
+def fusion_kind(op: Operation) -> FusionKind:
+    """How `op` takes part in fusion when groups become numba loop nests (on either device)."""
+    if op.has(Trait.ELEMENTWISE):
+        return FusionKind.ELEMENTWISE
+    if op.name == "np.reshape" and not is_unit_reshape(op):
+        return FusionKind.VIEW
+    if op.name in INDEX_RULES:
+        return FusionKind.INJECTIVE
+    if op.name in REDUCTIONS:
+        return FusionKind.REDUCTION
+    if is_write(op):
+        return FusionKind.WRITE
+    if op.name in _CONTRACTIONS:
+        return FusionKind.CONTRACTION
+    return FusionKind.OPAQUE
+
+
+def loop_nest_support(op: Operation, backend: str) -> str | None:
+    """None if a generated loop nest can compute `op`, else why not, in the words of `backend`."""
+    for v in list(op.operands) + op.results:
+        if v.type.dtype not in NUMBA_DTYPES:
+            return f"{v.type.dtype} is not supported by {backend}"
+    kind = fusion_kind(op)
+    if kind == FusionKind.ELEMENTWISE and op.name not in SCALAR_RULES:
+        if op.has(Trait.COMPOSITE):
+            return "composite op: the decompose pass turns it into primitives first"
+        return f"no scalar rule for {op.name} in {backend}"
+    if kind == FusionKind.INJECTIVE and not has_static_offsets(op):
+        return "a slice with a symbolic start cannot become an index map"
+    if kind == FusionKind.WRITE and not all(v.type.is_static for v in list(op.operands) + op.results):
+        return "a write into an array of symbolic shape runs as a numpy library kernel"
+    if kind == FusionKind.OPAQUE:
+        if op.has(Trait.COMPOSITE):
+            return "composite op: the decompose pass turns it into primitives first"
+        return "no generated kernel for this op: it runs as a numpy library kernel"
+    if kind == FusionKind.CONTRACTION and op.name == "np.matmul" and not _blas_shaped(op):
+        return "vector products other than matrix @ vector and vector @ matrix run as numpy library kernels"
+    return None
 
 
 _MODULE_HEADER = """\
@@ -167,8 +178,6 @@ def _signature(params: Sequence[KernelParam], group: Operation) -> tuple:
     return tuple(numba_type(p, p.role is ParamRole.INPUT and p.index in readonly) for p in params)
 
 
-# Which of a call's argument lists (inputs, outputs, extra) an array parameter is taken from.
-ARGUMENT_LISTS = {ParamRole.INPUT: 0, ParamRole.OUTPUT: 1, ParamRole.INTERMEDIATE: 2}
 
 
 class _Generated:

@@ -22,7 +22,8 @@ from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
 from ..base import KernelParam, ParamRole
 from ..indexing import ZERO, Coord, Map, map_vars, operand_maps
-from .scalar import SCALAR_RULES, TypeNames, ctor, literal, wrapping
+from ..loopnest import REDUCTIONS, Plan, ctor, identity, is_flat, literal, normalize
+from .scalar import SCALAR_RULES, TypeNames, wrapping
 
 # Ops worth keeping in a row scratch rather than computing again in a later loop over the row.
 EXPENSIVE = frozenset(f"np.{n}" for n in ("exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "tanh", "erf",
@@ -32,24 +33,6 @@ EXPENSIVE = frozenset(f"np.{n}" for n in ("exp", "expm1", "exp2", "log", "log1p"
 CHUNKS = 4 * numba.config.NUMBA_NUM_THREADS    # row chunks of a parallel reduction kernel
 PARALLEL_THRESHOLD = 1 << 15           # elements below which threads cost more than they save
 DIM_DTYPE = np.dtype(np.int64)         # loop extents are passed as int64 (numba's intp here)
-
-_REDUCE = {
-    "np.sum": ("zero", "({acc} + {v})"), "np.mean": ("zero", "({acc} + {v})"),
-    "np.prod": ("one", "({acc} * {v})"), "np.max": ("lowest", "{max}({acc}, {v})"),
-    "np.min": ("highest", "{min}({acc}, {v})"), "np.any": ("false", "({acc} or {v})"),
-    "np.all": ("true", "({acc} and {v})"),
-}
-
-
-@dataclass
-class Plan:
-    """How a group is iterated: its space, which dims are rows and which are inner."""
-
-    space: tuple                       # the iteration shape (ints or symbolic dims)
-    outer: list[int]                   # dims flattened into the parallel row loop
-    inner: list[int]                   # dims looped over inside a row (the reduced dims)
-    reductions: list[Operation] = field(default_factory=list)
-
 
 @dataclass
 class GeneratedKernel:
@@ -325,11 +308,11 @@ class KernelSource:
         return tuple(Coord(f"i{d}") for d in range(len(self.plan.space)))
 
     def _reduction(self, op: Operation, parallel_inner: bool) -> None:
-        init, combine = _REDUCE[op.name]
+        init, combine = REDUCTIONS[op.name]
         acc = f"acc{self.counter}"
         self.counter += 1
         dtype = op.result.type.dtype
-        self.current.add(f"{acc} = {_initial(init, dtype)}")
+        self.current.add(f"{acc} = {identity(init, dtype)}")
         self._inner_loops(parallel_inner)
         value = self.emit(op.operands[0], self._full_map())
         floats = dtype.kind == "f"      # LLVM's maximum/minimum vectorize a float reduction; ints use a select
@@ -379,31 +362,6 @@ class KernelSource:
         raise CompileError(f"output %{value.name} {value.type} is neither full-size nor row-sized")
 
 
-def reads_result_in_place(con: Operation) -> bool:
-    """True when every op downstream of the contraction reads it elementwise at its own
-    element: the element computed at an index is finished there alone (a CUDA thread needs
-    no other thread's result), and no other index reads it (an epilogue may overwrite it)."""
-    shape = con.result.type.shape
-    stack, seen = [con.result], set()
-    while stack:
-        value = stack.pop()
-        for user in value.users:
-            if user.has(Trait.TERMINATOR) or id(user) in seen:
-                continue
-            if not user.has(Trait.ELEMENTWISE) or user.result.type.shape != shape:
-                return False
-            seen.add(id(user))
-            stack.append(user.result)
-    return True
-
-
-def normalize(value: Value, m: Map) -> Map:
-    """Size-1 dims are always read at index 0: one map per distinct element read."""
-    if len(m) != value.type.rank:       # flat kernels index every array 1-D
-        return m
-    return tuple(ZERO if d == 1 else c for c, d in zip(m, value.type.shape))
-
-
 def _splat_value(value: Value):
     if isinstance(value, OpResult) and value.op.name == "np.constant":
         array = value.op.attrs["value"].array
@@ -424,20 +382,6 @@ def _strength_reduce(op: Operation) -> str | None:
     return None
 
 
-def _initial(kind: str, dtype: np.dtype) -> str:
-    dtype = np.dtype(dtype)
-    if kind in ("false", "true"):
-        return "False" if kind == "false" else "True"
-    if kind in ("zero", "one"):
-        return literal(0 if kind == "zero" else 1, dtype)
-    if dtype.kind == "f":
-        return literal(-np.inf if kind == "lowest" else np.inf, dtype)
-    info = np.iinfo(dtype) if dtype.kind in "iu" else None
-    if info is None:
-        return "False" if kind == "lowest" else "True"
-    return literal(info.min if kind == "lowest" else info.max, dtype)
-
-
 def plan_group(block) -> Plan:
     """The iteration plan of a group: its reductions decide the rows, else the last dim."""
     reductions = [op for op in block.ops if op.has(Trait.REDUCTION)]
@@ -449,24 +393,6 @@ def plan_group(block) -> Plan:
     space = max((v.type.shape for v in outputs), key=len)
     rank = len(space)
     return Plan(space, list(range(rank - 1)), [rank - 1] if rank else [])
-
-
-def is_flat(block, plan: Plan) -> bool:
-    """True when every value is read at the full index or broadcast whole (a scalar):
-    then all arrays can be viewed 1-D and the group is one contiguous loop."""
-    if plan.reductions or len(plan.space) <= 1:
-        return False
-    space = tuple(plan.space)
-    for op in block.ops:
-        if op.has(Trait.TERMINATOR) or op.has(Trait.CONSTANT):
-            continue
-        if not op.has(Trait.ELEMENTWISE):
-            return False
-        for v in list(op.operands) + op.results:
-            size_one = all(d == 1 for d in v.type.shape)
-            if v.type.shape != space and not size_one:
-                return False
-    return all(v.type.shape == space for v in block.last_op.operands)
 
 
 def generate(block, name: str, materialized: Sequence[Value] = ()) -> GeneratedKernel:

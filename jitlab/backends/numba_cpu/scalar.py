@@ -15,6 +15,7 @@ import numpy as np
 
 from ...ir.core import Operation
 from ...registry import Registry
+from ..loopnest import literal
 from .fastmath import lookup
 
 Rule = Callable[[list[str], dict, "TypeNames"], str]
@@ -253,26 +254,3 @@ def _gelu_libm(a, attrs, t):
 
 
 scalar("gelu")(_vectorized(_gelu_libm, lambda attrs: "tanh" if attrs["approximate"] == "tanh" else ""))
-
-
-def ctor(dtype: np.dtype) -> str:
-    """The numba-side constructor of a dtype (np.float32, np.bool_, ...)."""
-    dtype = np.dtype(dtype)
-    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
-
-
-def literal(value, dtype: np.dtype) -> str:
-    """A typed scalar literal numba folds into the kernel."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "b":
-        return "True" if bool(value) else "False"
-    if dtype.kind == "f":
-        return f"np.{dtype.name}({_float_text(float(value))})"
-    if dtype.kind == "c":
-        value = complex(value)
-        return f"np.{dtype.name}(complex({_float_text(value.real)}, {_float_text(value.imag)}))"
-    return f"np.{dtype.name}({int(value)})"
-
-
-def _float_text(v: float) -> str:
-    return repr(v) if np.isfinite(v) else ("np.nan" if np.isnan(v) else ("np.inf" if v > 0 else "-np.inf"))

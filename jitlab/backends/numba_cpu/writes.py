@@ -16,7 +16,8 @@ import math
 from ...dialects.np.writes import region, write_chain
 from ...ir.core import Operation, Value
 from ..indexing import Coord, Map
-from .codegen import PARALLEL_THRESHOLD, GeneratedKernel, KernelSource, Plan
+from ..loopnest import Plan
+from .codegen import PARALLEL_THRESHOLD, GeneratedKernel, KernelSource
 from .scalar import SCALAR_RULES, TypeNames
 
 _COMBINE = {"add": "np.add", "mul": "np.mul", "max": "np.maximum", "min": "np.minimum"}

@@ -19,8 +19,8 @@ from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
 from ...report import FusionKind
 from ..base import Backend, Kernel, KernelParam, register_backend
-from ..numba_cpu.backend import NumbaCPUBackend
-from ..numba_cpu.codegen import reads_result_in_place
+from ..loopnest import reads_result_in_place
+from ..numba_cpu.backend import fusion_kind, loop_nest_support
 from . import device
 from .codegen import generate
 from .contraction import generate_tiled
@@ -54,17 +54,14 @@ class NumbaCUDABackend(Backend):
     checks_memory_limit = True
     donates_in_place = False        # its executor copies results into donated arrays
 
-    def __init__(self):
-        self._cpu = NumbaCPUBackend()
-
     def fusion_kind(self, op: Operation) -> FusionKind:
-        return self._cpu.fusion_kind(op)
+        return fusion_kind(op)
 
     def supports(self, op: Operation) -> str | None:
-        reason = self._cpu.supports(op)
+        reason = loop_nest_support(op, self.name)
         if reason is not None:
-            return reason.replace("numba_cpu", "numba_cuda")
-        kind = self.fusion_kind(op)
+            return reason
+        kind = fusion_kind(op)
         if kind == FusionKind.WRITE:
             return "writes (update_slice, scatters) run as library kernels on numba_cuda"
         if kind == FusionKind.CONTRACTION and min(v.type.rank for v in op.operands) < 2:

@@ -27,8 +27,8 @@ import numpy as np
 from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
 from ..base import KernelParam
-from ..numba_cpu.codegen import _REDUCE, KernelSource, Plan, _initial, is_flat, normalize
-from ..numba_cpu.scalar import ctor
+from ..loopnest import REDUCTIONS, Plan, ctor, identity, is_flat, normalize
+from ..numba_cpu.codegen import KernelSource
 from .scalar import CUDA_RULES
 
 BLOCK_REDUCE = {"np.sum": "_block_sum", "np.mean": "_block_sum", "np.prod": "_block_prod",
@@ -99,18 +99,18 @@ class CudaKernelSource(KernelSource):
             self.close()
 
     def _reduction(self, op: Operation, parallel_inner: bool) -> None:
-        init, combine = _REDUCE[op.name]
+        init, combine = REDUCTIONS[op.name]
         acc = f"acc{self.counter}"
         self.counter += 1
         dtype = np.dtype(op.result.type.dtype)
-        identity = _initial(init, dtype)
-        self.current.add(f"{acc} = {identity}")
+        start = identity(init, dtype)
+        self.current.add(f"{acc} = {start}")
         self._inner_loops(False)
         value = self.emit(op.operands[0], self._full_map())
         self.current.add(f"{acc} = {combine.format(acc=acc, v=value, max='_maximum', min='_minimum')}")
         self._close_inner()
         if self.layout == "rows":
-            self.current.add(f"{acc} = {BLOCK_REDUCE[op.name]}({acc}, {self._shared_for(dtype)}, {identity})")
+            self.current.add(f"{acc} = {BLOCK_REDUCE[op.name]}({acc}, {self._shared_for(dtype)}, {start})")
         if op.name == "np.mean":
             count = " * ".join(f"n{d}" for d in self.plan.inner) or "1"
             self.current.add(f"{acc} = {acc} / {ctor(dtype)}({count})")

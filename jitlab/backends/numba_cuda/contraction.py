@@ -19,8 +19,7 @@ from __future__ import annotations
 from ...ir.core import Operation, Value
 from ..base import KernelParam
 from ..indexing import Coord, broadcast_map
-from ..numba_cpu.codegen import Plan, normalize
-from ..numba_cpu.scalar import literal
+from ..loopnest import Plan, literal, normalize
 from .codegen import CudaKernelSource
 
 

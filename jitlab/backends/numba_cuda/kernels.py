@@ -22,8 +22,9 @@ from ...ir.core import Operation
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym, evaluate_shape
 from ...version import __version__
-from ..base import KernelParam, ParamRole
+from ..base import KernelParam
 from ..kernel_cache import default_cache, support_hash
+from ..loopnest import ARGUMENT_LISTS
 from .launch import Launch, Policy
 
 _HEADER = '''"""jit.group {gid} ({key}): {ops}. CUDA, {layouts}."""
@@ -62,10 +63,6 @@ def load_module(group: Operation, source: str, options: dict[str, Any]):
     return (options.get("cache") or default_cache()).load(parts, source)
 
 
-# Which of a launch's argument lists (inputs, outputs, extra) an array parameter is taken from.
-_ARGUMENT_LISTS = {ParamRole.INPUT: 0, ParamRole.OUTPUT: 1, ParamRole.INTERMEDIATE: 2}
-
-
 class Launcher:
     """Launches one generated kernel: picks its arrays, dims and launch configuration."""
 
@@ -76,7 +73,7 @@ class Launcher:
         self.tile, self.conv = tile, conv
         self.plan_dims = plan_dims          # (row dims, reduced dims) of a generated kernel
         self.params = tuple(params)
-        self.slots = [(_ARGUMENT_LISTS[p.role], p.index) for p in params if p.is_array]
+        self.slots = [(ARGUMENT_LISTS[p.role], p.index) for p in params if p.is_array]
         self.n_dims = sum(1 for p in params if not p.is_array)
         self.static = None if any(isinstance(d, Sym) for d in space) else tuple(int(d) for d in space)
         self._launches: dict[tuple, Launch] = {}
