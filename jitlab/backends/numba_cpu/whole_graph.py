@@ -70,7 +70,7 @@ def why_not_compiled(op: Operation) -> str | None:
     if odd is not None and op.name != "func.return":
         return f"{op.name} on {odd.name}: numba compiles no {odd.name} arrays"
     if op.name == "jit.group":
-        con = next((o for o in op.block.ops if o.has(Trait.CONTRACTION)), None)
+        con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
         if con is not None and con.result.type.dtype.name not in ("float32", "float64"):
             return f"{con.name} on {con.result.type.dtype.name}: numba's BLAS calls take only float32 and float64"
         if con is not None and con.name == "np.matmul" and not _dot_ok(con):
@@ -255,11 +255,11 @@ class _SegmentSource:
     def _emit_group(self, op: Operation) -> None:
         ins = [self.array(v) for v in op.operands]
         outs = [self.array(r) for r in op.results]
-        con = next((o for o in op.block.ops if o.has(Trait.CONTRACTION)), None)
+        con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
         extra: list[str] = []
         if con is not None:
             extra = [self._contraction(op, con, ins, outs)]
-            if not any(is_epilogue_op(o, con) for o in op.block.ops):
+            if not any(is_epilogue_op(o, con) for o in op.body.ops):
                 return
         prefix = self._kernel(op, {con.result: "m0"} if con is not None else {})
         dims, size = self._dims(op, con)
@@ -279,7 +279,7 @@ class _SegmentSource:
     def _kernel(self, op: Operation, materialized: dict) -> str:
         key = op.attrs["key"]
         if key not in self.b.kernels:
-            par, seq, plan, flat = generate(op.block, "kernel", materialized)
+            par, seq, plan, flat = generate(op.body, "kernel", materialized)
             body = _decorate(par, True) + "\n\n\n" + _decorate(seq, False)
             # Groups differing only in their shapes (ResNet's conv + batch-norm epilogues) generate the
             # same source: one function serves them all, and numba compiles it once, not per group.
@@ -304,7 +304,7 @@ class _SegmentSource:
         return dims, (math.prod(int(d) for d in plan.space) if static else " * ".join(dims) or "1")
 
     def _contraction(self, group: Operation, con: Operation, ins: list[str], outs: list[str]) -> str:
-        block = group.block
+        block = group.body
         (a, ta), (b, tb) = ((ins[i], transposed) for i, transposed in contraction_operands(block, con))
         outputs = list(block.last_op.operands)
         if con.result in outputs:
