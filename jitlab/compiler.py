@@ -428,7 +428,7 @@ def _backend_of(group, target: str) -> Backend:
 
 
 def _op_names(group) -> list[str]:
-    names = [op.name.split(".", 1)[1] for op in group.block.ops if op.opdef.dialect == "np"
+    names = [op.name.split(".", 1)[1] for op in group.body.ops if op.opdef.dialect == "np"
              and op.name != "np.constant"]
     return names if len(names) <= 4 else names[:3] + [f"... {len(names) - 3} more"]
 

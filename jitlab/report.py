@@ -446,7 +446,7 @@ def snapshot(program) -> GraphSnapshot:
             if op.name in ("func.return", "jit.yield"):
                 continue
             if op.name == "jit.group":
-                visit(op.block, op.attrs["id"])
+                visit(op.body, op.attrs["id"])
             attrs = {k: (f"dense {v.array.dtype}{list(v.array.shape)}" if isinstance(v, Dense) and v.array.size > 8
                          else format_attr(v)) for k, v in op.attrs.items()}
             inner = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None

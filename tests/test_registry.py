@@ -52,8 +52,7 @@ def test_unknown_op_names_suggest_within_the_dialect():
 def test_every_decorator_table_is_a_registry_and_refuses_a_second_entry():
     from jitlab import cli
     from jitlab.autodiff import registry as autodiff
-    from jitlab.backends import base
-    from jitlab.backends import indexing
+    from jitlab.backends import base, indexing
     from jitlab.backends.numba_cpu import fastmath, scalar
     from jitlab.bench import models
     from jitlab.frontend import numpy_api

@@ -102,7 +102,7 @@ def ptx_check(arch: tuple[int, int] = (9, 0)) -> bool:
         ctx = PassContext(target="cuda")
         fused = PassManager.parse("mark-subgraphs,fuse").run(program, ctx)
         for group in (op for op in fused.body.ops if op.name == "jit.group"):
-            con = next((op for op in group.block.ops if op.name in ("np.matmul", "np.conv2d")), None)
+            con = next((op for op in group.body.ops if op.name in ("np.matmul", "np.conv2d")), None)
             parts = (backend._contraction_parts(group, con, policy) if con is not None
                      else backend._generated_parts(group, policy))
             module = load_module(group, module_source(group, [(p.source, p.layout) for p in parts]),

@@ -10,7 +10,7 @@ from ..ir.opdef import Trait, defop
 
 
 def _verify_group(op: Operation) -> None:
-    block = op.block
+    block = op.body
     arg_types = [a.type for a in block.args]
     operand_types = [v.type for v in op.operands]
     if arg_types != operand_types:

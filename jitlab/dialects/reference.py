@@ -98,7 +98,7 @@ def _weight(interp: Interpreter, op: Operation, args):
 
 @handles("jit.group")
 def _group(interp: Interpreter, op: Operation, args):
-    return interp.run_block(op.block, args)
+    return interp.run_block(op.body, args)
 
 
 def run_reference(program: Program, inputs: Sequence[np.ndarray], bindings: dict[str, int] | None = None

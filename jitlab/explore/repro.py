@@ -54,7 +54,7 @@ def find_group(program: Program, gid: int) -> Operation:
 def group_program(program: Program, gid: int) -> Program:
     """Group `gid` of `program` as a standalone program over its operands."""
     group = find_group(program, gid)
-    block = group.block
+    block = group.body
     sub = Program(f"{program.name}_group{gid}", [a.type for a in block.args], [a.name for a in block.args],
                   program.weights)
     mapping = dict(zip(block.args, sub.inputs))

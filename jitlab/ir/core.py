@@ -184,8 +184,9 @@ class Operation:
         return region
 
     @property
-    def block(self) -> Block:
-        """The single block of this op's single region (jit.group bodies)."""
+    def body(self) -> Block:
+        """The single block of this op's single region (a jit.group's ops); the block holding
+        the op itself is `parent` (MLIR's getBlock)."""
         return self.regions[0].blocks[0]
 
     @property

@@ -73,7 +73,7 @@ def _aliases(program: Program, value: Value) -> set[Value]:
 
 
 def _elementwise_only(op: Operation) -> bool:
-    inner = op.block.ops if op.name == "jit.group" else [op]
+    inner = op.body.ops if op.name == "jit.group" else [op]
     return all(o.has(Trait.ELEMENTWISE) or o.has(Trait.CONSTANT) or o.has(Trait.TERMINATOR) for o in inner)
 
 

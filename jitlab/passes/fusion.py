@@ -455,7 +455,7 @@ def _build_group(rw: Rewriter, cluster: Cluster, gid: int, backend: str) -> Oper
 
 def group_key(group: Operation) -> str:
     """A structural hash of the group: same ops, attributes and operand types, same key."""
-    block = group.block
+    block = group.body
     names = {}
     for i, a in enumerate(block.args):
         names[a] = f"a{i}"

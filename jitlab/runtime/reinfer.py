@@ -80,7 +80,7 @@ class _Reinfer:
                 self.alloc(op)
 
     def region_op(self, op: Operation) -> None:
-        inner = op.block
+        inner = op.body
         for arg, v in zip(inner.args, op.operands):
             arg.type = v.type
         self.block(inner)

@@ -43,8 +43,8 @@ def check_params(group, kernel) -> list:
     """The params name k_par's and k_seq's parameters and type the values passed there."""
     params = kernel.params
     assert def_params(kernel.source, "k_par") == def_params(kernel.source, "k_seq") == [p.name for p in params]
-    con = next((op for op in group.block.ops if op.has(Trait.CONTRACTION)), None)
-    values = {ParamRole.INPUT: list(group.block.args), ParamRole.OUTPUT: list(group.block.last_op.operands),
+    con = next((op for op in group.body.ops if op.has(Trait.CONTRACTION)), None)
+    values = {ParamRole.INPUT: list(group.body.args), ParamRole.OUTPUT: list(group.body.last_op.operands),
               ParamRole.INTERMEDIATE: [con.result] if con is not None else []}
     # a contraction's run calls the library, then its generated epilogue
     gen = kernel.run if con is None else inspect.getclosurevars(kernel.run).nonlocals["gen"]
@@ -94,7 +94,7 @@ def test_write():
         return y
 
     [(group, kernel)] = compiled_groups(write, rand(6, 5))
-    assert any(op.name == "np.update_slice" for op in group.block.ops)
+    assert any(op.name == "np.update_slice" for op in group.body.ops)
     check_params(group, kernel)
 
 

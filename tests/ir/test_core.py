@@ -116,7 +116,7 @@ def test_walk_enters_regions():
     verify(p)
     clone = p.clone()
     assert [op.name for op in clone.walk()] == ["jit.group", "np.exp", "jit.yield", "func.return"]
-    assert clone.ops[0].block is not group.block
+    assert clone.ops[0].body is not group.body
 
 
 def test_unknown_op_and_bad_operand():

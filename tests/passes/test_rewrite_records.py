@@ -40,7 +40,7 @@ def test_fuse_records_the_group_it_built_and_the_op_it_moved():
     (group,) = report.groups
     group_op, tanh, ret = result.ops
     assert (build.rule, build.root_name, build.moved) == ("fuse-cluster", "np.mul", group.ops)
-    assert group_op.uid in build.created and group_op.block.last_op.uid in build.created
+    assert group_op.uid in build.created and group_op.body.last_op.uid in build.created
     assert sorted(build.modified) == sorted([tanh.uid, ret.uid])       # they read the group's results now
     assert sort.rule == "topological-sort" and len(sort.moved) == 1 and sort.created == sort.erased == []
     assert sort.moved[0] in (group_op.uid, tanh.uid)

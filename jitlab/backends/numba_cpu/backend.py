@@ -60,7 +60,7 @@ class NumbaCPUBackend(Backend):
         return compile_program(program, report, options)
 
     def compile_group(self, group: Operation, options: dict[str, Any]) -> Kernel:
-        contraction = next((op for op in group.block.ops if op.has(Trait.CONTRACTION)), None)
+        contraction = next((op for op in group.body.ops if op.has(Trait.CONTRACTION)), None)
         if contraction is not None:
             return _compile_contraction(group, contraction, options)
         return select(group, _compile_generated(group, options), bool(options.get("autotune", False)))
@@ -134,7 +134,7 @@ def _module_source(group: Operation, par: str, seq: str) -> str:
     # Nothing of one group (its id, its shape-specific key) goes into the text: groups whose loop
     # nests differ only in their sizes (ResNet's conv epilogues) generate the same module, which
     # numba compiles once for all of them.
-    ops = ", ".join(op.name for op in group.block.ops if not op.has(Trait.TERMINATOR))
+    ops = ", ".join(op.name for op in group.body.ops if not op.has(Trait.TERMINATOR))
     decorator = '@njit({}fastmath=FLAGS, error_model="numpy", cache=True)'
     return (f'"""jitlab kernel: {ops}."""\n\n' + module_header()
             + f"\n\n{decorator.format('parallel=True, ')}\n{par}\n\n\n{decorator.format('')}\n{seq}\n")
@@ -148,7 +148,7 @@ def generic_structure(group: Operation) -> str:
     """A group's structure without its sizes (op names, dtypes and ranks): the anchor a cache miss
     is explained against. The source and signature parts of the key hold everything else."""
     text = ";".join(f"{op.name}:" + ",".join(f"{r.type.dtype}/{r.type.rank}" for r in op.results)
-                    for op in group.block.ops)
+                    for op in group.body.ops)
     return "s" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -262,14 +262,14 @@ def _static(space, block) -> tuple[int, ...] | None:
 
 
 def _compile_generated(group: Operation, options: dict[str, Any]) -> Kernel:
-    gen = _Generated(group, group.block, (), options)
+    gen = _Generated(group, group.body, (), options)
     return Kernel(group.attrs["key"], "numba_cpu", gen, gen.source, gen.seconds, gen.cache_hit,
                   gen.miss_reason, choice=_choice(group), reads_before_writes=True,   # codegen's store_all
                   timing=gen.timing, code=gen.code, params=gen.params)
 
 
 def _choice(group: Operation) -> str:
-    n = sum(1 for op in group.block.ops if not (op.has(Trait.TERMINATOR) or op.has(Trait.CONSTANT)))
+    n = sum(1 for op in group.body.ops if not (op.has(Trait.TERMINATOR) or op.has(Trait.CONSTANT)))
     if n == 1:
         return "generated: one op, written straight into its output buffer"
     return f"generated: {n} ops fused into one pass over memory"
@@ -298,7 +298,7 @@ _CONTRACTIONS: dict[str, Callable[[Operation], Callable]] = {"np.matmul": _matmu
 
 
 def _compile_contraction(group: Operation, con: Operation, options: dict[str, Any]) -> Kernel:
-    block = group.block
+    block = group.body
     outputs = list(block.last_op.operands)
     library = _CONTRACTIONS[con.name](con)
     operands = contraction_operands(block, con)

@@ -45,7 +45,7 @@ def _size(value) -> float:
 
 def estimate(group: Operation) -> tuple[float, float]:
     """Estimated nanoseconds of (generated, library) kernels for one call."""
-    block = group.block
+    block = group.body
     ops = [op for op in block.ops if not op.has(Trait.TERMINATOR) and not op.has(Trait.CONSTANT)]
     io_bytes = sum(_size(v) * v.type.dtype.itemsize for v in list(block.args) + list(block.last_op.operands))
     generated = io_bytes / BYTES_PER_NS
@@ -60,7 +60,7 @@ def estimate(group: Operation) -> tuple[float, float]:
 
 def library_kernel(group: Operation) -> Callable:
     """Runs the group's ops one by one with numpy and copies the results into the outputs."""
-    block = group.block
+    block = group.body
 
     def run(inputs, outputs, bindings=None):
         results = Interpreter(None, bindings or {}, check=False).run_block(block, list(inputs))
@@ -74,7 +74,7 @@ def select(group: Operation, generated: Kernel, autotune: bool) -> Kernel:
     """The kernel to run for `group`, with the choice and its reason recorded on it."""
     gen_ns, lib_ns = estimate(group)
     # Random inputs would be out-of-range indices for a scatter: its kernel is not measured.
-    measurable = not any(op.name == "np.scatter_nd" for op in group.block.ops)
+    measurable = not any(op.name == "np.scatter_nd" for op in group.body.ops)
     if autotune and measurable and all(not isinstance(d, Sym) for v in group.operands for d in v.type.shape):
         gen_ns, lib_ns = _measure(group, generated.run), _measure(group, library_kernel(group))
         how = "measured"

@@ -96,7 +96,7 @@ def why_not_compiled(op: Operation) -> str | None:
     if odd is not None and op.name != "func.return":
         return f"{op.name} on {odd.name}: numba compiles no {odd.name} arrays"
     if op.name == "jit.group":
-        con = next((o for o in op.block.ops if o.has(Trait.CONTRACTION)), None)
+        con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
         if con is not None and con.result.type.dtype.name not in ("float32", "float64"):
             return f"{con.name} on {con.result.type.dtype.name}: numba's BLAS calls take only float32 and float64"
         if con is not None and con.name == "np.matmul" and not _dot_ok(con):
@@ -112,7 +112,7 @@ def heavy_group(op: Operation) -> str | None:
     results = [r.type for r in op.results]
     if not results or not all(t.is_static for t in results):
         return None
-    con = next((o for o in op.block.ops if o.has(Trait.CONTRACTION)), None)
+    con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
     if con is not None and all(v.type.is_static for v in con.operands):
         macs = _macs(con)
         if macs >= HEAVY_MACS:
@@ -313,11 +313,11 @@ class _SegmentSource:
     def _emit_group(self, op: Operation) -> None:
         ins = [self.array(v) for v in op.operands]
         outs = [self.array(r) for r in op.results]
-        con = next((o for o in op.block.ops if o.has(Trait.CONTRACTION)), None)
+        con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
         extra: list[str] = []
         if con is not None:
             extra = [self._contraction(op, con, ins, outs)]
-            if not any(is_epilogue_op(o, con) for o in op.block.ops):
+            if not any(is_epilogue_op(o, con) for o in op.body.ops):
                 return
         prefix = self._kernel(op, [con.result] if con is not None else [])
         dims, size = self._dims(op, con)
@@ -339,7 +339,7 @@ class _SegmentSource:
     def _kernel(self, op: Operation, materialized: list[Value]) -> str:
         key = op.attrs["key"]
         if key not in self.b.kernels:
-            kernel = generate(op.block, "kernel", materialized)
+            kernel = generate(op.body, "kernel", materialized)
             body = _decorate(kernel.par, True) + "\n\n\n" + _decorate(kernel.seq, False)
             # Groups differing only in their shapes (ResNet's conv + batch-norm epilogues) generate the
             # same source: one function serves them all, and numba compiles it once, not per group.
@@ -365,7 +365,7 @@ class _SegmentSource:
         return dims, (math.prod(int(d) for d in plan.space) if static else " * ".join(dims) or "1")
 
     def _contraction(self, group: Operation, con: Operation, ins: list[str], outs: list[str]) -> str:
-        block = group.block
+        block = group.body
         (a, ta), (b, tb) = ((ins[i], transposed) for i, transposed in contraction_operands(block, con))
         outputs = list(block.last_op.operands)
         if con.result in outputs:

@@ -78,7 +78,7 @@ class NumbaCUDABackend(Backend):
     def compile_group(self, group: Operation, options: dict[str, Any]) -> Kernel:
         device.require()
         policy = Policy(device.info(), options.get("threads_per_block"), options.get("max_blocks"))
-        con = next((op for op in group.block.ops if op.has(Trait.CONTRACTION)), None)
+        con = next((op for op in group.body.ops if op.has(Trait.CONTRACTION)), None)
         start = time.perf_counter()
         parts = _contraction_parts(group, con, policy) if con is not None else _generated_parts(group, policy)
         source = module_source(group, [(part.source, part.layout) for part in parts])
@@ -124,14 +124,14 @@ def _name(k: int) -> str:
 
 
 def _generated_parts(group: Operation, policy: Policy, materialized: Sequence[Value] = (), index: int = 0) -> list:
-    kernel = generate(group.block, _name(index), materialized)
+    kernel = generate(group.body, _name(index), materialized)
     plan = kernel.plan
 
     def make(fn):
         return Launcher(fn, kernel.params, () if kernel.flat else tuple(plan.space), kernel.layout, kernel.flat,
                         policy, plan_dims=(plan.outer, plan.inner))
 
-    return [Part(kernel.source, kernel.layout, kernel.params, make, list(group.block.last_op.operands), kernel.flat)]
+    return [Part(kernel.source, kernel.layout, kernel.params, make, list(group.body.last_op.operands), kernel.flat)]
 
 
 def _contraction_parts(group: Operation, con: Operation, policy: Policy) -> list:
@@ -143,8 +143,8 @@ def _contraction_parts(group: Operation, con: Operation, policy: Policy) -> list
         o = int(con.operands[1].type.shape[0])
         conv = (con.attrs["groups"], o // con.attrs["groups"])
     fused = reads_result_in_place(con)
-    outputs = list(group.block.last_op.operands) if fused else [con.result]
-    source, params = generate_tiled(group.block, con, _name(0), tile, None if fused else outputs)
+    outputs = list(group.body.last_op.operands) if fused else [con.result]
+    source, params = generate_tiled(group.body, con, _name(0), tile, None if fused else outputs)
     make = lambda fn: Launcher(fn, params, tuple(shape), "tile", False, policy, tile, conv)  # noqa: E731
     parts = [Part(source, "tile", params, make, outputs)]
     if not fused:
@@ -190,7 +190,7 @@ class _TempBuffer:
 
 
 def _describe(group: Operation, con: Operation | None, parts: list) -> str:
-    n = sum(1 for op in group.block.ops if not (op.has(Trait.TERMINATOR) or op.has(Trait.CONSTANT)))
+    n = sum(1 for op in group.body.ops if not (op.has(Trait.TERMINATOR) or op.has(Trait.CONSTANT)))
     if con is None:
         return f"generated CUDA kernel ({parts[0].layout} layout): {n} op(s) in one pass over memory"
     kind = "tiled matmul" if con.name == "np.matmul" else "implicit-GEMM conv2d"

@@ -42,7 +42,7 @@ def module_source(group: Operation, kernels: list[tuple[str, str]]) -> str:
     """One module holding the group's kernel functions; `kernels` is (source, layout) pairs."""
     from . import devicefns  # imports numba.cuda: only when a group is compiled for cuda
 
-    ops = ", ".join(op.name for op in group.block.ops if not op.has(Trait.TERMINATOR))
+    ops = ", ".join(op.name for op in group.body.ops if not op.has(Trait.TERMINATOR))
     header = _HEADER.format(gid=group.attrs["id"], key=group.attrs["key"], ops=ops,
                             layouts=" + ".join(f"{layout} layout" for _, layout in kernels),
                             names=", ".join(["REDUCE_SLOTS", *devicefns.NAMES]))

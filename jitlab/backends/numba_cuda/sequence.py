@@ -65,7 +65,7 @@ class SequenceWriter:
             for j, slot in enumerate(step.outs):
                 add(f"    {self.names[slot]} = alloc({slot}, {self._shape(step, j)}, "
                     f"np.{np.dtype(step.types[j].dtype).name}, {stream})")
-            names = ", ".join(op.name for op in step.op.block.ops if not op.has(Trait.TERMINATOR))
+            names = ", ".join(op.name for op in step.op.body.ops if not op.has(Trait.TERMINATOR))
             add(f"    group_{k}(({ins}), ({outs}), bindings, {stream})    # group {step.op.attrs['id']}: {names}")
         elif step.op.has(Trait.VIEW):
             add(f"    {self.names[step.outs[0]]} = {self.names[step.ins[0]]}.reshape({self._shape(step, 0)})")

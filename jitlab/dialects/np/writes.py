@@ -60,13 +60,13 @@ def in_place_operand(group: Operation) -> int | None:
     """The operand of a `jit.group` of writes whose buffer its result may take (see the module doc)."""
     if group.name != "jit.group":
         return None
-    writes = write_chain(group.block)
-    if not writes or writes[0].operands[0] not in group.block.args:
+    writes = write_chain(group.body)
+    if not writes or writes[0].operands[0] not in group.body.args:
         return None
     x = writes[0].operands[0]
     if not all(_read_is_safe(use.op, use.index, writes) for use in x.uses):
         return None
-    return group.block.args.index(x)
+    return group.body.args.index(x)
 
 
 def _read_is_safe(op: Operation, index: int, writes: list[Operation]) -> bool:

@@ -82,7 +82,7 @@ class Translation:
 
 def translate(group: Operation) -> Translation:
     """The stages that compute a group's yielded values."""
-    block = group.block
+    block = group.body
     t = Translation([f"a{i}" for i in range(len(block.args))])
     text: dict[Value, str] = {}
     for name, arg in zip(t.args, block.args):
