@@ -11,7 +11,7 @@ import dataclasses
 import enum
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 
 @dataclass(kw_only=True)
@@ -360,6 +360,68 @@ class KernelRecord:
                 if g is not None and g != self.group and g not in self.reused_by]
 
 
+class TimeStats(TypedDict):
+    """Seconds over a profile's repeats."""
+
+    median: float
+    min: float
+    max: float
+    spread: float         # max - min
+
+
+class StepProfile(TimeStats):
+    """One top-level step of a profiled call (a group's launch, a library op, a view, an O2 segment)."""
+
+    index: int
+    uid: int              # the step's op (its first group for an O2 segment)
+    name: str
+    group: int | None
+    kernel: str | None    # the kernel key the step ran
+    start: float          # median offset from the call's first step
+    stream: int
+    launches: int
+    bytes: int            # read and written
+    ops: list[int]
+
+
+class KernelProfile(TimeStats):
+    """A kernel over every step that ran it: stats per launch, totals per call."""
+
+    calls: int
+    launches: int
+    seconds: float
+    bytes: int
+    groups: list[int | None]
+
+
+class ProfileRecord(TypedDict, total=False):
+    """What `jl.profile` measured (runtime/profile.py). A typed dict, not a dataclass: `jl.profile`
+    returns it and users index it; `{}` before any profile."""
+
+    level: str
+    target: str
+    mode: str             # "steps", "instrumented", "events" or "total"
+    repeats: int
+    warmup: int
+    bindings: dict[str, int]
+    total: TimeStats      # the whole call
+    steps: list[StepProfile]
+    kernels: dict[str, KernelProfile]
+
+
+@dataclass(kw_only=True)
+class ExecutableCacheRecord:
+    """Whether the passes' result came from the executable cache (runtime/executable_cache.py), and
+    where its entry is; on a miss whether this compile stored one and, if not, why."""
+
+    hit: bool
+    path: str
+    stored: bool = False
+    reason: str = ""
+    key_seconds: float = 0.0      # hashing the program and finding the folder
+    load_seconds: float = 0.0     # reading the entry (a hit)
+
+
 @dataclass(kw_only=True)
 class CompileReport:
     """All of one compilation, for the explorer, the CLI and the tests."""
@@ -376,7 +438,7 @@ class CompileReport:
     streams: StreamPlan | None = None
     launch_sequence: str = ""     # O2 on a device: the generated function that queues every launch
     kernels: list[KernelRecord] = field(default_factory=list)
-    profile: dict[str, Any] = field(default_factory=dict)
+    profile: ProfileRecord = field(default_factory=lambda: ProfileRecord())
     graph: GraphSnapshot | None = None
     warnings: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -384,9 +446,7 @@ class CompileReport:
     donations: list[DonationRecord] = field(default_factory=list)  # outputs written into donated inputs
     recompute: RecomputeRecord | None = None    # the recompute pass's trade: peaks, values, ops added
     folding: WeightFolding | None = None         # the fold-weights pass: values computed at compile time
-    # whether the passes' result came from the executable cache (runtime/executable_cache.py):
-    # hit, and where the entry is; on a miss, why
-    executable_cache: dict[str, Any] | None = None
+    executable_cache: ExecutableCacheRecord | None = None   # None when the cache was not asked
     timing: CompileTiming | None = None          # where the compile's time went
 
     def to_dict(self) -> dict[str, Any]:

@@ -87,7 +87,8 @@ def _compile_main() -> None:
     path, level = sys.argv[1], sys.argv[2]
     start = time.perf_counter()
     exe = jl.compile(jl.onnx.load(path), level=level)
-    print(json.dumps({"seconds": time.perf_counter() - start, "hit": (exe.report.executable_cache or {}).get("hit"),
+    cache = exe.report.executable_cache
+    print(json.dumps({"seconds": time.perf_counter() - start, "hit": None if cache is None else cache.hit,
                       "breakdown": breakdown(exe.report)}))
 
 

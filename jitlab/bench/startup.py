@@ -81,6 +81,7 @@ def _child(start: float, imported: float) -> None:
     compiled = time.perf_counter()
     fn(*inputs)
     called = time.perf_counter()
-    cache = exe.report.executable_cache or {}
+    cache = exe.report.executable_cache
     print(json.dumps({"import_s": imported - start, "compile_s": compiled - begin, "first_call_s": called - compiled,
-                      "start_s": called - begin, "hit": cache.get("hit"), "breakdown": breakdown(exe.report)}))
+                      "start_s": called - begin, "hit": None if cache is None else cache.hit,
+                      "breakdown": breakdown(exe.report)}))

@@ -112,7 +112,7 @@ def compile_time_data(report: CompileReport) -> dict[str, Any] | None:
     return {"total": t.total, "stages": stages, "shape_inference": t.shape_inference,
             "executable_cache": t.executable_cache,
             # on an executable cache hit the passes did not run: their seconds are the compile that stored them
-            "passes_cached": bool((report.executable_cache or {}).get("hit")),
+            "passes_cached": report.executable_cache is not None and report.executable_cache.hit,
             "passes": [{"name": p.name, "seconds": p.seconds} for p in report.passes],
             "kernel_parts": dataclasses.asdict(t.kernel_parts)}
 
@@ -176,6 +176,6 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "recompiles": [],
         "warnings": list(report.warnings),
         "seconds": dict(report.seconds),
-        "executable_cache": report.executable_cache,
+        "executable_cache": None if report.executable_cache is None else dataclasses.asdict(report.executable_cache),
         "compile_time": compile_time_data(report),
     }

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..backends.kernel_cache import KernelCache, default_cache, why_untrusted, why_untrusted_folder, write_atomic
 from ..errors import CacheWarning
-from ..report import CompileReport
+from ..report import CompileReport, ExecutableCacheRecord
 
 ENV_VAR = "JITLAB_EXECUTABLE_CACHE"      # "0" turns the cache off for the process
 MAGIC = b"jitlab executable 1\n"
@@ -188,16 +188,16 @@ def load(entry: Entry, source) -> tuple | None:
     except Exception as e:  # a damaged pickle can raise almost any exception type
         return _unusable(entry, f"corrupt ({type(e).__name__}: {e})")
     report = _lazy_report(stored["report"], lazy)
-    report.executable_cache = {"hit": True, "path": entry.path, "key_seconds": entry.key_seconds,
-                               "load_seconds": time.perf_counter() - start}
+    report.executable_cache = ExecutableCacheRecord(hit=True, path=entry.path, key_seconds=entry.key_seconds,
+                                                    load_seconds=time.perf_counter() - start)
     return program, report
 
 
-def store(entry: Entry, program, report: CompileReport, source) -> dict:
+def store(entry: Entry, program, report: CompileReport, source) -> ExecutableCacheRecord:
     """Writes the post-pass program and its report (before lowering adds to it); returns the
     report's record of the miss."""
     if not entry.trusted:
-        return {"hit": False, "path": entry.path, "stored": False, "reason": "the folder is not private"}
+        return ExecutableCacheRecord(hit=False, path=entry.path, reason="the folder is not private")
     own = {name: None if source.weights.get(name) is w else w for name, w in program.weights.items()}
     folded = any(w is not None for w in own.values())
     light = dataclasses.replace(report, **{f: _EMPTY[f]() for f in LAZY_FIELDS})
@@ -214,8 +214,8 @@ def store(entry: Entry, program, report: CompileReport, source) -> dict:
     except OSError as e:
         warnings.warn(f"jitlab: could not write the executable cache entry {entry.path}: {e}", CacheWarning,
                       stacklevel=3)
-        return {"hit": False, "path": entry.path, "stored": False, "reason": str(e)}
-    return {"hit": False, "path": entry.path, "stored": True, "key_seconds": entry.key_seconds}
+        return ExecutableCacheRecord(hit=False, path=entry.path, reason=str(e))
+    return ExecutableCacheRecord(hit=False, path=entry.path, stored=True, key_seconds=entry.key_seconds)
 
 
 _EMPTY = {"passes": list, "graph": lambda: None}

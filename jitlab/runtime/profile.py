@@ -26,16 +26,17 @@ from ..errors import JitlabError
 from ..ir.core import Operation
 from ..ir.opdef import Trait
 from ..ir.shapes import evaluate_shape
+from ..report import KernelProfile, ProfileRecord, StepProfile, TimeStats
 
 Clock = Callable[[], float]
 
 
-def stats(samples: Sequence[float]) -> dict[str, float]:
+def stats(samples: Sequence[float]) -> TimeStats:
     """Median, min, max and spread (max - min) of `samples` seconds."""
     if not samples:
-        return {"median": 0.0, "min": 0.0, "max": 0.0, "spread": 0.0}
+        return TimeStats(median=0.0, min=0.0, max=0.0, spread=0.0)
     lo, hi = min(samples), max(samples)
-    return {"median": statistics.median(samples), "min": lo, "max": hi, "spread": hi - lo}
+    return TimeStats(median=statistics.median(samples), min=lo, max=hi, spread=hi - lo)
 
 
 def moved_bytes(op: Operation, bindings: dict[str, int]) -> int:
@@ -78,7 +79,7 @@ class Recorder:
         return run
 
 
-def profile(target, *args, repeats: int = 5, warmup: int = 1, **kwargs) -> dict[str, Any]:
+def profile(target, *args, repeats: int = 5, warmup: int = 1, **kwargs) -> ProfileRecord:
     """Times a jitted function or an Executable on these arguments; the record goes into its
     report's `profile` (and is returned)."""
     from .executable import Executable
@@ -104,7 +105,7 @@ def timed(call: Callable[[], Any], repeats: int) -> list[float]:
     return seconds
 
 
-def _profile(exe, args: tuple, kwargs: dict, repeats: int, warmup: int) -> dict[str, Any]:
+def _profile(exe, args: tuple, kwargs: dict, repeats: int, warmup: int) -> ProfileRecord:
     from .signature import bind_keywords, check_inputs
 
     if kwargs:
@@ -114,8 +115,8 @@ def _profile(exe, args: tuple, kwargs: dict, repeats: int, warmup: int) -> dict[
     total = timed(lambda: exe(*args), repeats)
     _, bindings = check_inputs(exe.program, args, exe.input_names)
     mode, recorder = _steps(exe, args, bindings, repeats, warmup)
-    record = {"level": exe.level, "target": exe.target, "mode": mode, "repeats": repeats, "warmup": warmup,
-              "bindings": dict(bindings), "total": stats(total)}
+    record = ProfileRecord(level=exe.level, target=exe.target, mode=mode, repeats=repeats, warmup=warmup,
+                           bindings=dict(bindings), total=stats(total))
     record["steps"] = _step_records(recorder, bindings)
     record["kernels"] = _kernel_records(record["steps"])
     for k in exe.report.kernels:
@@ -193,31 +194,32 @@ def _run_wrapped(exe, args, runner, repeats: int, warmup: int) -> Recorder:
     return recorder
 
 
-def _step_records(recorder: Recorder, bindings: dict[str, int]) -> list[dict[str, Any]]:
+def _step_records(recorder: Recorder, bindings: dict[str, int]) -> list[StepProfile]:
     records = []
     for k in sorted(recorder.samples):
         ops = recorder.ops[k]
         groups = [op for op in ops if op.name == "jit.group"]
         head = groups[0] if groups else ops[0]
-        records.append({"index": k, "uid": head.uid, "name": head.name,
-                        "group": head.attrs["id"] if head.name == "jit.group" else None,
-                        "kernel": head.attrs.get("key") if head.name == "jit.group" else None,
-                        **stats(recorder.samples[k]), "start": statistics.median(recorder.starts[k]),
-                        "stream": recorder.streams[k], "launches": len(groups) or int(not head.has(Trait.VIEW)),
-                        "bytes": sum(moved_bytes(op, bindings) for op in ops),
-                        "ops": [op.uid for op in ops]})
+        records.append(StepProfile(index=k, uid=head.uid, name=head.name,
+                                   group=head.attrs["id"] if head.name == "jit.group" else None,
+                                   kernel=head.attrs.get("key") if head.name == "jit.group" else None,
+                                   **stats(recorder.samples[k]), start=statistics.median(recorder.starts[k]),
+                                   stream=recorder.streams[k],
+                                   launches=len(groups) or int(not head.has(Trait.VIEW)),
+                                   bytes=sum(moved_bytes(op, bindings) for op in ops), ops=[op.uid for op in ops]))
     return records
 
 
-def _program_record(record: dict[str, Any]) -> dict[str, Any]:
+def _program_record(record: ProfileRecord) -> KernelProfile:
     steps = record["steps"]
-    return {**record["total"], "calls": 1, "launches": 1, "seconds": record["total"]["median"],
-            "bytes": sum(s["bytes"] for s in steps), "groups": [s["group"] for s in steps if s["group"] is not None]}
+    return KernelProfile(**record["total"], calls=1, launches=1, seconds=record["total"]["median"],
+                         bytes=sum(s["bytes"] for s in steps),
+                         groups=[s["group"] for s in steps if s["group"] is not None])
 
 
-def _kernel_records(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _kernel_records(steps: list[StepProfile]) -> dict[str, KernelProfile]:
     """Per kernel key: time per launch, launches and bytes per call, and every group it ran for."""
-    by_key: dict[str, list[dict[str, Any]]] = {}
+    by_key: dict[str, list[StepProfile]] = {}
     for step in steps:
         if step["kernel"] is not None:
             by_key.setdefault(step["kernel"], []).append(step)
@@ -226,7 +228,6 @@ def _kernel_records(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         launches = sum(r["launches"] for r in runs)
         seconds = sum(r["median"] for r in runs)
         per = [r["median"] / max(r["launches"], 1) for r in runs]
-        out[key] = {**stats(per), "calls": launches, "launches": launches,
-                    "seconds": seconds, "bytes": sum(r["bytes"] for r in runs),
-                    "groups": [r["group"] for r in runs]}
+        out[key] = KernelProfile(**stats(per), calls=launches, launches=launches, seconds=seconds,
+                                 bytes=sum(r["bytes"] for r in runs), groups=[r["group"] for r in runs])
     return out

@@ -37,7 +37,7 @@ CHILD = textwrap.dedent("""
         fn = jl.jit(step, level=level, target="cpu", dynamic={"x": {0: "B"}})
         acc = np.zeros(4, np.float32)
         y5, y2 = fn(x, w, acc), fn(x[:2].copy(), w, acc)
-        out[level] = {"hit": fn.last.report.executable_cache["hit"],
+        out[level] = {"hit": fn.last.report.executable_cache.hit,
                       "y5": y5.tolist(), "y2": y2.tolist(), "acc": acc.tolist()}
     print(json.dumps({"runs": len(runs), "levels": out}))
 """)
@@ -91,7 +91,7 @@ def test_a_hit_behaves_as_the_compile_that_stored_it(cache, level):
     cold = compile_f(kernels, level)
     n = len(runs)
     warm = compile_f(kernels, level)
-    assert len(runs) == n and warm.report.executable_cache["hit"] and not cold.report.executable_cache["hit"]
+    assert len(runs) == n and warm.report.executable_cache.hit and not cold.report.executable_cache.hit
     expected = f(*XY)
     for got in (cold(*XY), warm(*XY)):
         for a, b in zip(got, expected):
@@ -118,7 +118,7 @@ def test_donated_inputs_are_written_as_before(cache):
         w, g = np.ones(8, np.float32), np.arange(8, dtype=np.float32)
         exe = jl.compile(jl.trace(update, w, g), level="O1", target="cpu", cache=kernels, donate=("w",))
         (out,) = exe(w, g)
-        results.append((exe.report.executable_cache["hit"], out is w, exe.report.donations))
+        results.append((exe.report.executable_cache.hit, out is w, exe.report.donations))
         np.testing.assert_allclose(out, 1 - 0.1 * g, rtol=1e-6)
     assert [r[0] for r in results] == [False, True]
     assert results[0][1:] == results[1][1:]
@@ -141,9 +141,9 @@ def test_a_corrupt_entry_is_ignored_with_a_warning_and_replaced(cache, damage):
     n = len(runs)
     with pytest.warns(jl.CacheWarning, match="corrupt"):
         exe = compile_f(kernels)
-    assert len(runs) > n and not exe.report.executable_cache["hit"]
+    assert len(runs) > n and not exe.report.executable_cache.hit
     np.testing.assert_allclose(exe(*XY)[1], f(*XY)[1], rtol=1e-6)
-    assert compile_f(kernels).report.executable_cache["hit"]         # rewritten whole
+    assert compile_f(kernels).report.executable_cache.hit         # rewritten whole
 
 
 def test_an_entry_from_other_versions_is_ignored(cache):
@@ -159,7 +159,7 @@ def test_an_entry_from_other_versions_is_ignored(cache):
     n = len(runs)
     with pytest.warns(jl.CacheWarning, match="foreign .*versions"):
         exe = compile_f(kernels)
-    assert len(runs) > n and not exe.report.executable_cache["hit"]
+    assert len(runs) > n and not exe.report.executable_cache.hit
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
@@ -173,7 +173,7 @@ def test_nothing_is_unpickled_from_a_place_others_may_write(cache, where, monkey
     n = len(runs)
     with pytest.warns(jl.CacheWarning, match="writable by other users"):
         exe = compile_f(kernels)
-    assert len(runs) > n and not exe.report.executable_cache["hit"]
+    assert len(runs) > n and not exe.report.executable_cache.hit
 
 
 def test_the_key_changes_with_level_target_options_and_pipeline(cache):
@@ -191,8 +191,8 @@ def test_the_key_changes_with_level_target_options_and_pipeline(cache):
     assert KernelCache.full_key(parts(progress=False, cache=kernels)) == base      # do not change the result
     other = jl.trace(lambda x, y: f(x, y)[::-1], *XY)
     assert executable_cache.key_parts(other, "O1", "cpu", "p", {})["structure"] != parts()["structure"]
-    paths = {compile_f(kernels, level).report.executable_cache["path"] for level in ("O1", "O2")}
-    paths.add(compile_f(kernels, donate=("x",)).report.executable_cache["path"])
+    paths = {compile_f(kernels, level).report.executable_cache.path for level in ("O1", "O2")}
+    paths.add(compile_f(kernels, donate=("x",)).report.executable_cache.path)
     assert len(paths) == 3
 
 
@@ -203,7 +203,7 @@ def test_it_can_be_turned_off(cache, monkeypatch):
     assert compile_f(kernels).report.executable_cache is None
     assert not os.path.exists(os.path.join(kernels.directory, executable_cache.FOLDER)) or \
         not os.listdir(os.path.join(kernels.directory, executable_cache.FOLDER))
-    assert compile_f(kernels, executable_cache=True).report.executable_cache["stored"]
+    assert compile_f(kernels, executable_cache=True).report.executable_cache.stored
 
 
 def test_pass_printouts_bypass_it(cache, capsys):
@@ -268,7 +268,7 @@ def test_a_hit_under_recompute_keeps_the_plan_that_met_the_limit(cache):
     x = np.linspace(-1, 1, 4096, dtype=np.float32).reshape(64, 64)
     exes = [jl.compile(jl.trace(chain, x), level="O1", target="cpu", cache=kernels, recompute=True,
                        memory_limit=48 << 10) for _ in range(2)]
-    assert [e.report.executable_cache["hit"] for e in exes] == [False, True]
+    assert [e.report.executable_cache.hit for e in exes] == [False, True]
     assert exes[0].memory_limit == exes[1].memory_limit
     for got, want in zip(exes[1](x), chain(x)):
         np.testing.assert_allclose(got, want, rtol=1e-5)
