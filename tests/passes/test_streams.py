@@ -22,7 +22,7 @@ def test_independent_ops_get_their_own_stream_and_the_join_waits():
     plan = report.streams
     exp, tanh, matmul = (op.uid for op in program.ops[:-1])
     assert (plan.streams, plan.ops, plan.stream_of) == (2, [exp, tanh, matmul], [0, 1, 0])
-    assert plan.events == [StreamEvent(tanh, matmul, 1, 0)]
+    assert plan.events == [StreamEvent(producer=tanh, consumer=matmul, from_stream=1, to_stream=0)]
     assert report.passes[-1].notes == ["3 op(s) on 2 stream(s), 1 event(s)"]
 
 
