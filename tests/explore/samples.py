@@ -1,7 +1,7 @@
 """Explorer data of a few kinds of program, for the schema checks (tests/explore/test_schema.py,
 tests/browser/test_schema_browser.py): a small traced function, a training step at O2 with a
 profile and a recompile, an ONNX model with namespaced node names and a symbolic batch, O0,
-a Program alone and a compare page."""
+a Program alone and compare pages (timed and not)."""
 
 from __future__ import annotations
 
@@ -70,4 +70,6 @@ def samples() -> dict[str, dict]:
     out["program"] = saved(explore(jl.trace(small, x, w)))
     out["compare"] = saved(explore.compare(exe, jl.compile(jl.trace(small, x, w), level="O2", target="cpu"),
                                            args=(x, w), repeats=2))
+    # not timed, and pipelines of different lengths (pass rows with one side only)
+    out["compare_untimed"] = saved(explore.compare(exe, jl.compile(jl.trace(small, x, w), level="O0")))
     return out
