@@ -15,12 +15,12 @@ from .ir.program import Program
 from .passes import PassContext, PassManager, pipeline_for
 from .passes.manager import INSTRUMENTATION, split_instrumentation
 from .progress import progress
-from .report import CompileReport, CompileTiming, KernelRecord, KernelTiming, MemoryPlan, snapshot
+from .report import CompileReport, CompileTiming, KernelRecord, KernelTiming, snapshot
 from .runtime import (
     compile_pool,
     memexec,  # noqa: F401  (the interpreter's mem op handlers)
 )
-from .runtime.dryrun import parse_bytes, plan_for_level
+from .runtime.dryrun import parse_bytes
 from .runtime.executable import Executable
 from .runtime.o1 import O1Runner
 from .runtime.reference import Interpreter
@@ -189,8 +189,10 @@ def _cache_entry(program: Program, level: str, target: str, passes: str | None, 
 
 
 def _plan_of_compile(program: Program, bindings: dict[str, int], *, level: str, target: str, passes: str | None,
-                     engine_passes: str | None, limit: int | None, options: dict) -> MemoryPlan:
-    """The memory plan a compile of `program` with these settings makes: its passes only, no kernel built."""
+                     engine_passes: str | None, limit: int | None, options: dict):
+    """The MemoryPlan a compile of `program` with these settings makes: its passes only, no kernel built."""
+    from .runtime.dryrun import plan_for_level
+
     if limit is not None:
         compiled, _ = _passes_under_limit(program, level, target, engine_passes, limit, False, {}, options)
     else:
