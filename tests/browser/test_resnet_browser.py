@@ -347,3 +347,10 @@ def test_pass_diff_shows_the_pass_records_lines(page, resnet_pages, artifacts):
     assert sum(cls != "jl-row-same" and cls != "jl-skip" for cls, *_ in rows) > 100
     root.screenshot(path=str(artifacts / "resnet_passes.png"))
     assert page.errors == []
+
+
+def test_resnet_pages_data_validates_against_the_schema(resnet_pages):
+    from tests.explore.test_schema import errors
+
+    for path in resnet_pages[:2]:
+        assert errors(read_state(path.read_text(encoding="utf-8"))["data"]) == [], path.name

@@ -123,7 +123,7 @@ def data():
     return samples()
 
 
-@pytest.mark.parametrize("name", ["small", "training", "onnx", "compare"])
+@pytest.mark.parametrize("name", ["small", "training", "onnx", "compare", "compare_untimed"])
 def test_the_page_reads_only_fields_the_schema_defines(page, tmp_path, data, name, artifacts):
     data = data[name]
     text = html.page({"data": data, "view": "all", "selection": {}}, name)

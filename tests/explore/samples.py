@@ -1,7 +1,7 @@
 """Explorer data of a few kinds of program, for the schema checks (tests/explore/test_schema.py,
-tests/browser/test_schema_browser.py): a small traced function, a training step at O2 with a
+tests/browser/test_schema_browser.py): a small traced function, a training step at O1 with a
 profile and a recompile, an ONNX model with namespaced node names and a symbolic batch, O0,
-a Program alone and a compare page."""
+a Program alone and compare pages (timed and not)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def samples() -> dict[str, dict]:
     out = {}
     exe = jl.compile(jl.trace(small, x, w), level="O1", target="cpu", progress=False)
     out["small"] = saved(explore(exe))
-    step = jl.jit(train_step, level="O2", donate_argnums=(0,))
+    step = jl.jit(train_step, level="O1", donate_argnums=(0,))
     for n in (16, 32):          # a recompile, with its reason
         step({k: v.copy() for k, v in PARAMS.items()}, np.ones((n, 8), np.float32))
     jl.profile(step, {k: v.copy() for k, v in PARAMS.items()}, np.ones((32, 8), np.float32), repeats=2)
@@ -70,4 +70,6 @@ def samples() -> dict[str, dict]:
     out["program"] = saved(explore(jl.trace(small, x, w)))
     out["compare"] = saved(explore.compare(exe, jl.compile(jl.trace(small, x, w), level="O2", target="cpu"),
                                            args=(x, w), repeats=2))
+    # not timed, and pipelines of different lengths (pass rows with one side only)
+    out["compare_untimed"] = saved(explore.compare(exe, jl.compile(jl.trace(small, x, w), level="O0")))
     return out

@@ -29,7 +29,7 @@ def test_the_schema_is_a_valid_json_schema():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
 
-@pytest.mark.parametrize("name", ["small", "training", "onnx", "o0", "program", "compare"])
+@pytest.mark.parametrize("name", ["small", "training", "onnx", "o0", "program", "compare", "compare_untimed"])
 def test_the_data_of_each_kind_of_program_validates(data, name):
     assert errors(data[name]) == []
 
