@@ -45,7 +45,7 @@ def test_identical_groups_share_one_kernel():
 
 
 def test_groups_differing_only_in_sizes_share_compiled_code(tmp_path):
-    from jitlab.runtime.kernel_cache import KernelCache
+    from jitlab.backends.kernel_cache import KernelCache
 
     def fn(x, y, z):
         return np.tanh(x * 3.0) + 1.0, np.tanh(y * 3.0) + 1.0, np.tanh(z * 3.0) + 1.0
