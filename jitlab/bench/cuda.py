@@ -63,7 +63,8 @@ class Result:
 # Shapes small enough for the simulator, per program of the bench suite (jitlab/bench/suite.py).
 _SMALL = {"chain": [(96,), (96,)], "tanh_gelu": [(96,)], "softmax": [(6, 40)], "layernorm": [(6, 40), (40,), (40,)],
           "mlp": [(16, 16), (16, 16), (16,), (16, 16), (16,)],
-          "mlp_train": [(8, 16), (8, 16), (16, 16), (16,), (16, 16), (16,)], "tiny_500": [(64,)]}
+          "mlp_train": [(8, 16), (8, 16), (16, 16), (16,), (16, 16), (16,)], "tiny_500": [(64,)],
+          "transformer": [(4, 8), (8,), (8,), (8, 24), (24,), (8, 8), (8,), (8,), (8,), (8, 8), (8,), (8, 8), (8,)]}
 
 
 def suite(scale: str = "full", seed: int = 0) -> list[Program]:

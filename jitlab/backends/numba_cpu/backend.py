@@ -116,6 +116,7 @@ from numba import njit, prange  # noqa: F401
 from jitlab.backends.numba_cpu.bits import maximum as fmaximum, minimum as fminimum  # noqa: F401
 from jitlab.backends.numba_cpu.fastmath import TABLE as FASTMATH
 from jitlab.backends.numba_cpu.helpers import {helpers}  # noqa: F401
+from jitlab.backends.numba_cpu.rows import exp_nonpositive_float32, exp_nonpositive_float64  # noqa: F401
 from jitlab.errors import InputError  # noqa: F401
 
 FLAGS = {flags}
@@ -155,7 +156,7 @@ def generic_structure(group: Operation) -> str:
 # The modules generated kernels call into: their text is part of a kernel's cache key.
 SUPPORT_MODULES = tuple(f"jitlab.backends.{m}" for m in (
     "scalar_semantics", "numba_cpu.helpers", "numba_cpu.fastmath", "numba_cpu.bits", "numba_cpu.blas",
-    "numba_cpu.library"))
+    "numba_cpu.library", "numba_cpu.rows"))
 
 
 def _key_parts_for(structure: str, signature: str, source: str) -> dict[str, str]:

@@ -17,6 +17,7 @@ from ...ir.core import Operation
 from ...registry import Registry
 from ..loopnest import literal
 from .fastmath import lookup
+from .rows import exp_rule
 
 Rule = Callable[[list[str], dict, "TypeNames"], str]
 SCALAR_RULES: Registry[str, Rule] = Registry("scalar rule")
@@ -28,6 +29,7 @@ class TypeNames:
     host_math = True        # CPU-only callees allowed: LLVM's max/min intrinsics, the fastmath table
 
     def __init__(self, op: Operation):
+        self.op = op
         self.op_name = op.name
         self.out = np.dtype(op.results[0].type.dtype).name
         self.arg = np.dtype(op.operands[0].type.dtype).name if op.operands else self.out
@@ -93,7 +95,8 @@ def _vectorized(fallback: Rule, variant_of=lambda attrs: "") -> Rule:
     return rule
 
 
-for _name in ("exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "tanh"):
+scalar("exp")(exp_rule(_vectorized(_call("np.exp"))))
+for _name in ("expm1", "exp2", "log", "log1p", "log2", "log10", "tanh"):
     scalar(_name)(_vectorized(_call(f"np.{_name}")))
 scalar("erf")(_vectorized(_call("_erf")))
 scalar("sigmoid")(_vectorized(_call("_sigmoid")))
