@@ -22,7 +22,6 @@ from .progress import progress
 from .report import (
     CompileReport,
     CompileTiming,
-    DonationRecord,
     KernelRecord,
     KernelTiming,
     MemoryPlan,
@@ -325,7 +324,7 @@ def _donations(compiled: Program, run: Runner, report: CompileReport, opts: Comp
     donations = plan_donations(compiled, opts.donate, in_place=in_place)
     if in_place:
         cast(InPlaceRunner, run).donate(compiled, [d for d in donations if d.mode == "in place"])
-    report.donations = [DonationRecord(**dataclasses.asdict(d)) for d in donations]
+    report.donations = donations
     return donations
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ir.core import Value
 from ..ir.shapes import evaluate_shape
-from ..passes.donation import Donation
+from ..report import DonationRecord
 
 
 class OutputBuffers:
@@ -60,7 +60,7 @@ def writable(value: np.ndarray) -> np.ndarray:
     return value if value.flags.c_contiguous and value.flags.writeable else np.array(value, order="C")
 
 
-def safe_to_donate(arrays: Sequence[np.ndarray], d: Donation) -> bool:
+def safe_to_donate(arrays: Sequence[np.ndarray], d: DonationRecord) -> bool:
     """The donated array is a plain writable array and backs no other argument."""
     a = arrays[d.input]
     return (type(a) is np.ndarray and a.flags.c_contiguous and a.flags.writeable

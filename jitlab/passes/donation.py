@@ -23,7 +23,6 @@ backs another argument or another result.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,24 +30,13 @@ from ..dialects.np.writes import in_place_operand
 from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
+from ..report import DonationRecord
 
 
-@dataclass
-class Donation:
-    """Output `output` (index and name) takes the buffer of donated input `input`."""
-
-    output: int
-    output_name: str
-    input: int
-    input_name: str
-    mode: str = "copy"        # "in place" (written directly) or "copy" (copied in at the end)
-    bytes: int = 0
-
-
-def donation_pairs(program: Program, donated: Sequence[str]) -> list[Donation]:
+def donation_pairs(program: Program, donated: Sequence[str]) -> list[DonationRecord]:
     """Matches program outputs to donated inputs of the same type, in output order."""
     free = [i for i, n in enumerate(program.input_names) if n in set(donated)]
-    pairs: list[Donation] = []
+    pairs: list[DonationRecord] = []
     for k, v in enumerate(program.outputs):
         op = getattr(v, "op", None)
         if op is None or op.has(Trait.VIEW) or op.has(Trait.CONSTANT) or op.name == "np.weight":
@@ -56,8 +44,9 @@ def donation_pairs(program: Program, donated: Sequence[str]) -> list[Donation]:
         match = next((i for i in free if program.inputs[i].type == v.type), None)
         if match is not None and v.type.is_static:
             free.remove(match)
-            pairs.append(Donation(k, v.name or f"out{k}", match, program.input_names[match],
-                                  bytes=v.type.dtype.itemsize * int(np.prod(v.type.shape, dtype=np.int64))))
+            pairs.append(DonationRecord(output=k, output_name=v.name or f"out{k}", input=match,
+                                        input_name=program.input_names[match],
+                                        bytes=v.type.dtype.itemsize * int(np.prod(v.type.shape, dtype=np.int64))))
     return pairs
 
 
@@ -77,7 +66,7 @@ def _elementwise_only(op: Operation) -> bool:
     return all(o.has(Trait.ELEMENTWISE) or o.has(Trait.CONSTANT) or o.has(Trait.TERMINATOR) for o in inner)
 
 
-def writes_in_place(program: Program, d: Donation, ordered: bool = True) -> bool:
+def writes_in_place(program: Program, d: DonationRecord, ordered: bool = True) -> bool:
     """Whether the producer of output d may write into input d's array without a wrong answer;
     `ordered=False` leaves out the check that no step after the producer reads the input (the
     schedule pass orders the readers first)."""
@@ -105,12 +94,12 @@ def _read_after(program: Program, producer: Operation, aliases: set[Value]) -> b
     return False
 
 
-def in_place_pairs(program: Program, donated: Sequence[str], ordered: bool = True) -> list[Donation]:
+def in_place_pairs(program: Program, donated: Sequence[str], ordered: bool = True) -> list[DonationRecord]:
     """The donations whose output can be written straight into the donated array (see writes_in_place)."""
     return [d for d in donation_pairs(program, donated) if writes_in_place(program, d, ordered)]
 
 
-def plan_donations(program: Program, donated: Sequence[str], in_place: bool) -> list[Donation]:
+def plan_donations(program: Program, donated: Sequence[str], in_place: bool) -> list[DonationRecord]:
     """The donations of a compiled program; `in_place`: its runner can write outputs directly."""
     pairs = donation_pairs(program, donated)
     for d in pairs:

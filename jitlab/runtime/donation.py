@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..passes.donation import Donation
+from ..report import DonationRecord
 
 
-def hand_back(arrays: Sequence[np.ndarray], results: list[np.ndarray], donations: Sequence[Donation]) -> list:
+def hand_back(arrays: Sequence[np.ndarray], results: list[np.ndarray], donations: Sequence[DonationRecord]) -> list:
     """Results with each donated output living in its donated input array."""
     for d in donations:
         a, out = arrays[d.input], results[d.output]

@@ -8,6 +8,7 @@ import jitlab as jl
 from jitlab.explore import from_object
 from jitlab.explore.sizes import sizes
 from tests.explore.resnet import example
+from tests.explore.samples import train_step
 
 
 def mlp(x, w1, w2):
@@ -132,16 +133,6 @@ def test_o2_plans_at_other_sizes_are_static_ones_that_borrow_outputs_as_a_compil
 
 PARAMS = {"w1": np.full((16, 32), 0.1, np.float32), "b1": np.zeros(32, np.float32),
           "w2": np.full((32, 3), 0.1, np.float32), "b2": np.zeros(3, np.float32)}
-
-
-def loss_fn(p, x):
-    h = np.maximum(x @ p["w1"] + p["b1"], 0)
-    return np.mean((h @ p["w2"] + p["b2"]) ** 2)
-
-
-def train_step(p, x):
-    loss, g = jl.value_and_grad(loss_fn)(p, x)
-    return loss, jl.optim.sgd(p, g, 0.1)
 
 
 def batch(n):
