@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from .backends.base import Backend, Kernel, backend_for_target, get_backend, resolve_target
+from .backends.base import Backend, Kernel, backend_for_target, get_backend, kernel_record, resolve_target
 from .dialects.reference import Interpreter
 from .errors import JitlabError
 from .ir.builder import InferClock
@@ -374,11 +374,7 @@ def _record_kernels(groups: list, ready: dict[str, Kernel], elsewhere: set[str],
         if key in records:
             records[key].reused_by.append(op.attrs["id"])
             continue
-        records[key] = KernelRecord(key=op.attrs["key"], backend=kernel.backend, source=kernel.source,
-                                    compile_seconds=kernel.compile_seconds, cache_hit=kernel.cache_hit,
-                                    miss_reason=kernel.miss_reason, group=op.attrs["id"], choice=kernel.choice,
-                                    timing=kernel.timing or KernelTiming(), worker=key in elsewhere,
-                                    code=kernel.code)
+        records[key] = kernel_record(kernel, op, worker=key in elsewhere)
         report.kernels.append(records[key])
     codes = {r.code or r.key for r in records.values()}
     report.stats["kernels_compiled"] = len(codes)
@@ -418,7 +414,7 @@ def _label(group) -> str:
 def _sharing_key(group, target: str) -> str:
     """Groups share a kernel when their keys agree and so does what else their backend tells
     kernels apart by (which operands arrive read-only: Backend.kernel_variant)."""
-    return group.attrs["key"] + _backend_of(group, target).kernel_variant(group)
+    return _backend_of(group, target).sharing_key(group)
 
 
 def _backend_of(group, target: str) -> Backend:

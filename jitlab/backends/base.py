@@ -22,7 +22,7 @@ from ..ir.core import Operation, OpResult, Value
 from ..ir.opdef import Trait
 from ..passes.capability import provide_backends
 from ..registry import Registry
-from ..report import FusionKind, KernelTiming
+from ..report import FusionKind, KernelRecord, KernelTiming
 
 INTERFACE_VERSION = 1
 
@@ -84,6 +84,15 @@ class Kernel:
     params: tuple[KernelParam, ...] = ()
 
 
+def kernel_record(kernel: Kernel, group: Operation, choice: str | None = None, worker: bool = False) -> KernelRecord:
+    """The report's record of `kernel`, compiled for `group` (the first group it serves)."""
+    return KernelRecord(key=group.attrs["key"], backend=kernel.backend, source=kernel.source,
+                        compile_seconds=kernel.compile_seconds, cache_hit=kernel.cache_hit,
+                        miss_reason=kernel.miss_reason, group=group.attrs["id"],
+                        choice=kernel.choice if choice is None else choice,
+                        timing=kernel.timing or KernelTiming(), worker=worker, code=kernel.code)
+
+
 def is_readonly(value: Value) -> bool:
     """Weights and constants (and views of them) reach kernels as read-only arrays."""
     while isinstance(value, OpResult) and value.op.has(Trait.VIEW):
@@ -133,6 +142,10 @@ class Backend:
         """What besides its key keeps a group from sharing another group's kernel: which operands
         arrive read-only (a kernel compiled for a writable array does not take a read-only one)."""
         return "".join("r" if is_readonly(v) else "w" for v in group.operands)
+
+    def sharing_key(self, group: Operation) -> str:
+        """Groups with equal sharing keys run one Kernel: their keys and variants agree."""
+        return group.attrs["key"] + self.kernel_variant(group)
 
     def compile_program(self, program, report, options: dict[str, Any]):
         """O2: a runner for the whole scheduled, statically planned program, or None when

@@ -70,6 +70,21 @@ def test_heavy_groups_call_their_shared_kernels_between_segments():
     assert not any(np.shares_memory(a, b) for a in out for b in (x, y, w1, w2))
 
 
+def test_kernel_calls_share_kernels_as_o1_does_read_only_operands_apart(monkeypatch):
+    """Groups with one key, one reading a weight (read-only) and one reading inputs, need two kernels."""
+    monkeypatch.setattr(whole_graph, "HEAVY_ELEMENTS", 0)
+    w = rng.standard_normal((64, 64)).astype(np.float32)
+    args = [rng.standard_normal((64, 64)).astype(np.float32) for _ in range(3)]
+
+    def fn(x, y, z):
+        return np.tanh(y * z) + 1.0, np.tanh(x * w) + 1.0
+
+    exe = check(jl.trace(fn, *args), args)
+    keys = {op.attrs["key"] for op in exe.program.body.ops if op.name == "jit.group"}
+    calls = [r for r in exe.report.kernels if r.group is not None]
+    assert len(keys) == 1 and len(calls) == 2 and exe.report.stats["o2_kernel_calls"] == 2
+
+
 @pytest.mark.parametrize("name", ["chain", "tanh_gelu", "softmax", "layernorm", "mlp", "tiny_chain"])
 def test_bench_programs_are_one_compiled_call(name):
     fn, args = models.build(name, quick=True)

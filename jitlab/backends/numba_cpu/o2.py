@@ -12,7 +12,7 @@ from ...dialects.reference import weight_data
 from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...report import CompileReport, KernelRecord, KernelTiming
-from ..base import ParamRole
+from ..base import Kernel, ParamRole, get_backend, kernel_record
 from ..kernel_cache import default_cache
 from .backend import _compile_or_recover, _key_parts_for, is_readonly, numba_type
 from .o2_runner import O2Runner
@@ -38,25 +38,20 @@ def _constants(program: Program) -> dict[str, np.ndarray]:
 
 def _compile_calls(calls: list[KernelCall], report: CompileReport, options: dict[str, Any]) -> None:
     """Compiles the kernel of each heavy group (the O1 kernel: one compile per structure, shared
-    across sizes and with O1) and records it, groups with equal keys sharing one record."""
-    from .backend import NumbaCPUBackend
-
-    backend, records = NumbaCPUBackend(), {}
+    across sizes and with O1) and records it; groups as O1 shares them share one kernel and record."""
+    backend = get_backend("numba_cpu")
+    shared: dict[str, tuple[Kernel, KernelRecord]] = {}
     for call in calls:
-        key = call.op.attrs["key"]
-        if key in records:
-            call.run = records[key][0].run
-            records[key][1].reused_by.append(call.op.attrs["id"])
-            continue
-        kernel = backend.compile_group(call.op, options)
-        call.run = kernel.run
-        record = KernelRecord(key=key, backend=kernel.backend, source=kernel.source,
-                              compile_seconds=kernel.compile_seconds, cache_hit=kernel.cache_hit,
-                              miss_reason=kernel.miss_reason, group=call.op.attrs["id"],
-                              choice=f"{kernel.choice}; O2 calls it from Python between segments ({call.reason})",
-                              timing=kernel.timing or KernelTiming(), code=kernel.code)
-        records[key] = (kernel, record)
-        report.kernels.append(record)
+        key = backend.sharing_key(call.op)
+        if key not in shared:
+            kernel = backend.compile_group(call.op, options)
+            record = kernel_record(kernel, call.op, choice=f"{kernel.choice}; O2 calls it from Python between "
+                                                           f"segments ({call.reason})")
+            shared[key] = kernel, record
+            report.kernels.append(record)
+        else:
+            shared[key][1].reused_by.append(call.op.attrs["id"])
+        call.run = shared[key][0].run
 
 
 def compile_program(program: Program, report: CompileReport, options: dict[str, Any],
