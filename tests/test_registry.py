@@ -55,12 +55,12 @@ def test_every_decorator_table_is_a_registry_and_refuses_a_second_entry():
     from jitlab.backends import base, indexing
     from jitlab.backends.numba_cpu import fastmath, scalar
     from jitlab.bench import models
+    from jitlab.dialects import reference
     from jitlab.frontend import numpy_api
     from jitlab.ir import opdef
     from jitlab.onnx import ops  # noqa: F401  (registers the handlers)
     from jitlab.onnx import registry as onnx
     from jitlab.passes import manager, rules
-    from jitlab.runtime import reference
 
     base.get_backend("numba_cpu")       # loads the built-in backends
 

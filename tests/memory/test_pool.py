@@ -7,7 +7,8 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from jitlab.runtime.pool import PAGE, MemoryPool, PoolCore, PoolError
+from jitlab.passes.pool_core import PAGE, PoolCore, PoolError
+from jitlab.runtime.pool import MemoryPool
 
 
 def address(a: np.ndarray) -> int:
