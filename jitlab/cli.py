@@ -168,13 +168,14 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
     cache = default_cache()
     if args.action == "clear":
-        print(f"removed {cache.clear()} kernel module(s) and {executable_cache.clear(cache)} executable(s) "
-              f"from {cache.directory}")
+        print(f"removed {cache.clear()} kernel module(s) and native libraries and {executable_cache.clear(cache)} "
+              f"executable(s) from {cache.directory}")
     else:
         info = cache.info()
         exes = executable_cache.entries(cache)
         size = sum(os.path.getsize(p) for p in exes)
-        print(f"directory: {info['directory']}\nkernels: {info['kernels']}\nbytes: {info['bytes']}\n"
+        print(f"directory: {info['directory']}\nkernels: {info['kernels']}\n"
+              f"native libraries: {info['native_libraries']}\nbytes: {info['bytes']}\n"
               f"executables: {len(exes)} ({size} bytes)")
     return 0
 

@@ -209,13 +209,18 @@ def compile_passes(program: Program, opts: CompileOptions) -> tuple[Program, Com
 def make_runner(compiled: Program, report: CompileReport, opts: CompileOptions) -> Runner:
     """Step 3: what runs the compiled program: the interpreter at O0; else the backend's O2 program,
     its executor or the O1 runner over the groups' kernels."""
+    from .runtime import executable_cache
+
     if opts.level == "O0":
         return InterpreterRunner(compiled)
     start = time.perf_counter()
     backend, options = opts.backend, opts.backend_options()
     run = None
     if opts.level == "O2" and report.memory is not None and report.memory.mode == "static":
-        run = backend.compile_program(compiled, report, options)
+        run = _kept_program(compiled, report)
+        if run is None:
+            run = backend.compile_program(compiled, report, options)
+            executable_cache.store_kernels(report.executable_cache, getattr(run, "kept", None))
     if run is None:
         kernels = lower_groups(compiled, opts.target, report, options)
         run = backend.executor(compiled, kernels, report, options) or O1Runner(compiled, kernels, report.memory)
@@ -331,13 +336,55 @@ def _donations(compiled: Program, run: Runner, report: CompileReport, opts: Comp
 def lower_groups(program: Program, target: str, report: CompileReport, options: dict) -> dict[int, Kernel]:
     """Compiles every jit.group with its backend; groups with equal keys share a kernel. Once a
     kernel has had to be compiled (it was not in the disk cache), the rest compile side by side in
-    worker processes and come back through the cache (runtime/compile_pool.py)."""
+    worker processes and come back through the cache (runtime/compile_pool.py). A warm start takes
+    the kernels the executable cache kept instead, when it kept them (native libraries)."""
+    from .runtime import executable_cache
+
     groups = [op for op in program.body.ops if op.name == "jit.group"]
     shared = {op.uid: _sharing_key(op, target) for op in groups}
 
     def key(op) -> str:
         return shared[op.uid]
 
+    ready = _kept_kernels(report)
+    elsewhere: set[str] = set()        # compiled by a worker: this process loaded the result
+    if ready is None:
+        ready, elsewhere = _compile_kernels(program, groups, key, target, options)
+        executable_cache.store_kernels(report.executable_cache, executable_cache.KeptKernels(ready))
+    return _record_kernels(groups, ready, elsewhere, report, key)
+
+
+def _kept_kernels(report: CompileReport) -> dict[str, Kernel] | None:
+    """The kernels the executable cache kept for this entry, as loaded: nothing was compiled."""
+    from .runtime import executable_cache
+
+    start = time.perf_counter()
+    kept = executable_cache.load_kernels(report.executable_cache)
+    if not isinstance(kept, executable_cache.KeptKernels):
+        return None
+    seconds = (time.perf_counter() - start) / max(len(kept.kernels), 1)
+    for kernel in kept.kernels.values():
+        kernel.cache_hit, kernel.miss_reason, kernel.compile_seconds = True, "", seconds
+        kernel.timing = KernelTiming(kernel_cache=seconds)
+    report.stats["kernels_from_executable_cache"] = len(kept.kernels)
+    return kept.kernels
+
+
+def _kept_program(compiled: Program, report: CompileReport):
+    """O2: the runner the executable cache kept for this entry (its native segments and kernels
+    loaded), or None."""
+    from .runtime import executable_cache
+
+    kept = executable_cache.load_kernels(report.executable_cache)
+    if kept is None or not hasattr(kept, "runner"):
+        return None
+    run = kept.runner(compiled, report)
+    report.stats["kernels_from_executable_cache"] = len(report.kernels)
+    return run
+
+
+def _compile_kernels(program: Program, groups: list, key: Callable[[Operation], str], target: str,
+                     options: dict) -> tuple[dict[str, Kernel], set[str]]:
     first: dict[str, Operation] = {}
     for op in groups:
         first.setdefault(key(op), op)
@@ -347,7 +394,7 @@ def lower_groups(program: Program, target: str, report: CompileReport, options: 
         return _backend_of(op, target).compile_group(op, options)
 
     ready: dict[str, Kernel] = {}
-    elsewhere: set[str] = set()        # compiled by a worker: this process loaded the result
+    elsewhere: set[str] = set()
     with progress(len(distinct), f"compiling @{program.name}", disable=not options.get("progress", True)) as bar:
         for n, op in enumerate(distinct):
             bar.step(_label(op))
@@ -360,7 +407,7 @@ def lower_groups(program: Program, target: str, report: CompileReport, options: 
                 if key(op) not in elsewhere:      # a worker's kernels were counted as they finished
                     bar.step(_label(op))
                 ready[key(op)] = compile_one(op)
-    return _record_kernels(groups, ready, elsewhere, report, key)
+    return ready, elsewhere
 
 
 def _record_kernels(groups: list, ready: dict[str, Kernel], elsewhere: set[str], report: CompileReport,

@@ -51,10 +51,19 @@ def test_records_exist_and_add_up(level, tmp_path):
 def test_a_cached_compile_reads_the_cache_instead_of_running_llvm(level, tmp_path):
     cold = compile_model(level, tmp_path).report.timing.kernel_parts
     assert cold.llvm > 0 and cold.typing > 0 and cold.codegen > 0
-    # a new KernelCache imports the modules anew: numba must load their code from its disk cache
+    # a new KernelCache looks the kernels up anew: their native libraries are loaded from its folder
     warm = compile_model(level, tmp_path).report
     assert all(k.cache_hit for k in warm.kernels)
     t = warm.timing.kernel_parts
+    assert t.llvm == t.typing == t.numba_other == t.numba_cache_write == 0
+    assert t.kernel_cache > 0
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_a_cached_numba_compile_reads_numba_cache(level, tmp_path, monkeypatch):
+    monkeypatch.setenv("JITLAB_NATIVE", "0")          # kernels as numba dispatchers: numba's disk cache
+    compile_model(level, tmp_path)
+    t = compile_model(level, tmp_path).report.timing.kernel_parts
     assert t.llvm == t.typing == t.numba_other == t.numba_cache_write == 0
     assert t.numba_cache_read > 0 and t.kernel_cache > 0
 

@@ -9,6 +9,7 @@ from collections.abc import Container, Sequence
 
 import numpy as np
 
+from ..dialects.reference import Interpreter
 from ..ir.core import Value
 from ..ir.shapes import evaluate_shape
 from ..report import DonationRecord
@@ -65,3 +66,21 @@ def safe_to_donate(arrays: Sequence[np.ndarray], d: DonationRecord) -> bool:
     a = arrays[d.input]
     return (type(a) is np.ndarray and a.flags.c_contiguous and a.flags.writeable
             and not any(j != d.input and np.may_share_memory(a, b) for j, b in enumerate(arrays)))
+
+
+class LibraryKernel:
+    """A group run with numpy op by op, its results copied into the outputs (a Kernel's `run`,
+    where a generated loop nest would not pay)."""
+
+    portable = True             # runs without compiling anything: the executable cache may keep it
+
+    def __init__(self, block):
+        self.block = block
+
+    def __call__(self, inputs, outputs, bindings: dict[str, int] | None = None) -> None:
+        results = Interpreter(None, bindings or {}, check=False).run_block(self.block, list(inputs))
+        for out, value in zip(outputs, results):
+            np.copyto(out, value)
+
+    def load(self) -> None:
+        """Nothing to load (see NativeKernel.load)."""

@@ -36,6 +36,7 @@ import platformdirs
 
 from ..errors import CacheWarning
 
+NATIVE_FOLDER = "native"      # native kernel libraries (backends/native.py), beside the modules
 ENV_VAR = "JITLAB_CACHE_DIR"
 _TEMPORARY_PREFIX = "jitlab-cache-"
 _TEMPORARY = os.path.join(tempfile.gettempdir(), _TEMPORARY_PREFIX)    # private folders made in place of one
@@ -201,16 +202,21 @@ class KernelCache:
         return False, "the entry on disk was corrupt or foreign and was rewritten"
 
     def explain_miss(self, parts: dict[str, str]) -> str:
-        """Which key part differs from the closest entry on disk with the same structure."""
+        """Which key part differs from the closest entry on disk with the same structure (a kernel
+        module, or a native library's manifest, which holds its key parts)."""
         best: list[str] | None = None
         prefix = f"{parts.get('backend', 'kernel')}_"
-        for name in _listdir(self.directory):
-            if not (name.startswith(prefix) and name.endswith(".json")):
+        native = os.path.join(self.directory, NATIVE_FOLDER)
+        paths = [os.path.join(self.directory, n) for n in _listdir(self.directory) if n.startswith(prefix)]
+        paths += [os.path.join(native, n) for n in _listdir(native)]
+        for path in paths:
+            if not path.endswith(".json"):
                 continue
             try:
-                with open(os.path.join(self.directory, name), encoding="utf-8") as f:
+                with open(path, encoding="utf-8") as f:
                     other = json.load(f)
-            except (OSError, ValueError):
+                other = other.get("parts", other)
+            except (OSError, ValueError, AttributeError):
                 continue
             if other.get("structure") != parts.get("structure"):
                 continue
@@ -219,6 +225,8 @@ class KernelCache:
                 best = differing
         if best is None:
             return "no entry for this group structure yet"
+        if not best:
+            return "the entry on disk could not be used and was built again"
         return "the " + ", ".join(best) + " differ" + ("s" if len(best) == 1 else "") + " from the cached entry"
 
     def _write(self, path: str, text: str) -> None:
@@ -243,24 +251,32 @@ class KernelCache:
         return len(names)
 
     def clear(self) -> int:
-        """Deletes every entry; returns how many kernel modules were removed."""
+        """Deletes every entry, native libraries included; returns how many kernel modules and
+        libraries were removed."""
         removed = 0
         for name in _listdir(self.directory):
             if name.endswith((".py", ".json")):
                 os.unlink(os.path.join(self.directory, name))
                 removed += name.endswith(".py")
-        for name in _listdir(os.path.join(self.directory, "__pycache__")):
-            os.unlink(os.path.join(self.directory, "__pycache__", name))
+        for sub in ("__pycache__", NATIVE_FOLDER):
+            for name in _listdir(os.path.join(self.directory, sub)):
+                path = os.path.join(self.directory, sub, name)
+                if os.path.isfile(path):
+                    os.unlink(path)
+                    removed += name.endswith(".so")
         self.modules.clear()
         return removed
 
     def info(self) -> dict[str, object]:
+        def size(folder: str) -> int:
+            paths = (os.path.join(folder, n) for n in _listdir(folder))
+            return sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+
         names = _listdir(self.directory)
-        size = sum(os.path.getsize(os.path.join(self.directory, n)) for n in names
-                   if os.path.isfile(os.path.join(self.directory, n)))
-        compiled = _listdir(os.path.join(self.directory, "__pycache__"))
-        size += sum(os.path.getsize(os.path.join(self.directory, "__pycache__", n)) for n in compiled)
-        return {"directory": self.directory, "kernels": sum(n.endswith(".py") for n in names), "bytes": size}
+        native = os.path.join(self.directory, NATIVE_FOLDER)
+        return {"directory": self.directory, "kernels": sum(n.endswith(".py") for n in names),
+                "native_libraries": sum(n.endswith(".so") for n in _listdir(native)),
+                "bytes": size(self.directory) + size(os.path.join(self.directory, "__pycache__")) + size(native)}
 
 
 def write_atomic(path: str, data: bytes) -> None:

@@ -18,6 +18,8 @@ from ..ir.opdef import Trait
 from .base import ParamRole
 from .indexing import ZERO, Map
 
+PARALLEL_THRESHOLD = 1 << 15           # elements below which threads cost more than they save
+
 
 @dataclass
 class Plan:

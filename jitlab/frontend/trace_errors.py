@@ -8,6 +8,7 @@ of the user's code, its source line, and what to write instead."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import linecache
 import os
@@ -35,8 +36,10 @@ GENERIC_ADVICE = ("traced arrays have a shape and a dtype but no values: keep va
                   "control flow with static_argnums")
 
 
+@functools.lru_cache(maxsize=4096)
 def is_user_file(path: str) -> bool:
-    """Whether code in `path` is the user's: not jitlab's, numpy's or the standard library's."""
+    """Whether code in `path` is the user's: not jitlab's, numpy's or the standard library's (asked
+    for every frame of every traced op: remembered per path)."""
     path = os.path.abspath(path)
     if path.startswith((_PACKAGE_DIR, _NUMPY_DIR)):
         return False

@@ -26,23 +26,28 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def run_process(cache_dir):
-    env = dict(os.environ, JITLAB_CACHE_DIR=str(cache_dir), PYTHONPATH=os.getcwd())
+def run_process(cache_dir, native: bool = False):
+    """SCRIPT in a new process; its kernel runs as numba dispatchers (the cache of numba's modules
+    these tests check) unless `native` (its native library: tests/backends/test_native.py)."""
+    env = dict(os.environ, JITLAB_CACHE_DIR=str(cache_dir), PYTHONPATH=os.getcwd(),
+               JITLAB_NATIVE="1" if native else "0")
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True)
     import json
 
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_second_process_loads_kernels_from_disk(tmp_path):
-    first = run_process(tmp_path)
-    second = run_process(tmp_path)
+@pytest.mark.parametrize("native", [False, True])
+def test_second_process_loads_kernels_from_disk(tmp_path, native):
+    first = run_process(tmp_path, native)
+    second = run_process(tmp_path, native)
     assert not first["hit"] and first["reason"] == "no entry for this group structure yet"
     assert second["hit"] and second["sum"] == first["sum"]
 
 
-def test_two_processes_compiling_at_once_both_succeed(tmp_path):
-    env = dict(os.environ, JITLAB_CACHE_DIR=str(tmp_path), PYTHONPATH=os.getcwd())
+@pytest.mark.parametrize("native", ["0", "1"])
+def test_two_processes_compiling_at_once_both_succeed(tmp_path, native):
+    env = dict(os.environ, JITLAB_CACHE_DIR=str(tmp_path), PYTHONPATH=os.getcwd(), JITLAB_NATIVE=native)
     procs = [subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.PIPE, text=True)
              for _ in range(2)]
     outputs = [p.communicate()[0] for p in procs]
@@ -51,6 +56,7 @@ def test_two_processes_compiling_at_once_both_succeed(tmp_path):
 
 def test_corrupt_entry_is_rewritten_with_a_warning(tmp_path, monkeypatch):
     monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("JITLAB_NATIVE", "0")
     run_process(tmp_path)
     (entry,) = [p for p in tmp_path.iterdir() if p.suffix == ".py"]
     entry.write_text(entry.read_text()[:120])                      # truncated
@@ -99,7 +105,7 @@ def plant_indexes(folder, marker) -> int:
 
 def run_warned(cache_dir, **env):
     """run_process, also returning what the process warned."""
-    env = dict(os.environ, JITLAB_CACHE_DIR=str(cache_dir), PYTHONPATH=os.getcwd(), **env)
+    env = dict(os.environ, JITLAB_CACHE_DIR=str(cache_dir), PYTHONPATH=os.getcwd(), JITLAB_NATIVE="0", **env)
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
 
@@ -158,7 +164,7 @@ def test_miss_names_the_key_part_that_differs(tmp_path):
 def test_key_changes_with_the_modules_kernels_call_into(tmp_path, monkeypatch):
     # numba's cache checks only the kernel's own file: a fix in a helper module must change the key.
     from jitlab.backends.kernel_cache import support_hash
-    from jitlab.backends.numba_cpu.backend import SUPPORT_MODULES, _key_parts_for
+    from jitlab.backends.numba_cpu.kernels import SUPPORT_MODULES, _key_parts_for
 
     helper = tmp_path / "kernel_support_mod.py"
     helper.write_text("def f(x):\n    return x + 1\n")

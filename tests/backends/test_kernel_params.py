@@ -2,7 +2,6 @@
 function's parameters in its source, in order, and the values the runner passes there."""
 
 import ast
-import inspect
 
 import numpy as np
 import pytest
@@ -47,14 +46,20 @@ def check_params(group, kernel) -> list:
     values = {ParamRole.INPUT: list(group.body.args), ParamRole.OUTPUT: list(group.body.last_op.operands),
               ParamRole.INTERMEDIATE: [con.result] if con is not None else []}
     # a contraction's run calls the library, then its generated epilogue
-    gen = kernel.run if con is None else inspect.getclosurevars(kernel.run).nonlocals["gen"]
-    flat = gen.flat
+    gen = kernel.run if con is None else kernel.run.epilogue
+    flat = gen.layout.flat
     for p in params:
         if p.role is ParamRole.DIM:
             assert p.dtype == np.int64 and not p.is_array
             continue
         v = values[p.role][p.index]
         assert (p.dtype, p.shape, p.ndim) == (v.type.dtype, tuple(v.type.shape), 1 if flat else v.type.rank)
+    arrays = [p for p in params if p.is_array]
+    if hasattr(gen, "library"):     # the native library's entry: what it was built to take
+        assert [(np.dtype(d), n) for d, n in zip(gen.library.dtypes, gen.library.ndims)] == \
+               [(p.dtype, p.ndim) for p in arrays]
+        assert gen.library.scalars == len(params) - len(arrays)
+        return [(p.role, p.index) for p in params]
     # numba's own record of what it compiled each variant for
     signatures = gen.par.signatures + gen.seq.signatures
     assert signatures
@@ -73,7 +78,7 @@ def test_elementwise_with_a_broadcast_operand():
 
 def test_flat_elementwise_takes_1d_views():
     [(group, kernel)] = compiled_groups(lambda x, y: np.exp(x) * y, rand(3, 4, 2), rand(3, 4, 2))
-    assert kernel.run.flat and check_params(group, kernel)[-1] == (ParamRole.DIM, 0)
+    assert kernel.run.layout.flat and check_params(group, kernel)[-1] == (ParamRole.DIM, 0)
     assert {p.ndim for p in kernel.params if p.is_array} == {1}
 
 
@@ -126,14 +131,27 @@ def test_o2_segments_take_what_their_params_name():
     roles = set()
     for seg in steps[::2]:
         assert def_params(source, seg.name) == [p.name for p in seg.params]
-        [sig] = seg.fn.signatures
-        for p, t in zip(seg.params, sig, strict=True):
+        for p, t in zip(seg.params, compiled_types(seg.fn), strict=True):
             roles.add(p.role)
             if p.role is ParamRole.SYMBOL:
-                assert str(t) == "int64" and p.value == "B"
+                assert t == "int64" and p.value == "B"
                 continue
-            assert (np.dtype(str(t.dtype)), t.ndim) == (p.dtype, p.ndim)
+            assert t == (p.dtype, p.ndim)
             if p.role is ParamRole.VALUE:
                 v = values[p.value]
                 assert (p.dtype, p.ndim, p.shape) == (v.type.dtype, v.type.rank, tuple(v.type.shape))
     assert {ParamRole.ARENA, ParamRole.OFFSETS, ParamRole.BLAS, ParamRole.VALUE, ParamRole.SYMBOL} <= roles
+
+
+def compiled_types(fn) -> list:
+    """What a compiled segment takes at each parameter, (dtype, ndim) or "int64": as its native
+    entry was built, else as numba compiled it."""
+    if hasattr(fn, "library"):
+        arrays = iter(zip(fn.library.dtypes, fn.library.ndims))
+        out = []
+        for is_array in fn.arrays:
+            dtype, ndim = next(arrays) if is_array else (None, None)
+            out.append((np.dtype(dtype), ndim) if is_array else "int64")
+        return out
+    [sig] = fn.signatures
+    return [(np.dtype(str(t.dtype)), t.ndim) if hasattr(t, "ndim") else str(t) for t in sig]

@@ -126,7 +126,7 @@ def test_donated_inputs_are_written_as_before(cache):
 
 def entry_path(kernels: KernelCache) -> str:
     folder = os.path.join(kernels.directory, executable_cache.FOLDER)
-    (name,) = os.listdir(folder)
+    (name,) = [n for n in os.listdir(folder) if n.endswith(".pkl")]      # beside it: its kept kernels
     return os.path.join(folder, name)
 
 

@@ -31,7 +31,6 @@ EXPENSIVE = frozenset(f"np.{n}" for n in ("exp", "expm1", "exp2", "log", "log1p"
                                           "sinh", "cosh", "asinh", "acosh", "atanh", "atan2"))
 
 CHUNKS = 4 * numba.config.NUMBA_NUM_THREADS    # row chunks of a parallel reduction kernel
-PARALLEL_THRESHOLD = 1 << 15           # elements below which threads cost more than they save
 DIM_DTYPE = np.dtype(np.int64)         # loop extents are passed as int64 (numba's intp here)
 
 @dataclass
@@ -43,6 +42,9 @@ class GeneratedKernel:
     plan: Plan
     flat: bool                         # every array is passed viewed 1-D
     params: list[KernelParam]          # both variants take these, in order
+    # The parallel variant's one prange loop may be split into parts run side by side (the
+    # native kernels' threads): true of the loop nests here, not of a chain of writes.
+    splittable: bool = False
 
 
 @dataclass
@@ -407,4 +409,4 @@ def generate(block, name: str, materialized: Sequence[Value] = ()) -> GeneratedK
     if flat:
         plan = Plan((None,), [], [0])
     par, seq = (KernelSource(block, plan, f"{name}_{suffix}", materialized, flat) for suffix in ("par", "seq"))
-    return GeneratedKernel(par.build(True), seq.build(False), plan, flat, par.params)
+    return GeneratedKernel(par.build(True), seq.build(False), plan, flat, par.params, splittable=True)

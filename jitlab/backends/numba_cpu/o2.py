@@ -6,16 +6,15 @@ import hashlib
 import time
 from typing import Any
 
-import numpy as np
-
-from ...dialects.reference import weight_data
-from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...report import CompileReport, KernelRecord, KernelTiming
 from ..base import Kernel, ParamRole, get_backend, kernel_record
 from ..kernel_cache import default_cache
-from .backend import _compile_or_recover, _key_parts_for, is_readonly, numba_type
-from .o2_runner import O2Runner
+from ..native import ENTRY, NativeSegment
+from . import native_build
+from .kernels import _compile_or_recover, _key_parts_for, is_readonly, numba_type
+from .numpy_blas import addresses as blas_addresses
+from .o2_runner import KeptProgram, O2Runner, Planner, constants
 from .whole_graph import SEGMENT_GROUPS, Fallback, KernelCall, Segment, whole_graph
 
 
@@ -24,16 +23,6 @@ def _signature(program: Program, seg: Segment) -> tuple:
     for op in program.body.ops:
         values.update({r.name: r for r in op.results})
     return tuple(numba_type(p, p.role is ParamRole.VALUE and is_readonly(values[p.value])) for p in seg.params)
-
-
-def _constants(program: Program) -> dict[str, np.ndarray]:
-    out = {}
-    for op in program.body.ops:
-        if op.name == "np.weight":
-            out[op.result.name] = np.asarray(weight_data(program, op.attrs["name"]), order="C")
-        elif op.has(Trait.CONSTANT):
-            out[op.result.name] = np.asarray(op.attrs["value"].array, order="C")
-    return out
 
 
 def _compile_calls(calls: list[KernelCall], report: CompileReport, options: dict[str, Any]) -> None:
@@ -56,20 +45,28 @@ def _compile_calls(calls: list[KernelCall], report: CompileReport, options: dict
 
 def compile_program(program: Program, report: CompileReport, options: dict[str, Any],
                     segment_groups: int = SEGMENT_GROUPS) -> O2Runner:
-    """Generates, caches and compiles the segments of `program`; the report says what fell back.
-    `segment_groups=1` makes the instrumented variant that profiling times segment by segment."""
-    from ...passes.memory import static_plan
-
+    """Generates, caches and compiles the segments of `program` (as one native library where they
+    can be, else numba's), the report says what fell back. `segment_groups=1` makes the
+    instrumented variant that profiling times segment by segment. The runner's `kept` is what the
+    executable cache may keep of it (None where a segment needs numba)."""
     start = time.perf_counter()
     graph = whole_graph(program, report.memory, segment_groups)
     parts = _key_parts_for("program:" + hashlib.sha256(graph.source.encode()).hexdigest()[:16], "", graph.source)
     generated = time.perf_counter()
-    entry = (options.get("cache") or default_cache()).load(parts, graph.source)
-    timing = KernelTiming(codegen=generated - start, kernel_cache=time.perf_counter() - generated)
+    timing = KernelTiming(codegen=generated - start)
     segments = [item for item in graph.items if isinstance(item, Segment)]
-    for seg in segments:
-        timing.add(_compile_or_recover(getattr(entry.module, seg.name), _signature(program, seg),
-                                       entry.module.__file__))
+    cache = options.get("cache") or default_cache()
+    hit, miss, how = _native_segments(graph.source, program, segments, parts, cache, timing)
+    module = None
+    if not how:         # what numba did (a build) is timed already: the rest is finding and loading the library
+        timing.kernel_cache = time.perf_counter() - generated - (timing.sum() - timing.codegen)
+    else:
+        entry = cache.load(parts, graph.source)
+        timing.kernel_cache = time.perf_counter() - generated
+        for seg in segments:
+            timing.add(_compile_or_recover(getattr(entry.module, seg.name), _signature(program, seg),
+                                           entry.module.__file__))
+        module, hit, miss = entry.module, entry.hit, entry.miss_reason
     calls = [item for item in graph.items if isinstance(item, KernelCall)]
     fallbacks = [item for item in graph.items if isinstance(item, Fallback)]
     for item in fallbacks:
@@ -79,16 +76,32 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
     report.stats["o2_kernel_calls"] = len(calls)
     report.kernels.append(KernelRecord(
         key=parts["structure"], backend="numba_cpu", source=graph.source, compile_seconds=time.perf_counter() - start,
-        cache_hit=entry.hit, miss_reason=entry.miss_reason,
-        choice=f"O2: {len(segments)} compiled segment(s), {len(calls)} group(s) calling their own kernel, "
-               f"{len(fallbacks)} numpy fallback(s)", group_lines=graph.group_lines, timing=timing))
+        cache_hit=hit, miss_reason=miss,
+        choice=f"O2: {len(segments)} compiled segment(s) ({how or 'one native library'}), {len(calls)} group(s) "
+               f"calling their own kernel, {len(fallbacks)} numpy fallback(s)", group_lines=graph.group_lines,
+        timing=timing))
     _compile_calls(calls, report, options)
-    bindings = dict(report.memory.bindings) if report.memory else {}
-    compile_time = {tuple(sorted(bindings.items())): report.memory}
+    runner = O2Runner(program, graph.items, module, graph.buffer_index, report.memory,
+                      Planner(program, report.memory), constants(program))
+    runner.kept = KeptProgram.of(program, graph.items, graph.buffer_index, report)
+    return runner
 
-    def planner(b: dict[str, int]):
-        key = tuple(sorted(b.items()))
-        return compile_time[key] if key in compile_time else static_plan(program, b)
 
-    return O2Runner(program, graph.items, entry.module, graph.buffer_index, report.memory, planner,
-                    _constants(program))
+def _native_segments(source: str, program: Program, segments: list[Segment], parts: dict[str, str],
+                     cache, timing: KernelTiming) -> tuple[bool, str, str]:
+    """Gives each segment its entry in one native library (sequential: groups big enough for threads
+    are kernel calls). Returns (hit, why it was not on disk, "") or (False, "", why there is none)."""
+    if not segments:
+        return True, "", ""
+    if "raise " in source:
+        return False, "", "numba dispatchers: a segment raises errors (bounds checks)"
+    if not blas_addresses().all():
+        return False, "", "numba dispatchers: numpy's BLAS has no cblas symbols to call"
+    sequential = source.replace("parallel=True, ", "").replace(", cache=True", "")
+    entries = [native_build.Entry(seg.name, tuple(seg.params), False, f"{ENTRY}_{k}") for k, seg in enumerate(segments)]
+    libraries, miss, why = native_build.libraries_for(sequential, entries, parts, cache, timing)
+    if libraries is None:
+        return False, "", f"numba dispatchers: {why}"
+    for seg, library in zip(segments, libraries):
+        seg.fn = NativeSegment(library, tuple(p.is_array for p in seg.params))
+    return not miss, miss, ""

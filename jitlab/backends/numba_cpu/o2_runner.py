@@ -11,19 +11,121 @@ straight out of the arena.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...dialects.reference import Interpreter
-from ...ir.core import Value
+from ...dialects.reference import Interpreter, weight_data
+from ...ir.core import Operation, Value
+from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...ir.shapes import evaluate_shape
-from ...report import MemoryPlan
+from ...report import KernelTiming, MemoryPlan
 from ..base import KernelParam, ParamRole
 from ..host import OutputBuffers, detached, safe_to_donate
-from .blas import addresses as blas_addresses
-from .whole_graph import Fallback, KernelCall, Segment
+from .numpy_blas import addresses as blas_addresses
+
+
+@dataclass
+class Segment:
+    """One generated function and what to pass it."""
+
+    name: str
+    ops: list[Operation]
+    params: list[KernelParam]               # the arena, offsets, BLAS, values, hosts' bytes, symbols
+    fn: object = None                       # the compiled function, once the runner has it
+
+
+@dataclass
+class Fallback:
+    """An op O2 cannot compile: it runs with numpy between segments."""
+
+    op: Operation
+    reason: str
+
+
+@dataclass
+class KernelCall:
+    """A group heavy enough to run its own shared kernel, called from Python between segments."""
+
+    op: Operation
+    run: Callable | None = None     # the compiled Kernel's run(inputs, outputs, bindings)
+    reason: str = ""
+
+
+@dataclass
+class Planner:
+    """The static memory plan for a binding of the symbols: the compile's own for its binding."""
+
+    program: Program
+    plan: MemoryPlan
+
+    def __call__(self, bindings: dict[str, int]) -> MemoryPlan:
+        from ...passes.memory import static_plan
+
+        if dict(self.plan.bindings or {}) == bindings:
+            return self.plan
+        return static_plan(self.program, bindings)
+
+
+def constants(program: Program) -> dict[str, np.ndarray]:
+    """The arrays of the program's weights and constants, C-contiguous, by value name."""
+    out = {}
+    for op in program.body.ops:
+        if op.name == "np.weight":
+            out[op.result.name] = np.asarray(weight_data(program, op.attrs["name"]), order="C")
+        elif op.has(Trait.CONSTANT):
+            out[op.result.name] = np.asarray(op.attrs["value"].array, order="C")
+    return out
+
+
+@dataclass
+class KeptProgram:
+    """An O2 runner whose every step runs without compiling (native segments, native or numpy
+    kernels and fallbacks), as the executable cache keeps it: the steps name ops by their place
+    in the program, and what compiling added to the report comes along."""
+
+    steps: list[tuple]
+    buffer_index: dict[str, int]
+    records: list                   # the report's kernel records, warnings and stats of the compile
+    warnings: list[str]
+    stats: dict[str, int]
+
+    portable = True
+
+    @classmethod
+    def of(cls, program: Program, items: Sequence, buffer_index: dict[str, int], report) -> KeptProgram | None:
+        """The kept form of a runner's steps, or None when one needs a compiler (numba segments)."""
+        if not all(getattr(i.fn if isinstance(i, Segment) else i.run, "portable", False)
+                   for i in items if not isinstance(i, Fallback)):
+            return None
+        place = {id(op): k for k, op in enumerate(program.body.ops)}
+        steps = [("segment", i.name, [place[id(op)] for op in i.ops], i.params, i.fn) if isinstance(i, Segment)
+                 else ("call", place[id(i.op)], i.run, i.reason) if isinstance(i, KernelCall)
+                 else ("fallback", place[id(i.op)], i.reason) for i in items]
+        return cls(steps, buffer_index, list(report.kernels), [w for w in report.warnings if w.startswith("O2:")],
+                   {k: v for k, v in report.stats.items() if k.startswith("o2_")})
+
+    def load(self) -> None:
+        """Loads every native library now (NativeLoadError when one cannot be)."""
+        for step in self.steps:
+            if step[0] in ("segment", "call"):
+                (step[4] if step[0] == "segment" else step[2]).load()
+
+    def runner(self, program: Program, report) -> O2Runner:
+        """The runner over `program` (the cached post-pass program these steps came from)."""
+        ops = list(program.body.ops)
+        items = [Segment(s[1], [ops[k] for k in s[2]], s[3], s[4]) if s[0] == "segment"
+                 else KernelCall(ops[s[1]], s[2], s[3]) if s[0] == "call" else Fallback(ops[s[1]], s[2])
+                 for s in self.steps]
+        # nothing was compiled or looked up: every kernel came with the entry
+        report.kernels.extend(replace(r, cache_hit=True, miss_reason="", compile_seconds=0.0, timing=KernelTiming())
+                              for r in self.records)
+        report.warnings.extend(self.warnings)
+        report.stats.update(self.stats)
+        return O2Runner(program, items, None, self.buffer_index, report.memory, Planner(program, report.memory),
+                        constants(program))
+
 
 _VALUE = ParamRole.VALUE       # read per parameter per call: a global, not an enum attribute lookup
 LAYOUTS_KEPT = 4         # arenas kept, for the most recent bindings of the symbols (plans are kept for all)
@@ -55,9 +157,9 @@ class O2Runner:
         self.values: dict[str, Value] = {v.name: v for v in program.inputs}
         for op in program.body.ops:
             self.values.update({r.name: r for r in op.results})
-        # each segment with its compiled function from `module`
-        self.steps = [replace(item, fn=getattr(module, item.name)) if isinstance(item, Segment) else item
-                      for item in items]
+        # each segment with its compiled function (native already, else from numba's `module`)
+        self.steps = [replace(item, fn=getattr(module, item.name)) if isinstance(item, Segment) and item.fn is None
+                      else item for item in items]
         self.buffer_index = buffer_index
         self.plan, self.planner = plan, planner
         self.constants = constants
@@ -79,6 +181,7 @@ class O2Runner:
         self.lodged = {b.name for b in plan.buffers if b.kind == "inplace" and b.alias_of in inputs
                        and b.name in outputs}
         self.donations: list = []
+        self.kept: KeptProgram | None = None      # what the executable cache may keep (compile_program sets it)
 
     def donate(self, program: Program, donations: list) -> None:
         """Outputs the plan lodges in donated inputs, and outputs a segment writes that lend no bytes

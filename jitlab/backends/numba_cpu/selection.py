@@ -14,11 +14,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...dialects.reference import Interpreter
 from ...ir.core import Operation
 from ...ir.opdef import Trait
 from ...ir.shapes import Sym
 from ..base import Kernel
+from ..host import LibraryKernel
 from .fastmath import lookup
 
 BYTES_PER_NS = 20.0         # streaming bandwidth of one or two cores, in bytes per nanosecond
@@ -58,30 +58,18 @@ def estimate(group: Operation) -> tuple[float, float]:
     return generated, library
 
 
-def library_kernel(group: Operation) -> Callable:
-    """Runs the group's ops one by one with numpy and copies the results into the outputs."""
-    block = group.body
-
-    def run(inputs, outputs, bindings=None):
-        results = Interpreter(None, bindings or {}, check=False).run_block(block, list(inputs))
-        for out, value in zip(outputs, results):
-            np.copyto(out, value)
-
-    return run
-
-
 def select(group: Operation, generated: Kernel, autotune: bool) -> Kernel:
     """The kernel to run for `group`, with the choice and its reason recorded on it."""
     gen_ns, lib_ns = estimate(group)
     # Random inputs would be out-of-range indices for a scatter: its kernel is not measured.
     measurable = not any(op.name == "np.scatter_nd" for op in group.body.ops)
     if autotune and measurable and all(not isinstance(d, Sym) for v in group.operands for d in v.type.shape):
-        gen_ns, lib_ns = _measure(group, generated.run), _measure(group, library_kernel(group))
+        gen_ns, lib_ns = _measure(group, generated.run), _measure(group, LibraryKernel(group.body))
         how = "measured"
     else:
         how = "estimated"
     if lib_ns < gen_ns:
-        generated.run = library_kernel(group)
+        generated.run = LibraryKernel(group.body)
         generated.choice = (f"library (numpy op by op): {how} {_ms(lib_ns)} vs {_ms(gen_ns)} for the "
                             "generated kernel")
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 
 from numba.core import event
@@ -60,19 +61,26 @@ class NumbaClock(event.Listener):
 
 
 def timed_compile(dispatcher, signature: tuple) -> KernelTiming:
-    """Compiles `dispatcher` for `signature` and says where the time went. Readying numba's contexts
-    comes first (the first compile of a process pays it, cache hit or not); then time outside
-    numba's compile events is its disk cache: before the first, the lookup and load, after the
-    last, the save."""
+    """Compiles `dispatcher` for `signature` and says where the time went (see `timed`)."""
+    return timed(lambda: dispatcher.compile(signature))
+
+
+def timed(work: Callable[[], object]) -> KernelTiming:
+    """Runs `work` (numba compiling something) and says where the time went. Readying numba's
+    contexts comes first (the first compile of a process pays it, cache hit or not); then time
+    outside numba's compile events is its disk cache: before the first, the lookup and load,
+    after the last, the save."""
+    from numba.core.registry import cpu_target
+
     begin = time.perf_counter()
-    dispatcher.typingctx.refresh()
-    dispatcher.targetctx.refresh()
+    cpu_target.typing_context.refresh()
+    cpu_target.target_context.refresh()
     clock = NumbaClock()
     with ExitStack() as stack:
         for kind in EVENTS:
             stack.enter_context(event.install_listener(kind, clock))
         start = time.perf_counter()
-        dispatcher.compile(signature)
+        work()
         end = time.perf_counter()
     first = clock.first_compile if clock.first_compile is not None else end
     last = clock.last_compile if clock.last_compile is not None else end

@@ -15,7 +15,6 @@ compiled segment serves every binding of the program's symbols.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,15 +25,11 @@ from ...ir.program import Program
 from ...ir.shapes import Sym
 from ...report import BufferRecord, MemoryPlan
 from ..base import KernelParam, ParamRole
-from .backend import (
-    NUMBA_DTYPES,
-    PARALLEL_THRESHOLD,
-    contraction_operands,
-    epilogue_target,
-    is_epilogue_op,
-    module_header,
-)
+from ..loopnest import PARALLEL_THRESHOLD
+from .backend import NUMBA_DTYPES, contraction_operands, epilogue_target, is_epilogue_op
 from .codegen import GeneratedKernel, generate
+from .kernels import module_header
+from .o2_runner import Fallback, KernelCall, Segment
 
 # numba's compile time grows faster than linearly with a function's length: ResNet-50's 150
 # groups in one segment took minutes to compile cold. Segments of at most this many groups
@@ -50,33 +45,6 @@ SEGMENT_GROUPS = 24
 HEAVY_ELEMENTS = 1 << 18         # elements a group's largest result holds
 HEAVY_MACS = 1 << 22             # multiply-adds of a contraction
 _BYTE, _INT = np.dtype(np.uint8), np.dtype(np.int64)
-
-
-@dataclass
-class Segment:
-    """One generated function and what to pass it."""
-
-    name: str
-    ops: list[Operation]
-    params: list[KernelParam]               # the arena, offsets, BLAS, values, hosts' bytes, symbols
-    fn: object = None                       # the compiled function, once the runner has it
-
-
-@dataclass
-class Fallback:
-    """An op O2 cannot compile: it runs with numpy between segments."""
-
-    op: Operation
-    reason: str
-
-
-@dataclass
-class KernelCall:
-    """A group heavy enough to run its own shared kernel, called from Python between segments."""
-
-    op: Operation
-    run: Callable | None = None     # the compiled Kernel's run(inputs, outputs, bindings)
-    reason: str = ""
 
 
 @dataclass

@@ -16,8 +16,8 @@ import math
 from ...dialects.np.writes import region, write_chain
 from ...ir.core import Operation, Value
 from ..indexing import Coord, Map
-from ..loopnest import Plan
-from .codegen import PARALLEL_THRESHOLD, GeneratedKernel, KernelSource
+from ..loopnest import PARALLEL_THRESHOLD, Plan
+from .codegen import GeneratedKernel, KernelSource
 from .scalar import SCALAR_RULES, TypeNames
 
 _COMBINE = {"add": "np.add", "mul": "np.mul", "max": "np.maximum", "min": "np.minimum"}

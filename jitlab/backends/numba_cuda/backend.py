@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,10 +22,10 @@ from ..base import Backend, Kernel, KernelParam, register_backend
 from ..loopnest import reads_result_in_place
 from ..numba_cpu.backend import fusion_kind, loop_nest_support
 from . import device
-from .codegen import generate
-from .contraction import generate_tiled
-from .kernels import Launcher, compile_launcher, load_module, module_source
 from .launch import Policy
+
+if TYPE_CHECKING:
+    from .kernels import Launcher
 
 _SHUFFLED = {np.dtype(t) for t in ("int32", "int64", "uint32", "uint64", "float32", "float64")}
 _CONTRACTED = {np.dtype(t) for t in ("int32", "int64", "float32", "float64")}
@@ -76,6 +76,8 @@ class NumbaCUDABackend(Backend):
         return None
 
     def compile_group(self, group: Operation, options: dict[str, Any]) -> Kernel:
+        from .kernels import compile_launcher, load_module, module_source  # numba.cuda: on first use
+
         device.require()
         policy = Policy(device.info(), options.get("threads_per_block"), options.get("max_blocks"))
         con = next((op for op in group.body.ops if op.has(Trait.CONTRACTION)), None)
@@ -124,6 +126,9 @@ def _name(k: int) -> str:
 
 
 def _generated_parts(group: Operation, policy: Policy, materialized: Sequence[Value] = (), index: int = 0) -> list:
+    from .codegen import generate
+    from .kernels import Launcher
+
     kernel = generate(group.body, _name(index), materialized)
     plan = kernel.plan
 
@@ -135,6 +140,9 @@ def _generated_parts(group: Operation, policy: Policy, materialized: Sequence[Va
 
 
 def _contraction_parts(group: Operation, con: Operation, policy: Policy) -> list:
+    from .contraction import generate_tiled
+    from .kernels import Launcher
+
     shape = con.result.type.shape
     static = [d for d in shape[-2:] if isinstance(d, int)]
     tile = policy.tile_size(*(static + [1 << 10] * (2 - len(static))))

@@ -1,0 +1,251 @@
+"""Kernels as native shared libraries, called without numba.
+
+numba compiles a generated kernel once; numba_cpu/native_build.py links its machine code with a
+small C runtime into a shared library with one C entry, `jitlab_entry(void **arrays, int64 *ints)`.
+This module loads such libraries (dlopen) and calls them through cffi's C backend, so a process
+whose kernels all come from disk never imports numba: importing it and readying its typing and
+target contexts cost about half a second, more than a whole warm start may take.
+
+A kernel's parallel loop is split by the caller: the entry's last two ints are (part, parts),
+and each part runs on its own thread with the GIL released (cffi releases it for the call).
+
+Nothing is loaded from a folder or file another user could have written (a library is code).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import json
+import math
+import os
+import platform
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import _cffi_backend
+import numpy as np
+
+from ..errors import JitlabError
+from ..ir.shapes import evaluate_shape
+from .kernel_cache import NATIVE_FOLDER, why_untrusted, why_untrusted_folder
+from .loopnest import PARALLEL_THRESHOLD
+
+ENTRY = "jitlab_entry"
+FORMAT = 1                # the entry's calling convention; a library of another format is rebuilt
+
+_FFI = _cffi_backend.FFI()
+_ENTRY_TYPE = _FFI.typeof("void(*)(void *[], int64_t[])")
+_POINTERS = _FFI.typeof("void *[]")
+_INTS = _FFI.typeof("int64_t[]")
+_new, _from_buffer = _FFI.new, _FFI.from_buffer
+
+
+@functools.cache
+def host_cpu() -> str:
+    """The processor's model and feature flags, hashed: numba compiles for the host CPU, and a
+    library built on another one (a cache folder on a shared disk) could hold instructions this
+    one lacks."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            lines = [ln for ln in f.read().splitlines() if ln.startswith(("model name", "flags", "Features"))]
+        text = "\n".join(sorted(set(lines)))
+    except OSError:
+        text = f"{platform.machine()} {platform.processor()}"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def library_path(folder: str, code: str) -> str:
+    """Where the library of kernel code `code` lives in the kernel cache's folder."""
+    return os.path.join(folder, NATIVE_FOLDER, f"{code}-{host_cpu()}.so")
+
+
+@functools.cache
+def threads() -> int:
+    """How many parts a parallel kernel is split into: numba's NUMBA_NUM_THREADS when set, else
+    the cores this process may run on."""
+    given = os.environ.get("NUMBA_NUM_THREADS", "").strip()
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+@functools.cache
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=max(1, threads() - 1), thread_name_prefix="jitlab-kernel")
+
+
+# A forked child (compile workers, a user's multiprocessing) has none of the parent's threads: it
+# makes its own pool rather than wait on the parent's.
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_pool.cache_clear)
+
+
+@dataclass
+class NativeLibrary:
+    """An entry of a shared library and the arrays it takes, loaded on first call."""
+
+    path: str
+    dtypes: tuple[str, ...]         # each array parameter's element type, in order
+    ndims: tuple[int, ...]
+    scalars: int                    # int64 parameters after the arrays (loop extents, size symbols)
+    chunked: bool                   # the entry's last two ints split its parallel loop (part, parts)
+    entry: str = ENTRY              # the entry's symbol: a library may have several (O2's segments)
+    _fn: object = field(default=None, repr=False, compare=False)
+    _handle: object = field(default=None, repr=False, compare=False)
+    _kinds: tuple = field(default=(), repr=False, compare=False)      # (np.dtype, ndim) per array
+
+    def __post_init__(self) -> None:
+        # dtype objects compare in ~0.1 us; dtype.name builds a string in ~2 us a call
+        self._kinds = tuple((np.dtype(d), n) for d, n in zip(self.dtypes, self.ndims))
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_fn", "_handle", "_kinds")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _fn=None, _handle=None)
+        self.__post_init__()
+
+    @classmethod
+    def read(cls, so_path: str) -> list[NativeLibrary] | None:
+        """The entries of the library at `so_path`, from its manifest beside it; None when there is
+        none (or of another format)."""
+        try:
+            with open(so_path[:-3] + ".json") as f:
+                m = json.load(f)
+            if m.get("format") != FORMAT or not os.path.exists(so_path):
+                return None
+            return [cls(so_path, tuple(e["dtypes"]), tuple(e["ndims"]), e["scalars"], e["chunked"], e["entry"])
+                    for e in m["entries"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def manifest(self) -> dict:
+        """What `read` needs of this entry."""
+        return {"entry": self.entry, "dtypes": list(self.dtypes), "ndims": list(self.ndims), "scalars": self.scalars,
+                "chunked": self.chunked}
+
+    def load(self):
+        """The entry, loaded now (dlopen) if it was not: a damaged or foreign file is a CacheError."""
+        if self._fn is None:
+            reason = why_untrusted_folder(os.path.dirname(self.path)) or why_untrusted(self.path)
+            if reason is not None:
+                raise NativeLoadError(f"not loading the native kernel {self.path}: {reason}")
+            try:
+                handle = ctypes.CDLL(self.path, mode=os.RTLD_LOCAL)
+                address = ctypes.cast(getattr(handle, self.entry), ctypes.c_void_p).value
+            except (OSError, AttributeError) as e:
+                raise NativeLoadError(f"cannot load the native kernel {self.path}: {e}") from None
+            self._handle, self._fn = handle, _FFI.cast(_ENTRY_TYPE, address)
+        return self._fn
+
+    def call(self, arrays: Sequence[np.ndarray], scalars: Sequence[int], parallel: bool) -> None:
+        """Runs the kernel on `arrays` (C-contiguous, of the dtypes it was built for) and the int
+        scalars (loop extents); split across threads when `parallel` and the kernel can be split.
+        A call costs about 2 us more than the kernel: the first cost of a tiny program's call."""
+        fn = self._fn if self._fn is not None else self.load()
+        if len(arrays) != len(self._kinds):
+            raise JitlabError(f"native kernel {os.path.basename(self.path)}: {len(arrays)} arrays passed, "
+                              f"{len(self._kinds)} expected (a jitlab bug)")
+        ints: list[int] = []
+        for a, (dtype, ndim) in zip(arrays, self._kinds):
+            if (a.dtype is not dtype and a.dtype != dtype) or a.ndim != ndim:
+                raise JitlabError(f"native kernel {os.path.basename(self.path)}: got a {a.dtype}[{a.ndim}-d] array "
+                                  f"where it was built for {dtype}[{ndim}-d] (a jitlab bug)")
+            ints += a.shape
+        ints += scalars
+        # from_buffer refuses an array that is not C-contiguous: the kernel indexes it as one
+        pointers = _new(_POINTERS, [_from_buffer(a) for a in arrays])
+        if not self.chunked:
+            fn(pointers, _new(_INTS, ints))
+            return
+        parts = threads() if parallel else 1
+        futures = [_pool().submit(fn, pointers, _new(_INTS, ints + [k, parts])) for k in range(1, parts)]
+        ints += (0, parts)
+        fn(pointers, _new(_INTS, ints))
+        for f in futures:
+            f.result()
+
+
+class NativeLoadError(JitlabError):
+    """A native kernel library that cannot be loaded."""
+
+
+@dataclass
+class CallLayout:
+    """How a generated kernel's arguments come from a group's inputs, outputs and intermediates,
+    and the extents of its loops."""
+
+    slots: tuple[tuple[int, int], ...]   # per array parameter: (0 inputs | 1 outputs | 2 intermediates, index)
+    plain: bool                          # every input then every output: no per-argument lookup
+    flat: bool                           # the loop runs over 1-D views of every array
+    reshape: bool                        # some argument is not 1-D already and must be viewed so
+    space: tuple                         # the loop extents, ints and size symbols
+    static_space: tuple[int, ...] | None
+
+    @property
+    def static_size(self) -> int | None:
+        return math.prod(self.static_space) if self.static_space is not None else None
+
+    def arguments(self, inputs, outputs, bindings: dict[str, int] | None, extra: Sequence[np.ndarray]
+                  ) -> tuple[list, tuple, int]:
+        """The arrays to pass, the loop extents and the number of iterations."""
+        if self.plain:
+            args = [*inputs, *outputs]
+        else:
+            sources = (inputs, outputs, extra)
+            args = [sources[kind][i] for kind, i in self.slots]
+        if self.flat:
+            # The outputs have the full size; an input broadcast whole has size 1 even when the
+            # output is empty (a size-0 broadcast), so the inputs cannot give the loop's length.
+            size = outputs[0].size
+            if self.reshape:
+                args = [a.reshape(-1) for a in args]
+            return args, (size,), size
+        if self.static_space is not None:
+            return args, self.static_space, math.prod(self.static_space)
+        dims = evaluate_shape(self.space, bindings or {})
+        return args, dims, math.prod(dims)
+
+
+@dataclass
+class NativeKernel:
+    """A generated kernel's native library, called as the numba kernel it was built from (a
+    Kernel's `run`); it pickles, so a warm start can take it from the executable cache."""
+
+    layout: CallLayout
+    library: NativeLibrary
+
+    portable = True             # runs without numba: the executable cache may keep it
+
+    def load(self) -> None:
+        """Loads the library now: a missing or damaged one raises NativeLoadError here, not at a call."""
+        self.library.load()
+
+    def __call__(self, inputs, outputs, bindings: dict[str, int] | None = None, extra: Sequence[np.ndarray] = ()
+                 ) -> None:
+        args, dims, size = self.layout.arguments(inputs, outputs, bindings, extra)
+        self.library.call(args, dims, size >= PARALLEL_THRESHOLD)
+
+
+@dataclass
+class NativeSegment:
+    """A native entry called with a generated function's positional arguments: its arrays and its
+    int64 scalars, told apart by `arrays` (O2's segments)."""
+
+    library: NativeLibrary
+    arrays: tuple[bool, ...]          # per parameter: whether it is an array
+
+    portable = True
+
+    def load(self) -> None:
+        self.library.load()
+
+    def __call__(self, *args) -> None:
+        self.library.call([a for a, is_array in zip(args, self.arrays) if is_array],
+                          [a for a, is_array in zip(args, self.arrays) if not is_array], False)

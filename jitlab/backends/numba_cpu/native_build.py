@@ -1,0 +1,302 @@
+"""Building a generated kernel's native library (backends/native.py loads and calls it).
+
+numba compiles the kernel's loop nest once more, as a plain function whose parallel loop runs
+over part `part_` of `parts_` (the caller's threads take the parts), behind a `cfunc` entry that
+unpacks raw pointers and extents into arrays. Its machine code, with every function it calls,
+is linked by the system's C compiler (`cc`) with a small C runtime (the few numba runtime
+functions such code refers to: scratch allocation, and the error path of the entry, which
+these kernels never take) into `native/<code>-<cpu>.so` in the kernel cache's folder, beside
+the source it was built from and a manifest.
+
+A kernel whose code raises errors (a scatter's bounds checks) or needs more of numba's runtime
+than that is not built: it runs as numba dispatchers, and its record says why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from ...errors import JitlabError
+from ...report import KernelTiming
+from ..base import KernelParam
+from ..kernel_cache import KernelCache, why_untrusted_folder, write_atomic
+from ..native import ENTRY, FORMAT, NativeLibrary, NativeLoadError, library_path
+from .codegen import GeneratedKernel
+from .timing import timed
+
+ENV_VAR = "JITLAB_NATIVE"        # "0": every kernel runs as numba dispatchers
+
+# What the runtime below defines; everything else a library refers to must be in the process
+# already (libc, libm, libpython).
+RUNTIME_C = r"""
+/* The numba runtime functions jitlab's native kernels refer to, without numba (built by
+   jitlab/backends/numba_cpu/native_build.py). Allocation is what scratch rows use; the rest is
+   the error path of a cfunc entry, which kernels that raise nothing never take. */
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef void (*dtor_fn)(void *data, size_t size, void *info);
+typedef struct { size_t refct; dtor_fn dtor; void *info; void *data; size_t size; void *external; } MemInfo;
+
+extern int PyGILState_Ensure(void);
+extern void PyGILState_Release(int);
+extern void PyErr_SetString(void *type, const char *message);
+extern void *PyExc_RuntimeError;
+
+#define LOCAL __attribute__((visibility("hidden")))
+
+static void fail(void) { PyErr_SetString(PyExc_RuntimeError, "a jitlab native kernel raised an error"); }
+LOCAL void numba_gil_ensure(int *state) { *state = PyGILState_Ensure(); }
+LOCAL void numba_gil_release(int *state) { PyGILState_Release(*state); }
+LOCAL int numba_do_raise(void *packed) { fail(); return 0; }
+LOCAL void *numba_unpickle(const char *data, int n, const char *hashed) { fail(); return NULL; }
+LOCAL void *numba_runtime_build_excinfo_struct(void *gv, void *args) { fail(); return NULL; }
+LOCAL void *NRT_Allocate(size_t n) { return malloc(n); }
+LOCAL void NRT_Free(void *p) { free(p); }
+
+LOCAL MemInfo *NRT_MemInfo_alloc_aligned(size_t size, unsigned align) {
+    if (align < 16) align = 16;
+    char *block = malloc(sizeof(MemInfo) + size + align);
+    if (block == NULL) return NULL;
+    MemInfo *mi = (MemInfo *)block;
+    uintptr_t data = (uintptr_t)(block + sizeof(MemInfo));
+    mi->refct = 1;
+    mi->dtor = NULL;
+    mi->info = NULL;
+    mi->data = (void *)((data + align - 1) / align * align);
+    mi->size = size;
+    mi->external = NULL;
+    return mi;
+}
+LOCAL MemInfo *NRT_MemInfo_alloc_safe_aligned(size_t size, unsigned align) {
+    return NRT_MemInfo_alloc_aligned(size, align);
+}
+LOCAL MemInfo *NRT_MemInfo_alloc(size_t size) { return NRT_MemInfo_alloc_aligned(size, 16); }
+LOCAL void NRT_MemInfo_call_dtor(MemInfo *mi) {
+    if (mi->dtor != NULL) mi->dtor(mi->data, mi->size, mi->info);
+    free(mi);
+}
+"""
+RUNTIME_SYMBOLS = frozenset(re.findall(r"^LOCAL \w+ \*?(\w+)\(", RUNTIME_C, re.M))
+
+_ENTRY_HEADER = """
+from numba import carray, cfunc, types
+
+ENTRY = types.void(types.CPointer(types.voidptr), types.CPointer(types.int64))
+"""
+_PRANGE = re.compile(r"(\s*)for (\w+) in prange\((.*)\):")
+_DECLARED = re.compile(r'^declare [^@]*@"?([^"(\s]+)"?\(|^@"?([^"\s]+)"? = external ', re.M)
+
+
+class BuildError(JitlabError):
+    """Why a kernel's native library could not be built."""
+
+
+def library_for(chunk: str, chunked: bool, params: tuple[KernelParam, ...], signature: tuple,
+                parts: dict[str, str], cache: KernelCache, header: str, timing: KernelTiming
+                ) -> tuple[NativeLibrary | None, str, str]:
+    """The native library of the kernel keyed by `parts` (loaded): from the cache folder's native/
+    subfolder, else built now from `chunk` (the source of `k_chunk`, see `kernel_chunk`). Returns
+    (library, why it was not on disk: "" on a hit, why there is no library: "" when there is one)."""
+    why = _unsupported(chunk, params, signature)
+    if why:
+        return None, "", why
+    text = header + '\n\n@njit(fastmath=FLAGS, error_model="numpy")\n' + chunk + "\n"
+    found, miss, why = libraries_for(text, [Entry("k_chunk", params, chunked, ENTRY)], parts, cache, timing)
+    return (found[0] if found else None), miss, why
+
+
+@dataclass
+class Entry:
+    """A function of a generated module to give a C entry: its parameters and the entry's symbol."""
+
+    fn: str
+    params: tuple[KernelParam, ...]
+    chunked: bool
+    symbol: str
+
+
+def libraries_for(text: str, entries: list[Entry], parts: dict[str, str], cache: KernelCache,
+                  timing: KernelTiming) -> tuple[list[NativeLibrary] | None, str, str]:
+    """One shared library with an entry per `entries` function of the module `text` (without its
+    entries' cfuncs), keyed by `parts`: from the cache folder, else built now. Returns (its
+    entries, loaded; why it was not on disk; why there is none)."""
+    if os.environ.get(ENV_VAR, "1").strip() == "0":
+        return None, "", f"native kernels are off ({ENV_VAR}=0)"
+    path = library_path(cache.directory, cache.full_key(parts))
+    found = NativeLibrary.read(path)
+    if found is not None:
+        try:
+            for library in found:
+                library.load()
+            return found, "", ""
+        except NativeLoadError:
+            pass                    # damaged or foreign: built again below
+    if compiler() is None:
+        return None, "", "no C compiler (cc) to link native libraries with"
+    miss = cache.explain_miss(parts)
+    try:
+        return _build(text, entries, parts, path, timing), miss, ""
+    except (BuildError, NativeLoadError) as e:
+        return None, "", str(e)
+
+
+def _unsupported(chunk: str, params: tuple[KernelParam, ...], signature: tuple) -> str:
+    if "raise " in chunk:
+        return "its code raises errors (bounds checks), which only numba's runtime reports"
+    if any(not p.is_array and str(t) != "int64" for p, t in zip(params, signature)):
+        return "it takes a scalar parameter other than a loop extent"
+    return ""
+
+
+@functools.cache
+def compiler() -> str | None:
+    """The C compiler that links native libraries: $CC, else cc."""
+    return shutil.which(os.environ.get("CC") or "cc")
+
+
+def kernel_chunk(kernel: GeneratedKernel) -> tuple[str, bool]:
+    """The kernel as `k_chunk` and whether it is split: its parallel variant with the prange loop
+    over part `part_` of `parts_` where that loop can be split, else its sequential variant."""
+    split = split_loop(kernel.par, "k_par") if kernel.splittable else None
+    if split is not None:
+        return split, True
+    return kernel.seq.replace("def k_seq(", "def k_chunk(", 1), False
+
+
+def split_loop(source: str, name: str) -> str | None:
+    """Function `name`'s source (decorators dropped) as `k_chunk(..., part_, parts_)`, its one
+    prange loop running over part `part_` of `parts_`; None unless it has exactly one."""
+    lines = [line for line in source.split("\n") if not line.startswith("@")]
+    loops = [i for i, line in enumerate(lines) if "prange(" in line]
+    match = _PRANGE.fullmatch(lines[loops[0]]) if len(loops) == 1 else None
+    if match is None or not lines[0].startswith(f"def {name}("):
+        return None
+    indent, var, extent = match.groups()
+    lines[loops[0]] = f"{indent}for {var} in range(part_ * ({extent}) // parts_, (part_ + 1) * ({extent}) // parts_):"
+    lines[0] = re.sub(rf"^def {name}\((.*)\):$", r"def k_chunk(\1, part_, parts_):", lines[0])
+    return "\n".join(lines)
+
+
+def entry_source(entry: Entry, name: str) -> str:
+    """The cfunc `name(p, n)` calling `entry.fn` with its parameters in order: the k-th array's
+    data is at p[k]; n holds every array's shape, then the scalar parameters, then (part, parts)
+    when the kernel is split."""
+    params = entry.params
+    arrays = [p for p in params if p.is_array]
+    args, array_at, shape_at, scalar_at = [], 0, 0, sum(p.ndim for p in arrays)
+    for p in params:
+        if p.is_array:
+            shape = "".join(f"n[{shape_at + d}], " for d in range(p.ndim))
+            dtype = "np.bool_" if p.dtype.name == "bool" else f"np.{p.dtype.name}"
+            args.append(f"carray(p[{array_at}], ({shape}), {dtype})")
+            array_at, shape_at = array_at + 1, shape_at + p.ndim
+        else:
+            args.append(f"n[{scalar_at}]")
+            scalar_at += 1
+    if entry.chunked:
+        args += [f"n[{scalar_at}]", f"n[{scalar_at + 1}]"]
+    return (f'@cfunc(ENTRY, fastmath=FLAGS, error_model="numpy")\ndef {name}(p, n):\n'
+            f"    {entry.fn}({', '.join(args)})\n")
+
+
+def _build(text: str, entries: list[Entry], parts: dict[str, str], path: str, timing: KernelTiming
+           ) -> list[NativeLibrary]:
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    reason = why_untrusted_folder(folder)
+    if reason is not None:
+        raise BuildError(f"the folder {folder} is not private: {reason}")
+    names = [f"k_entry{k}" for k in range(len(entries))]
+    text += _ENTRY_HEADER + "".join("\n\n" + entry_source(e, name) for e, name in zip(entries, names))
+    write_atomic(path[:-3] + ".py", text.encode())
+    module, seconds = _import(path[:-3] + ".py")
+    timing.add(seconds)
+    _link([(getattr(module, name), e.symbol) for e, name in zip(entries, names)], path)
+    libraries = []
+    for e in entries:
+        arrays = [p for p in e.params if p.is_array]
+        libraries.append(NativeLibrary(path, tuple(p.dtype.name for p in arrays), tuple(p.ndim for p in arrays),
+                                       sum(not p.is_array for p in e.params), e.chunked, e.symbol))
+        libraries[-1].load()
+    manifest = {"format": FORMAT, "entries": [lib.manifest() for lib in libraries], "parts": parts}
+    write_atomic(path[:-3] + ".json", json.dumps(manifest, indent=1).encode())
+    return libraries
+
+
+def _import(path: str):
+    """Imports the generated module (numba compiles its cfuncs there), timed as numba's work."""
+    name = "jitlab_native_" + os.path.basename(path)[:-3].replace("-", "_")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    seconds = timed(lambda: spec.loader.exec_module(module))
+    sys.modules[name] = module
+    return module, seconds
+
+
+def _link(entries: list[tuple[object, str]], path: str) -> None:
+    """Links each cfunc's machine code (every callee linked in) and the runtime into `path`, each
+    cfunc exported as its symbol."""
+    folder = os.path.dirname(path)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
+        command = [compiler(), "-shared", "-o", os.path.join(tmp, "kernel.so")]
+        for k, (cfunc, symbol) in enumerate(entries):
+            library = cfunc._library      # numba's CodeLibrary: the object code and IR of what it compiled
+            unknown = sorted(s for s in _declared(library.get_llvm_str())
+                             if s not in RUNTIME_SYMBOLS and not _in_process(s))
+            if unknown:
+                raise BuildError(f"its code calls {unknown[0]}, part of numba's runtime")
+            obj = os.path.join(tmp, f"entry{k}.o")
+            with open(obj, "wb") as f:
+                f.write(library.serialize_using_object_code()[2][0])
+            command += [obj, f"-Wl,--defsym={symbol}={cfunc.native_name}"]
+        # numba emits code for the large code model, whose absolute relocations sit in the text
+        # section: -z notext lets the loader patch them (no position-independent code to ask for)
+        _run(command + [_runtime_object(folder), "-Wl,-z,notext", "-lm"])
+        os.replace(os.path.join(tmp, "kernel.so"), path)
+
+
+def _declared(llvm_ir: str) -> set[str]:
+    """The functions and globals the module declares but does not define (LLVM intrinsics aside)."""
+    names = {a or b for a, b in _DECLARED.findall(llvm_ir)}
+    return {n for n in names if not n.startswith("llvm.")}
+
+
+@functools.cache
+def _process() -> ctypes.CDLL:
+    return ctypes.CDLL(None)
+
+
+def _in_process(symbol: str) -> bool:
+    return hasattr(_process(), symbol)
+
+
+def _runtime_object(folder: str) -> str:
+    """The compiled runtime, built once per cache folder and version of its source."""
+    path = os.path.join(folder, f"runtime-{hashlib.sha256(RUNTIME_C.encode()).hexdigest()[:12]}.o")
+    if not os.path.exists(path):
+        with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
+            source = os.path.join(tmp, "runtime.c")
+            with open(source, "w") as f:
+                f.write(RUNTIME_C)
+            _run([compiler(), "-O2", "-fPIC", "-c", source, "-o", os.path.join(tmp, "runtime.o")])
+            os.replace(os.path.join(tmp, "runtime.o"), path)
+    return path
+
+
+def _run(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise BuildError(f"{os.path.basename(command[0])} failed: {done.stderr.strip()[-600:]}")
+

@@ -1,0 +1,156 @@
+"""Native kernel libraries (backends/native.py, numba_cpu/native_build.py): split loops equal numpy,
+kernels that need numba's runtime stay numba dispatchers and say why, damaged or shared files are
+never loaded, and a warm start runs without importing numba."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import jitlab as jl
+from jitlab.backends import native
+from jitlab.backends.kernel_cache import KernelCache
+from jitlab.backends.numba_cpu.codegen import GeneratedKernel
+from jitlab.backends.numba_cpu.native_build import compiler, kernel_chunk, split_loop
+from tests.autodiff.checks import op_fn
+
+pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler to link native libraries")
+
+RNG = np.random.default_rng(7)
+
+
+def compile_o1(fn, *args, cache_dir):
+    return jl.compile(jl.trace(fn, *args), level="O1", cache=KernelCache(str(cache_dir)), executable_cache=False)
+
+
+# One program per way codegen lays out its parallel loop, each past the parallel threshold.
+SPLIT_CASES = {
+    "flat elementwise": (lambda x: np.tanh(x) * 2.0 + 1.0, [(300, 200)]),
+    "rows with a reduction": (lambda x: np.exp(x - x.max(axis=1, keepdims=True)) / 3.0, [(256, 300)]),
+    "flattened outer dims": (lambda x, b: x * b + 1.0, [(64, 32, 32), (32, 1)]),
+    "whole reduction then broadcast": (lambda x: x - x.mean(), [(300, 200)]),
+    "3-d rows": (lambda x: x / x.sum(axis=2, keepdims=True), [(16, 40, 60)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPLIT_CASES))
+def test_a_kernel_split_over_threads_equals_numpy(name, tmp_path, monkeypatch):
+    fn, shapes = SPLIT_CASES[name]
+    monkeypatch.setattr(native, "threads", lambda: 3)        # an odd split: parts of unequal length
+    args = [RNG.random(s, dtype=np.float32) + 0.5 for s in shapes]
+    exe = compile_o1(fn, *args, cache_dir=tmp_path)
+    (kernel,) = exe.report.kernels
+    assert "native library, split over threads" in kernel.choice
+    np.testing.assert_allclose(exe(*args)[0], fn(*args), rtol=1e-5, atol=1e-5)
+
+
+def test_split_loop_takes_exactly_one_prange():
+    one = "def k_par(a0, n0):\n    for i0 in prange(n0):\n        a0[i0] = 1"
+    assert split_loop(one, "k_par").splitlines()[:2] == [
+        "def k_chunk(a0, n0, part_, parts_):", "    for i0 in range(part_ * (n0) // parts_, (part_ + 1) * (n0) // parts_):"]
+    two = one + "\n    for i1 in prange(n0):\n        a0[i1] = 2"
+    assert split_loop(two, "k_par") is None
+    writes = GeneratedKernel(par=one, seq="def k_seq(a0, n0):\n    pass", plan=None, flat=True, params=[])
+    assert kernel_chunk(writes) == ("def k_chunk(a0, n0):\n    pass", False)      # a chain of writes: never split
+
+
+def test_a_kernel_that_raises_stays_in_numba_and_says_why(tmp_path):
+    def scatter(a, idx, v):
+        out = a.copy()
+        out[idx] = v
+        return out
+
+    a, idx, v = np.zeros(16, np.float32), np.array([3, 5]), np.ones(2, np.float32)
+    exe = compile_o1(scatter, a, idx, v, cache_dir=tmp_path)
+    assert any("numba dispatchers (no native library: its code raises errors" in k.choice for k in exe.report.kernels)
+    np.testing.assert_array_equal(exe(a, idx, v)[0], scatter(a, idx, v))
+    with pytest.raises(jl.InputError):
+        exe(a, np.array([3, 99]), v)
+
+
+@pytest.mark.parametrize("strides,pads,dilations,groups", [
+    ((1, 1), (1, 1, 1, 1), (1, 1), 1), ((2, 2), (0, 1, 1, 0), (1, 1), 2), ((1, 2), (2, 2, 2, 2), (2, 2), 1),
+    ((1, 1), (0, 0, 0, 0), (1, 1), 1)])
+def test_native_im2col_convolutions_equal_o0(strides, pads, dilations, groups, tmp_path):
+    x = RNG.standard_normal((2, 4, 40, 40), dtype=np.float32)
+    w = RNG.standard_normal((6, 4 // groups, 3, 3), dtype=np.float32)
+    conv = op_fn("np.conv2d", strides=strides, pads=pads, dilations=dilations, groups=groups)
+    program = jl.trace(lambda x, w: np.maximum(conv(x, w), 0.0), x, w)
+    exe = jl.compile(program, level="O1", cache=KernelCache(str(tmp_path)), executable_cache=False)
+    assert exe.report.kernels and all("native library" in k.choice for k in exe.report.kernels)
+    np.testing.assert_allclose(exe(x, w)[0], jl.compile(program, level="O0")(x, w)[0], rtol=1e-4, atol=1e-4)
+
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import jitlab as jl
+    x = np.linspace(-2, 2, 64 * 600, dtype=np.float32).reshape(64, 600)
+    exe = jl.compile(jl.trace(lambda x: np.tanh(x * 2.0) - x.max(axis=1, keepdims=True), x), level=sys.argv[1])
+    out = exe(x)[0]
+    k = exe.report.kernels[-1]
+    print(json.dumps({"hit": k.cache_hit, "choice": k.choice, "numba": "numba" in sys.modules,
+                      "kept": exe.report.stats.get("kernels_from_executable_cache", 0), "sum": float(out.sum())}))
+""")
+
+
+def run_process(cache_dir, level="O1"):
+    env = dict(os.environ, JITLAB_CACHE_DIR=str(cache_dir), PYTHONPATH=os.getcwd(), JITLAB_EXECUTABLE_CACHE="1")
+    env.pop("JITLAB_NATIVE", None)
+    out = subprocess.run([sys.executable, "-c", SCRIPT, level], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_a_warm_start_runs_without_importing_numba(tmp_path, level):
+    cold, warm = run_process(tmp_path, level), run_process(tmp_path, level)
+    assert cold["numba"] and not cold["kept"]
+    assert not warm["numba"] and warm["kept"] >= 1 and warm["hit"]
+    assert warm["sum"] == cold["sum"]
+
+
+def libraries(cache_dir):
+    return sorted((cache_dir / "native").glob("*.so"))
+
+
+def test_a_damaged_or_deleted_library_is_built_again(tmp_path):
+    expected = run_process(tmp_path)["sum"]
+    for lib in libraries(tmp_path):
+        lib.write_bytes(lib.read_bytes()[:100])           # truncated
+    damaged = run_process(tmp_path)
+    assert damaged["numba"] and not damaged["kept"] and damaged["sum"] == expected
+    for lib in libraries(tmp_path):
+        lib.unlink()
+    assert run_process(tmp_path)["sum"] == expected
+    assert libraries(tmp_path)
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_a_native_folder_others_may_write_is_never_loaded(tmp_path):
+    expected = run_process(tmp_path)["sum"]
+    (tmp_path / "native").chmod(0o777)
+    got = run_process(tmp_path)
+    assert "no native library" in got["choice"] and "writable by other users" in got["choice"]
+    assert got["sum"] == expected
+
+
+def kept_compile(cache_dir, x):
+    exe = jl.compile(jl.trace(lambda x: np.tanh(x) * 3.0 - x.sum(axis=1, keepdims=True), x), level="O1",
+                     cache=KernelCache(str(cache_dir)), executable_cache=True)
+    np.testing.assert_allclose(exe(x)[0], np.tanh(x) * 3.0 - x.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
+    return exe.report.stats.get("kernels_from_executable_cache", 0)
+
+
+def test_kept_kernels_that_are_damaged_or_writable_by_others_are_compiled_again(tmp_path):
+    x = RNG.random((40, 30), dtype=np.float32)
+    assert kept_compile(tmp_path, x) == 0 and kept_compile(tmp_path, x) == 1
+    (kept,) = (tmp_path / "executables").glob("*.kernels")
+    kept.write_bytes(kept.read_bytes()[:-50] + bytes(50))
+    assert kept_compile(tmp_path, x) == 0              # garbled: compiled again, and kept anew
+    assert kept_compile(tmp_path, x) == 1
+    kept.chmod(0o666)
+    assert kept_compile(tmp_path, x) == 0              # another user could have written it: never unpickled
