@@ -103,18 +103,38 @@ def _make_exp_scaled(F) -> Callable:
     return scaled
 
 
-def _make_exp_parts(F) -> Callable:
-    clamp = _clamp(F, *_EXP_RANGE[F])
+def _exp_clamps(F, nonpositive: bool) -> tuple[Callable, Callable]:
+    """Two clamps of exp's argument to its range (no upper limit for a nonpositive x): one for k,
+    where NaN gives lo, as converting NaN to an integer is undefined; one for r, where NaN passes,
+    so that a NaN x gives a NaN polynomial and no select has to restore it. Written as selects
+    of one comparison each, they compile to vmaxps / vminps."""
+    lo, hi = (F(v) for v in _EXP_RANGE[F])
+
+    @jit
+    def for_k(x):
+        y = x if x > lo else lo
+        return y if nonpositive else (y if y < hi else hi)
+
+    @jit
+    def for_r(x):
+        y = lo if x < lo else x
+        return y if nonpositive else (hi if y > hi else y)
+
+    return for_k, for_r
+
+
+def _make_exp_parts(F, nonpositive: bool = False) -> Callable:
+    clamp_k, clamp_r = _exp_clamps(F, nonpositive)
     log2e, (ln2_hi, ln2_lo) = F(1 / math.log(2)), _split(LN2, F, _KEEP[F])
     coeffs = _taylor(F, 0, _EXP_DEGREE[F])
 
     @jit
     def exp_parts(x):
-        """(p, k) with e**x = p 2**k: x = k ln2 + r, |r| <= ln2/2, p = e**r by its Taylor polynomial.
-        Callers multiply into p before applying 2**k so that a subnormal result rounds only once."""
-        xc = clamp(x)
-        k = np.rint(xc * log2e)
-        r = xc - k * ln2_hi - k * ln2_lo
+        """(p, k) with e**x = p 2**k: x = k ln2 + r, |r| <= ln2/2, p = e**r by its Taylor polynomial
+        (NaN for a NaN x). Callers multiply into p before applying 2**k so that a subnormal result
+        rounds only once."""
+        k = np.rint(clamp_k(x) * log2e)
+        r = clamp_r(x) - k * ln2_hi - k * ln2_lo
         return poly(r, coeffs), k
 
     return exp_parts
@@ -125,10 +145,9 @@ def _make_exp(F) -> Callable:
 
     @jit
     def exp(x):
-        """e**x (NaN stays NaN; the clamp makes +-inf give inf and 0)."""
+        """e**x (NaN stays NaN through p; the clamps make +-inf give inf and 0)."""
         p, k = parts(x)
-        y = scaled(p, k)
-        return y if x == x else x
+        return scaled(p, k)
 
     return exp
 
