@@ -106,8 +106,8 @@ def _make_exp_scaled(F) -> Callable:
 def _exp_clamps(F, nonpositive: bool) -> tuple[Callable, Callable]:
     """Two clamps of exp's argument to its range (no upper limit for a nonpositive x): one for k,
     where NaN gives lo, as converting NaN to an integer is undefined; one for r, where NaN passes,
-    so that a NaN x gives a NaN polynomial and no select has to restore it. Written as selects
-    of one comparison each, they compile to vmaxps / vminps."""
+    so that a NaN x gives a NaN polynomial and no select has to restore it. With no upper limit
+    each is one vmaxps (exp_nonpositive's loop: 33 -> 27 instructions)."""
     lo, hi = (F(v) for v in _EXP_RANGE[F])
 
     @jit
