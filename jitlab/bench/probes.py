@@ -1,8 +1,9 @@
 """Probes for how generated kernels should be written on this machine: how a row reduction
-vectorizes, and which numba threading layer coexists with BLAS (docs/performance.md,
-"What decides speed", 3 and 4).
+vectorizes, which numba threading layer coexists with BLAS (docs/performance.md,
+"What decides speed", 3 and 4), and whether two threads really compute at once (the row
+kernels' second round there).
 
-`python -m jitlab.bench.probes [reduction|threading]` prints the measurements.
+`python -m jitlab.bench.probes [reduction|threading|cores]` prints the measurements.
 """
 
 from __future__ import annotations
@@ -203,6 +204,56 @@ def threading(rounds: int = 3) -> list[dict]:
     return results
 
 
+def spin_ratio(n: int, start_at: float) -> float:
+    """Wall over thread CPU time of a fixed vector loop (20 dependent multiply-adds per element),
+    run from the wall-clock time `start_at` on, once compiled, so that processes run it together."""
+    import time
+
+    from numba import njit
+
+    @njit(error_model="numpy")
+    def spin(x, out):
+        for i in range(x.size):
+            v = x[i]
+            for _ in range(20):
+                v = v * np.float32(0.999) + np.float32(0.001)
+            out[i] = v
+
+    x = np.ones(n, np.float32)
+    out = np.empty_like(x)
+    spin(x, out)
+    time.sleep(max(0.0, start_at - time.time()))
+    wall, cpu = time.perf_counter(), time.thread_time()
+    for _ in range(10):
+        spin(x, out)
+    return (time.perf_counter() - wall) / (time.thread_time() - cpu)
+
+
+def _spinners(count: int, pinned: bool, n: int, lead: float) -> list[float]:
+    """spin_ratio of `count` processes at once, each left to the scheduler or pinned to CPU k,
+    starting `lead` seconds from now (once every child has imported numba and compiled)."""
+    import time
+
+    start_at = time.time() + lead
+    procs = []
+    for k in range(count):
+        pin = f"os.sched_setaffinity(0, {{{k}}}); " if pinned else ""
+        code = f"import os; {pin}from jitlab.bench.probes import spin_ratio; print(spin_ratio({n}, {start_at}))"
+        procs.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True))
+    return [float(p.communicate(timeout=600)[0].strip().splitlines()[-1]) for p in procs]
+
+
+def cores(n: int = 1 << 23, lead: float = 5.0) -> list[dict]:
+    """Whether the machine's cores compute at once: one process, then two at once left to the
+    scheduler, then two pinned one per CPU, each its wall time over its CPU time for the same loop.
+    A VM that packs runnable threads onto one vCPU shows about 2 unpinned and 1 pinned: numba's
+    parallel kernel variants then gain nothing whatever their code (docs/performance.md)."""
+    rows = [("one process", 1, False), ("two processes", 2, False)]
+    rows += [("two processes, pinned one per CPU", 2, True)] if (os.cpu_count() or 1) >= 2 else []
+    return [{"config": label, "wall / cpu": float(np.median(_spinners(count, pinned, n, lead)))}
+            for label, count, pinned in rows]
+
+
 def _table(rows: list[dict]) -> str:
     keys = list(rows[0])
     lines = ["| " + " | ".join(keys) + " |", "|" + " --- |" * len(keys)]
@@ -225,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print("BLAS:", [(i["internal_api"], i.get("architecture"), i["num_threads"]) for i in threadpool_info()])
         print(_table(threading()))
+    if which in ("cores", "all"):
+        print(_table(cores()))
     return 0
 
 

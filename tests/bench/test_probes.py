@@ -12,3 +12,9 @@ def test_reduction_probe_variants_agree_with_numpy_on_ragged_rows():
     if is_x86():
         vector = {r["variant"]: r["vector"] for r in rows}
         assert vector["max: bits.maximum (llvm.maximum)"] != "no"
+
+
+
+def test_spin_ratio_is_wall_over_cpu_time():
+    # cores() runs this in child processes; in one quiet process wall time is about the CPU time
+    assert probes.spin_ratio(1 << 10, start_at=0.0) > 0.5

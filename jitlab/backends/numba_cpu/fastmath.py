@@ -103,18 +103,38 @@ def _make_exp_scaled(F) -> Callable:
     return scaled
 
 
-def _make_exp_parts(F) -> Callable:
-    clamp = _clamp(F, *_EXP_RANGE[F])
+def _exp_clamps(F, nonpositive: bool) -> tuple[Callable, Callable]:
+    """Two clamps of exp's argument to its range (no upper limit for a nonpositive x): one for k,
+    where NaN gives lo, as converting NaN to an integer is undefined; one for r, where NaN passes,
+    so that a NaN x gives a NaN polynomial and no select has to restore it. With no upper limit
+    each is one vmaxps (exp_nonpositive's loop: 33 -> 27 instructions)."""
+    lo, hi = (F(v) for v in _EXP_RANGE[F])
+
+    @jit
+    def for_k(x):
+        y = x if x > lo else lo
+        return y if nonpositive else (y if y < hi else hi)
+
+    @jit
+    def for_r(x):
+        y = lo if x < lo else x
+        return y if nonpositive else (hi if y > hi else y)
+
+    return for_k, for_r
+
+
+def _make_exp_parts(F, nonpositive: bool = False) -> Callable:
+    clamp_k, clamp_r = _exp_clamps(F, nonpositive)
     log2e, (ln2_hi, ln2_lo) = F(1 / math.log(2)), _split(LN2, F, _KEEP[F])
     coeffs = _taylor(F, 0, _EXP_DEGREE[F])
 
     @jit
     def exp_parts(x):
-        """(p, k) with e**x = p 2**k: x = k ln2 + r, |r| <= ln2/2, p = e**r by its Taylor polynomial.
-        Callers multiply into p before applying 2**k so that a subnormal result rounds only once."""
-        xc = clamp(x)
-        k = np.rint(xc * log2e)
-        r = xc - k * ln2_hi - k * ln2_lo
+        """(p, k) with e**x = p 2**k: x = k ln2 + r, |r| <= ln2/2, p = e**r by its Taylor polynomial
+        (NaN for a NaN x). Callers multiply into p before applying 2**k so that a subnormal result
+        rounds only once."""
+        k = np.rint(clamp_k(x) * log2e)
+        r = clamp_r(x) - k * ln2_hi - k * ln2_lo
         return poly(r, coeffs), k
 
     return exp_parts
@@ -125,10 +145,9 @@ def _make_exp(F) -> Callable:
 
     @jit
     def exp(x):
-        """e**x (NaN stays NaN; the clamp makes +-inf give inf and 0)."""
+        """e**x (NaN stays NaN through p; the clamps make +-inf give inf and 0)."""
         p, k = parts(x)
-        y = scaled(p, k)
-        return y if x == x else x
+        return scaled(p, k)
 
     return exp
 
@@ -294,11 +313,11 @@ def _make_log1p(F) -> Callable:
 
 
 # Eigen's and XLA's float32 tanh: odd rational minimax p(x)/q(x) of degree 13/6 on the clamp
-# range, beyond which tanh rounds to +-1; below 0.0004 tanh(x) rounds to x.
+# range; past _TANH_ONE (13 ln 2), 1 - tanh(x) < 2**-25 and tanh rounds to +-1.
 _TANH_ALPHA = (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
                1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03)
 _TANH_BETA = (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03)
-_TANH_CLAMP, _TANH_TINY = 7.90531110763549805, 0.0004
+_TANH_CLAMP, _TANH_ONE = 7.90531110763549805, 13 * math.log(2)
 
 
 def _tanh_far(F) -> Callable:
@@ -312,42 +331,23 @@ def _tanh_far(F) -> Callable:
     return far
 
 
-def _make_tanh_far_rough(F) -> Callable:
-    # Past the rational's clamp e = e**-2|x| is below 1.4e-7, so 1 - 2e / (1 + e) needs e only to a
-    # few parts in 1e3 to round as tanh does (float32's spacing below 1 is 6e-8), and 2e / (1 + e)
-    # is 2e to within 2e**2 < 4e-14: 2**k times a cubic for 2**r (relative error 6e-4), no division.
-    # The full exp and the division there cost as much as the rational itself (docs/performance.md).
-    m_two_log2e, floor = F(-2 / math.log(2)), F(-40.0)
-    coeffs = _taylor(F, 0, 3, math.log(2))
-    one, two = F(1.0), F(2.0)
-
-    @jit
-    def far(x):
-        """tanh(x) for |x| past the clamp: +-(1 - 2 e**-2|x|), e**-2|x| held above 2**-40."""
-        w = abs(x) * m_two_log2e
-        w = w if w > floor else floor
-        k = np.rint(w)
-        return np.copysign(one - two * (poly(w - k, coeffs) * pow2(k)), x)
-
-    return far
-
-
 def _make_tanh_rational(F) -> Callable:
-    far = _make_tanh_far_rough(F)
-    alpha, beta, tiny = _consts(F, *_TANH_ALPHA), _consts(F, *_TANH_BETA), F(_TANH_TINY)
-    edge = F(_TANH_CLAMP)
+    alpha, beta = _consts(F, *_TANH_ALPHA), _consts(F, *_TANH_BETA)
+    edge, saturated, one = F(_TANH_CLAMP), F(_TANH_ONE), F(1.0)
 
     @jit
     def tanh(x):
-        """tanh by Eigen's rational approximation (float32); past its clamp (where the rational stays
-        at 0.99999976) from e**-2|x|, so that it reaches +-1 where tanh rounds to it. The far side
-        replaces the rational wherever the clamp would act, so x needs no clamp (a NaN from
-        inf / inf there is never selected), and a NaN x stays NaN through the rational with no
-        select of its own: 12% and 7% off tanh_gelu's kernel."""
-        x2 = x * x
-        y = x * poly(x2, alpha) / poly(x2, beta)
-        y = far(x) if abs(x) > edge else y
-        return x if abs(x) < tiny else y
+        """tanh by Eigen's rational approximation (float32) on x clamped to its range, where it stays
+        at 0.99999976 (within 4 ulps of tanh up to _TANH_ONE), and +-1 past _TANH_ONE, where tanh
+        rounds to it. A NaN passes the clamp and the rational. x (p/q) rather than x p / q: p/q is
+        1 - 1.3e-7 at 0, so tiny and subnormal x round to x with no select of their own. This
+        replaced a far side 1 - 2e**-2|x| and a tiny-x select: 30% off tanh, 23% off tanh_gelu's
+        kernel (docs/performance.md)."""
+        a = abs(x)
+        xc = np.copysign(edge, x) if a > edge else x
+        x2 = xc * xc
+        y = xc * (poly(x2, alpha) / poly(x2, beta))
+        return np.copysign(one, x) if a > saturated else y
 
     return tanh
 
@@ -533,8 +533,8 @@ _SPECS = [
     ("np.log10", "", _both(_make_log10, 2, 2), "as log, constants split hi + lo"),
     ("np.log1p", "", _both(_make_log1p, 2, 2), "log of 1 + x plus the rounding correction of 1 + x"),
     ("np.tanh", "", _both(_make_tanh_rational, 5, 3, _make_tanh_expm1),
-     "float32: Eigen/XLA rational 13/6; float64: -t / (t + 2), t = expm1(-2|x|); far out 1 - 2e / (1 + e), "
-     "e = e**-2|x|"),
+     "float32: Eigen/XLA rational 13/6, +-1 past 13 ln 2; float64: -t / (t + 2), t = expm1(-2|x|), "
+     "far out 1 - 2e / (1 + e), e = e**-2|x|"),
     # float64's 2 did not hold below 0 (2.28 ulps at -2.7357633977066067): e's ulp, then two roundings.
     ("np.sigmoid", "", _both(_make_sigmoid, 3, 2.5), "stable: e**-|x| / (1 + e**-|x|) below 0, 1 minus it above"),
     ("np.erf", "", {np.float32: (_make_erf, 3)}, "fitted polynomial below 1, 1 - e**(-x*x) R(x) above"),
