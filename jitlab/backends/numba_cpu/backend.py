@@ -27,7 +27,8 @@ from ..loopnest import ARGUMENT_LISTS, REDUCTIONS, reads_result_in_place
 from . import helpers
 from .codegen import PARALLEL_THRESHOLD, generate
 from .fastmath import TABLE as FASTMATH_TABLE
-from .library import conv2d_into, matmul_into
+from . import winograd
+from .library import conv2d_into, matmul_into, winograd_into
 from .scalar import SCALAR_RULES, fastmath_name
 from .selection import select
 from .timing import timed_compile
@@ -285,23 +286,36 @@ def _blas_shaped(op: Operation) -> bool:
     return ranks[0] >= 2 or ranks == [1, 2]
 
 
-def _matmul(op: Operation) -> Callable:
-    return lambda a, b, out: matmul_into(a, b, out)
+def _matmul(group: Operation, op: Operation) -> tuple[Callable, str]:
+    return (lambda a, b, out: matmul_into(a, b, out)), "BLAS matmul"
 
 
-def _conv(op: Operation) -> Callable:
+def _conv(group: Operation, op: Operation) -> tuple[Callable, str]:
     attrs = op.attrs
-    return lambda x, w, out: conv2d_into(x, w, out, tuple(attrs["strides"]), tuple(attrs["pads"]),
-                                         tuple(attrs["dilations"]), attrs["groups"])
+    if winograd.fits(op) and _reads_constant(group, op.operands[1]):
+        transformed = winograd.FilterCache()
+        return (lambda x, w, out: winograd_into(x, transformed(w), out)), "Winograd F(2x2,3x3) conv, 16 BLAS calls"
+    return (lambda x, w, out: conv2d_into(x, w, out, tuple(attrs["strides"]), tuple(attrs["pads"]),
+                                          tuple(attrs["dilations"]), attrs["groups"])), "im2col + BLAS conv"
 
 
-_CONTRACTIONS: dict[str, Callable[[Operation], Callable]] = {"np.matmul": _matmul, "np.conv2d": _conv}
+def _reads_constant(group: Operation, arg: Value) -> bool:
+    """Whether the group input `arg` is a weight or constant itself (not a view of one): the same
+    array, never written, every call."""
+    if arg not in group.body.args:
+        return False
+    value = group.operands[group.body.args.index(arg)]
+    return isinstance(value, OpResult) and (value.op.name == "np.weight" or value.op.has(Trait.CONSTANT))
+
+
+_CONTRACTIONS: dict[str, Callable[[Operation, Operation], tuple[Callable, str]]] = {
+    "np.matmul": _matmul, "np.conv2d": _conv}
 
 
 def _compile_contraction(group: Operation, con: Operation, options: dict[str, Any]) -> Kernel:
     block = group.body
     outputs = list(block.last_op.operands)
-    library = _CONTRACTIONS[con.name](con)
+    library, algorithm = _CONTRACTIONS[con.name](group, con)
     operands = contraction_operands(block, con)
     has_epilogue = any(is_epilogue_op(op, con) for op in block.ops)
     gen = _Generated(group, block, [con.result], options) if has_epilogue else None
@@ -322,7 +336,7 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
             gen(inputs, outputs_, bindings, (dst,))
 
     source = gen.source if gen is not None else f"# {con.name}: library kernel, no epilogue\n"
-    choice = f"library {'BLAS matmul' if con.name == 'np.matmul' else 'im2col + BLAS conv'}" + (
+    choice = f"library {algorithm}" + (
         " with a generated epilogue" + _epilogue_place(con, outputs, in_place) if gen is not None else "")
     return Kernel(group.attrs["key"], "numba_cpu", run, source, gen.seconds if gen else 0.0,
                   gen.cache_hit if gen else True, gen.miss_reason if gen else "", choice,

@@ -1,4 +1,4 @@
-"""Library kernels: BLAS matmul and im2col convolution, written into given buffers.
+"""Library kernels: BLAS matmul, im2col and Winograd convolution, written into given buffers.
 
 Contractions are not generated: BLAS is faster than anything numba emits. A group
 whose anchor is a matmul or conv runs one of these, then its fused epilogue.
@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit, prange
 
 from .blas import addresses, gemm
+from .winograd import winograd_nb
 
 # conv2d_nb (and the O2 segments that call it) run the parallel _im2col from inside njit
 # code. Loaded from numba's cache, such code links against the threading layer's symbols
@@ -70,3 +71,8 @@ def conv2d_into(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides, pads, di
         pads = (0, 0, 0, 0)
     conv2d_nb(x, np.ascontiguousarray(w), out, strides[0], strides[1], pads[0], pads[1], dilations[0],
               dilations[1], groups, addresses())
+
+
+def winograd_into(x: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
+    """The Winograd conv2d library kernel (winograd.py): `u` is the filter's transform."""
+    winograd_nb(x, u, out, addresses())
