@@ -24,10 +24,9 @@ from ..base import Backend, Kernel, KernelParam, ParamRole, is_readonly, registe
 from ..indexing import INDEX_RULES, has_static_offsets, is_unit_reshape
 from ..kernel_cache import KernelCache, default_cache, support_hash
 from ..loopnest import ARGUMENT_LISTS, REDUCTIONS, reads_result_in_place
-from . import helpers
+from . import helpers, winograd
 from .codegen import PARALLEL_THRESHOLD, generate
 from .fastmath import TABLE as FASTMATH_TABLE
-from . import winograd
 from .library import conv2d_into, matmul_into, winograd_into
 from .scalar import SCALAR_RULES, fastmath_name
 from .selection import select

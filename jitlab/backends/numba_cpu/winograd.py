@@ -80,8 +80,8 @@ def _input_transform(x, v):
                 a[3, i] = r1[i] - r3[i]
             tiles = slice(ty * tw, ty * tw + tw)
             for r in range(4):
-                ar = a[r]
-                v0, v1, v2, v3 = v[4 * r, c, tiles], v[4 * r + 1, c, tiles], v[4 * r + 2, c, tiles], v[4 * r + 3, c, tiles]
+                ar, k = a[r], 4 * r
+                v0, v1, v2, v3 = v[k, c, tiles], v[k + 1, c, tiles], v[k + 2, c, tiles], v[k + 3, c, tiles]
                 for t in range(tw):
                     v0[t] = ar[2 * t] - ar[2 * t + 2]
                 for t in range(tw):
