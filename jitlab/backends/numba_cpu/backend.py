@@ -202,6 +202,7 @@ class _Generated:
         self.par, self.seq = entry.module.k_par, entry.module.k_seq
         self.static_space = _static(self.plan.space, block) if not self.flat else None
         self.static_size = math.prod(self.static_space) if self.static_space is not None else None
+        self.merged: tuple[int, ...] | None = None        # the space with its last two dims as one (merge_last_two)
         self.slots = [(ARGUMENT_LISTS[p.role], p.index) for p in arrays]
         # the common order, every input then every output: the call needs no per-argument lookup
         n_outputs = len(block.last_op.operands)
@@ -222,6 +223,19 @@ class _Generated:
                 # A later call with other argument types would be a bug: fail loudly, never recompile.
                 fn.disable_compile()
 
+    def merge_last_two(self, ops: Sequence[Operation]) -> None:
+        """Loops over the last two dims as one (H*W pixels in place of H rows of W) when `ops`, all
+        the ops this kernel computes, are elementwise and every value they touch is full in those
+        dims or broadcast over both: the nest then reads and writes the same elements, and its
+        inner loop is long enough to vectorize (ResNet-50's conv epilogues with a per-channel bias
+        ran 3-8x faster on its 56x56 to 7x7 maps)."""
+        space = self.static_space
+        if space is None or len(space) < 3 or self.plan.reductions or 1 in space[-2:]:
+            return
+        if all(op.has(Trait.ELEMENTWISE) or op.has(Trait.CONSTANT) for op in ops) and all(
+                _full_or_broadcast(v.type.shape, space[-2:]) for op in ops for v in (*op.operands, *op.results)):
+            self.merged = (*space[:-2], 1, space[-2] * space[-1])
+
     def __call__(self, inputs, outputs, bindings: dict[str, int] | None = None, extra: Sequence[np.ndarray] = ()
                  ) -> None:
         """Calls the kernel (a Kernel's `run`); `extra` are the materialized arrays (m0, ...) after
@@ -238,12 +252,22 @@ class _Generated:
             if self.reshape:
                 args = [a.reshape(-1) for a in args]
             dims = (size,)
+        elif self.merged is not None:
+            # arrays the kernel does not index (a conv's input and filter) may merge or not alike
+            tail = self.static_space[-2:]
+            args = [a.reshape(a.shape[:-2] + (1, -1)) if a.shape[-2:] == tail else a for a in args]
+            dims, size = self.merged, self.static_size
         elif self.static_space is not None:
             dims, size = self.static_space, self.static_size
         else:
             dims = evaluate_shape(self.plan.space, bindings or {})
             size = math.prod(dims)
         (self.par if size >= PARALLEL_THRESHOLD else self.seq)(*args, *dims)
+
+
+def _full_or_broadcast(shape: tuple, tail: tuple) -> bool:
+    """Whether a value of `shape` spans the last two dims of the space (`tail`) or is broadcast over both."""
+    return tuple(shape[-2:]) == tuple(tail) or all(d == 1 for d in shape[-2:])
 
 
 def _compile_or_recover(fn, signature: tuple, path: str) -> KernelTiming:
@@ -318,6 +342,8 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
     operands = contraction_operands(block, con)
     has_epilogue = any(is_epilogue_op(op, con) for op in block.ops)
     gen = _Generated(group, block, [con.result], options) if has_epilogue else None
+    if gen is not None:
+        gen.merge_last_two([op for op in block.ops if is_epilogue_op(op, con)])
     in_place = epilogue_target(con, outputs)
     result_shape = con.result.type.shape
     result_dtype = con.result.type.dtype
@@ -337,6 +363,8 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
     source = gen.source if gen is not None else f"# {con.name}: library kernel, no epilogue\n"
     choice = f"library {algorithm}" + (
         " with a generated epilogue" + _epilogue_place(con, outputs, in_place) if gen is not None else "")
+    if gen is not None and gen.merged is not None:
+        choice += "; the epilogue loops over the last two dims as one"
     return Kernel(group.attrs["key"], "numba_cpu", run, source, gen.seconds if gen else 0.0,
                   gen.cache_hit if gen else True, gen.miss_reason if gen else "", choice,
                   timing=gen.timing if gen else None, code=gen.code if gen else "",
