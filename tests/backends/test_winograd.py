@@ -6,7 +6,7 @@ import pytest
 
 import jitlab as jl
 from jitlab.backends.numba_cpu import winograd
-from jitlab.backends.numba_cpu.blas import addresses
+from jitlab.backends.numba_cpu.blas import addresses, one_blas_thread
 from jitlab.backends.numba_cpu.library import conv2d_nb
 from tests.programs import assert_same
 
@@ -101,10 +101,13 @@ def test_filter_cache_transforms_each_weight_once():
     assert first.shape == (16, 3, 4) and first.dtype == np.float32
 
 
-def test_winograd_kernel_equals_im2col_on_a_resnet_stage_shape():
+@pytest.mark.parametrize("split", [False, True])
+def test_winograd_kernel_equals_im2col_on_a_resnet_stage_shape(split):
+    # split: the GEMMs shared out between numba's threads, each calling a one-thread BLAS
     x = RNG.standard_normal((1, 64, 56, 56)).astype(np.float32)
     w = (RNG.standard_normal((64, 64, 3, 3)) / 24).astype(np.float32)
     expected, out = np.empty((1, 64, 56, 56), np.float32), np.empty((1, 64, 56, 56), np.float32)
     conv2d_nb(x, w, expected, 1, 1, 1, 1, 1, 1, 1, addresses())
-    winograd.winograd_nb(x, winograd.filter_transform(w), out, addresses())
+    with one_blas_thread() as parallel:
+        winograd.winograd_nb(x, winograd.filter_transform(w), out, addresses(), parallel and split)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=2e-5 * np.abs(expected).max())

@@ -11,6 +11,7 @@ library loads elsewhere in every process. Where numpy's BLAS does not export the
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import glob
@@ -18,7 +19,7 @@ import os
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import njit, prange, types
 from numba.extending import intrinsic
 
 # numpy's wheels bundle OpenBLAS built with 64-bit integers and these symbol names.
@@ -47,6 +48,44 @@ def addresses() -> np.ndarray:
     except (OSError, AttributeError):
         out[:] = 0
     return out
+
+
+@functools.cache
+def _thread_count_functions() -> tuple | None:
+    """numpy's OpenBLAS's (get, set) of its thread count, or None where it has none."""
+    path = _numpy_blas_library()
+    if path is None or not addresses().all():
+        return None
+    try:
+        lib = ctypes.CDLL(path)
+        get, set_ = lib.scipy_openblas_get_num_threads64_, lib.scipy_openblas_set_num_threads64_
+    except (OSError, AttributeError):
+        return None
+    get.restype, set_.argtypes = ctypes.c_int, [ctypes.c_int]
+    return get, set_
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """numpy's OpenBLAS runs each call on the calling thread while inside: compiled code splits its
+    GEMMs between numba's threads instead (`gemm_split`). Yields whether that holds (False where
+    the BLAS is not numpy's OpenBLAS: then each call must stay one call).
+
+    Why: OpenBLAS's own threads wait for each other at the end of every call by yielding the
+    core. On a machine shared with other processes a yield hands the core away for a whole time
+    slice, so a 1 ms GEMM took 8-35 ms (median) with two BLAS threads where numba's workqueue
+    threads, which block instead, ran the same two halves in 0.5-1.9 ms."""
+    functions = _thread_count_functions()
+    if functions is None:
+        yield False
+        return
+    get, set_ = functions
+    before = get()
+    set_(1)
+    try:
+        yield True
+    finally:
+        set_(before)
 
 
 def provider() -> str:
@@ -101,3 +140,13 @@ def gemm(blas, a, b, out, ta, tb):
         np.dot(a, b.T, out)
     else:
         np.dot(a, b, out)
+
+
+@njit(parallel=True, cache=True)
+def gemm_split(blas, a, b, out, parts):
+    """out = a @ b (2-D C-contiguous, as `gemm`) as `parts` GEMMs over row blocks of `a` and `out`,
+    run by numba's threads in parallel: inside `one_blas_thread`, each on one core."""
+    m = a.shape[0]
+    for p in prange(parts):
+        lo, hi = p * m // parts, (p + 1) * m // parts
+        gemm(blas, a[lo:hi], b, out[lo:hi], False, False)

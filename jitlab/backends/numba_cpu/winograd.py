@@ -117,8 +117,9 @@ def _output_transform(m, out):
 
 
 @njit(cache=True)
-def winograd_nb(x, u, out, blas):
-    """out = conv2d(x, w) for a filter w whose transform is u (filter_transform); NCHW, `fits`."""
+def winograd_nb(x, u, out, blas, parallel):
+    """out = conv2d(x, w) for a filter w whose transform is u (filter_transform); NCHW, `fits`.
+    With `parallel` (inside blas.one_blas_thread) numba's threads share out the 16 GEMMs."""
     n, c, h, w = x.shape
     o = u.shape[1]
     tiles = (h // 2) * (w // 2)
@@ -126,6 +127,15 @@ def winograd_nb(x, u, out, blas):
     m = np.empty((16, o, tiles), x.dtype)
     for b in range(n):
         _input_transform(x[b], v)
-        for k in range(16):
-            gemm(blas, u[k], v[k], m[k], False, False)
+        if parallel:
+            _gemms_parallel(blas, u, v, m)
+        else:
+            for k in range(16):
+                gemm(blas, u[k], v[k], m[k], False, False)
         _output_transform(m, out[b])
+
+
+@njit(parallel=True, cache=True)
+def _gemms_parallel(blas, u, v, m):
+    for k in prange(16):
+        gemm(blas, u[k], v[k], m[k], False, False)
