@@ -111,3 +111,17 @@ def test_winograd_kernel_equals_im2col_on_a_resnet_stage_shape(split):
     with one_blas_thread() as parallel:
         winograd.winograd_nb(x, winograd.filter_transform(w), out, addresses(), parallel and split)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=2e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("k, stride, pad, dilation, groups", [
+    (1, 2, 0, 1, 1), (3, 2, 1, 1, 1), (7, 2, 3, 1, 1), (3, 1, 0, 2, 1), (5, 3, 4, 1, 2), (3, 1, 2, 3, 4), (2, 2, 1, 1, 1)])
+def test_im2col_conv_equals_the_reference_on_every_border(k, stride, pad, dilation, groups):
+    from jitlab.dialects.np.nn import _conv2d
+
+    x = RNG.standard_normal((2, 4, 9, 11)).astype(np.float32)
+    w = RNG.standard_normal((8, 4 // groups, k, k)).astype(np.float32)
+    expected = _conv2d(x, w, (stride, stride), (pad, pad, pad, pad), (dilation, dilation), groups)
+    out = np.full(expected.shape, np.nan, np.float32)
+    with one_blas_thread() as split:
+        conv2d_nb(x, w, out, stride, stride, pad, pad, dilation, dilation, groups, addresses(), 2 if split else 1)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
