@@ -26,7 +26,7 @@ def test_numpys_bundled_blas_is_found_on_this_platform():
     info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
     if info["name"] != "scipy-openblas":
         pytest.skip(f"numpy is built against {info['name']}, not scipy-openblas")
-    assert addresses().all()
+    assert addresses().all()          # both GEMMs and the thread count functions
 
 
 @pytest.mark.parametrize("parts", [1, 2, 3, 8])
@@ -51,3 +51,17 @@ def test_one_blas_thread_restores_the_thread_count():
     assert blas_threads() == before
     if split:
         assert 1 in inside
+
+
+def test_a_small_product_runs_on_one_blas_thread_and_puts_the_count_back():
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["filepath"].find("numpy") >= 0]
+
+    before = blas_threads()
+    a, b = rng.standard_normal((1, 2048)).astype(np.float32), rng.standard_normal((2048, 1000)).astype(np.float32)
+    out = np.empty((1, 1000), np.float32)
+    gemm(addresses(), a, b, out, False, False)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+    assert blas_threads() == before

@@ -10,7 +10,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .blas import addresses, gemm_split, one_blas_thread
+from .blas import SMALL_PRODUCT, addresses, gemm_split, one_blas_thread
 from .winograd import winograd_nb
 
 # conv2d_nb (and the O2 segments that call it) run the parallel _im2col from inside njit
@@ -20,14 +20,8 @@ from .winograd import winograd_nb
 numba.get_num_threads()
 
 
-# Below this many multiply-adds a matmul runs on one BLAS thread: its work is a fraction of a
-# millisecond, and two OpenBLAS threads waiting for each other on a loaded machine took 11 ms
-# (median) for ResNet-50's (1, 2048) @ (2048, 1000), against 0.56 ms on one (blas.one_blas_thread).
-SMALL_MATMUL = 1 << 22
-
-
 def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    if out.size * a.shape[-1] < SMALL_MATMUL:
+    if out.size * a.shape[-1] < SMALL_PRODUCT:      # as blas.gemm does
         with one_blas_thread():
             np.matmul(a, b, out=out)
     else:
