@@ -76,14 +76,15 @@ def threads() -> int:
 
 
 @functools.cache
-def _pool() -> ThreadPoolExecutor:
+def pool() -> ThreadPoolExecutor:
+    """The threads that run a split kernel's other parts (one fewer than `threads()`)."""
     return ThreadPoolExecutor(max_workers=max(1, threads() - 1), thread_name_prefix="jitlab-kernel")
 
 
 # A forked child (compile workers, a user's multiprocessing) has none of the parent's threads: it
 # makes its own pool rather than wait on the parent's.
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_pool.cache_clear)
+    os.register_at_fork(after_in_child=pool.cache_clear)
 
 
 @dataclass
@@ -165,7 +166,7 @@ class NativeLibrary:
             fn(pointers, _new(_INTS, ints))
             return
         parts = threads() if parallel else 1
-        futures = [_pool().submit(fn, pointers, _new(_INTS, ints + [k, parts])) for k in range(1, parts)]
+        futures = [pool().submit(fn, pointers, _new(_INTS, ints + [k, parts])) for k in range(1, parts)]
         ints += (0, parts)
         fn(pointers, _new(_INTS, ints))
         for f in futures:
@@ -187,6 +188,8 @@ class CallLayout:
     reshape: bool                        # some argument is not 1-D already and must be viewed so
     space: tuple                         # the loop extents, ints and size symbols
     static_space: tuple[int, ...] | None
+    # the static extents with the last two dims as one (a conv epilogue over H*W pixels), or None
+    merged: tuple[int, ...] | None = None
 
     @property
     def static_size(self) -> int | None:
@@ -207,6 +210,11 @@ class CallLayout:
             if self.reshape:
                 args = [a.reshape(-1) for a in args]
             return args, (size,), size
+        if self.merged is not None:
+            # arrays the kernel does not index (a conv's input and filter) may merge or not alike
+            tail = self.static_space[-2:]
+            args = [a.reshape(a.shape[:-2] + (1, -1)) if a.shape[-2:] == tail else a for a in args]
+            return args, self.merged, math.prod(self.merged)
         if self.static_space is not None:
             return args, self.static_space, math.prod(self.static_space)
         dims = evaluate_shape(self.space, bindings or {})

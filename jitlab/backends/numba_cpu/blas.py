@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from .numpy_blas import addresses  # noqa: F401  (the addresses gemm takes)
+from .numpy_blas import SMALL_PRODUCT, addresses, one_blas_thread  # noqa: F401  (what gemm and its callers take)
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
@@ -48,6 +48,39 @@ def _cblas_gemm(typingctx, address, a, b, out, ta, tb):
     return types.void(types.int64, a, b, out, types.boolean, types.boolean), codegen
 
 
+@intrinsic
+def _get_threads(typingctx, address):
+    """int f(void) at `address`: OpenBLAS's thread count."""
+    def codegen(context, builder, sig, args):
+        fnty = ir.FunctionType(ir.IntType(32), [])
+        n = builder.call(builder.inttoptr(args[0], fnty.as_pointer()), [])
+        return builder.sext(n, ir.IntType(64))
+
+    return types.int64(types.int64), codegen
+
+
+@intrinsic
+def _set_threads(typingctx, address, n):
+    """void f(int) at `address`: sets OpenBLAS's thread count."""
+    def codegen(context, builder, sig, args):
+        fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(32)])
+        builder.call(builder.inttoptr(args[0], fnty.as_pointer()), [builder.trunc(args[1], ir.IntType(32))])
+        return context.get_dummy_value()
+
+    return types.void(types.int64, types.int64), codegen
+
+
+@njit(cache=True)
+def _gemm_one_thread(blas, address, a, b, out, ta, tb):
+    """_cblas_gemm on the calling thread only, the thread count put back after."""
+    before = _get_threads(blas[2])
+    if before != 1:
+        _set_threads(blas[3], 1)
+    _cblas_gemm(address, a, b, out, ta, tb)
+    if before != 1:
+        _set_threads(blas[3], before)
+
+
 @njit(cache=True)
 def gemm(blas, a, b, out, ta, tb):
     """out = op(a) @ op(b), op transposing where ta/tb is true; 2-D C-contiguous float32 or float64
@@ -58,6 +91,8 @@ def gemm(blas, a, b, out, ta, tb):
         if out.shape[0] > 0 and out.shape[1] > 0:
             if k == 0:
                 out[:] = 0
+            elif out.shape[0] * out.shape[1] * k < SMALL_PRODUCT and blas[3] != 0:
+                _gemm_one_thread(blas, address, a, b, out, ta, tb)
             else:
                 _cblas_gemm(address, a, b, out, ta, tb)
     elif ta and tb:         # one branch per layout: numba types a.T as another array type
@@ -68,3 +103,13 @@ def gemm(blas, a, b, out, ta, tb):
         np.dot(a, b.T, out)
     else:
         np.dot(a, b, out)
+
+
+@njit(parallel=True, cache=True)
+def gemm_split(blas, a, b, out, parts):
+    """out = a @ b (2-D C-contiguous, as `gemm`) as `parts` GEMMs over row blocks of `a` and `out`,
+    run by numba's threads in parallel: inside `one_blas_thread`, each on one core."""
+    m = a.shape[0]
+    for p in prange(parts):
+        lo, hi = p * m // parts, (p + 1) * m // parts
+        gemm(blas, a[lo:hi], b, out[lo:hi], False, False)

@@ -10,12 +10,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.shapes import evaluate_shape
-from ..native import NativeLibrary
+from ..loopnest import PARALLEL_THRESHOLD
+from ..native import NativeLibrary, pool, threads
+from .numpy_blas import SMALL_PRODUCT, one_blas_thread
 
 
 @dataclass
 class Matmul:
-    """out = a @ b by numpy's BLAS."""
+    """out = a @ b by numpy's BLAS; a small product on one BLAS thread (SMALL_PRODUCT)."""
 
     portable = True
 
@@ -23,7 +25,47 @@ class Matmul:
         """Nothing to load."""
 
     def __call__(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-        np.matmul(a, b, out=out)
+        if out.size * a.shape[-1] < SMALL_PRODUCT:      # as blas.gemm does
+            with one_blas_thread():
+                np.matmul(a, b, out=out)
+        else:
+            np.matmul(a, b, out=out)
+
+
+def split_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out = a @ b (2-D) as one product per thread over row blocks of `a` and `out`, each on one
+    BLAS thread: OpenBLAS's own threads yield the core while they wait for each other, which on
+    a machine shared with other processes costs a time slice per call (docs/performance.md,
+    "ResNet-50 against onnxruntime"); numpy releases the GIL for each block."""
+    parts = threads()
+    with one_blas_thread() as single:
+        if not single or parts == 1 or out.size * a.shape[1] < SMALL_PRODUCT:
+            np.matmul(a, b, out=out)
+            return
+        rows = [(k * a.shape[0] // parts, (k + 1) * a.shape[0] // parts) for k in range(parts)]
+        futures = [pool().submit(np.matmul, a[lo:hi], b, out=out[lo:hi]) for lo, hi in rows[1:]]
+        np.matmul(a[:rows[0][1]], b, out=out[:rows[0][1]])
+        for f in futures:
+            f.result()
+
+
+@dataclass
+class Winograd:
+    """Winograd F(2x2,3x3) convolution (winograd.py, in numba), the filter's transform cached per
+    weight array; runs numba's threads, so the executable cache does not keep it."""
+
+    def __post_init__(self) -> None:
+        from .winograd import FilterCache
+
+        self.transformed = FilterCache()
+
+    def load(self) -> None:
+        """Nothing to load."""
+
+    def __call__(self, x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+        from .library import winograd_into
+
+        winograd_into(x, self.transformed(w), out)
 
 
 @dataclass
@@ -70,7 +112,7 @@ class Conv:
             images = x.reshape(n, g, cg, h * wd)
             for b in range(n):
                 for k in range(g):
-                    np.matmul(wmat[k], images[b, k], out=results[b, k])
+                    split_matmul(wmat[k], images[b, k], results[b, k])
             return
         images = x.reshape(n, g, cg, h, wd)
         cols = np.empty((cg * kh * kw, oh * ow), x.dtype)
@@ -78,10 +120,10 @@ class Conv:
         for b in range(n):
             for k in range(g):
                 self.im2col.call([images[b, k], cols], extents, cols.size >= _IM2COL_PARALLEL)
-                np.matmul(wmat[k], cols, out=results[b, k])
+                split_matmul(wmat[k], cols, results[b, k])
 
 
-_IM2COL_PARALLEL = 1 << 16      # elements of the column matrix worth splitting over threads
+_IM2COL_PARALLEL = PARALLEL_THRESHOLD      # elements of the column matrix worth splitting over threads
 
 
 @dataclass

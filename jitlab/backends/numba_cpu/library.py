@@ -1,4 +1,4 @@
-"""Library kernels: BLAS matmul and im2col convolution, written into given buffers.
+"""Library kernels: BLAS matmul, im2col and Winograd convolution, written into given buffers.
 
 Contractions are not generated: BLAS is faster than anything numba emits. A group
 whose anchor is a matmul or conv runs one of these, then its fused epilogue.
@@ -10,17 +10,14 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .blas import addresses, gemm
+from .blas import addresses, gemm_split, one_blas_thread
+from .winograd import winograd_nb
 
 # conv2d_nb (and the O2 segments that call it) run the parallel _im2col from inside njit
 # code. Loaded from numba's cache, such code links against the threading layer's symbols
 # (allocate_sched), which exist only once the layer is launched; unlaunched, the call jumps
 # to address 0 and kills the process. Asking for the thread count launches it.
 numba.get_num_threads()
-
-
-def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    np.matmul(a, b, out=out)
 
 
 @njit(parallel=True, cache=True)
@@ -40,9 +37,10 @@ def _im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
 
 
 @njit(cache=True)
-def conv2d_nb(x, w, out, sh, sw, ph, pw, dh, dw, groups, blas):
-    """NCHW convolution by im2col + one BLAS call per image and group, written into `out`;
-    a 1x1 kernel with stride 1 and no padding reads the image directly. `blas`: blas.addresses()."""
+def conv2d_nb(x, w, out, sh, sw, ph, pw, dh, dw, groups, blas, parts=1):
+    """NCHW convolution by im2col + one GEMM per image and group, written into `out`, each GEMM
+    split into `parts` row blocks (blas.gemm_split); a 1x1 kernel with stride 1 and no padding
+    reads the image directly. `blas`: blas.addresses()."""
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh, ow = out.shape[2], out.shape[3]
@@ -57,10 +55,10 @@ def conv2d_nb(x, w, out, sh, sw, ph, pw, dh, dw, groups, blas):
     for b in range(n):
         for g in range(groups):
             if direct:
-                gemm(blas, wmat[g], flat_images[b, g], results[b, g], False, False)
+                gemm_split(blas, wmat[g], flat_images[b, g], results[b, g], parts)
             else:
                 _im2col(images[b, g], kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols)
-                gemm(blas, wmat[g], cols, results[b, g], False, False)
+                gemm_split(blas, wmat[g], cols, results[b, g], parts)
 
 
 def conv2d_into(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides, pads, dilations, groups: int) -> None:
@@ -68,5 +66,12 @@ def conv2d_into(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides, pads, di
     if pads[0] != pads[2] or pads[1] != pads[3]:
         x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
         pads = (0, 0, 0, 0)
-    conv2d_nb(x, np.ascontiguousarray(w), out, strides[0], strides[1], pads[0], pads[1], dilations[0],
-              dilations[1], groups, addresses())
+    with one_blas_thread() as split:
+        conv2d_nb(x, np.ascontiguousarray(w), out, strides[0], strides[1], pads[0], pads[1], dilations[0],
+                  dilations[1], groups, addresses(), numba.get_num_threads() if split else 1)
+
+
+def winograd_into(x: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
+    """The Winograd conv2d library kernel (winograd.py): `u` is the filter's transform."""
+    with one_blas_thread() as split:
+        winograd_nb(x, u, out, addresses(), split)

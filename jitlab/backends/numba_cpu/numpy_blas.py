@@ -1,9 +1,11 @@
-"""Where numpy's own BLAS is: the addresses of its cblas_?gemm, which compiled matrix products call
-(blas.py says why numpy's rather than scipy's). No numba here: the O2 runner passes these
+"""Where numpy's own BLAS is: the addresses of its cblas_?gemm and of its thread count's get and
+set, which compiled matrix products call (blas.py says why numpy's rather than scipy's), and a
+context that runs numpy's BLAS on one thread. No numba here: the O2 runner passes these
 addresses to native segments in a warm start that never imports numba."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import glob
@@ -11,8 +13,14 @@ import os
 
 import numpy as np
 
+# Below this many multiply-adds a product runs on one BLAS thread: its work is a fraction of a
+# millisecond, and two OpenBLAS threads waiting for each other on a loaded machine took 11 ms
+# (median) for ResNet-50's (1, 2048) @ (2048, 1000), against 0.56 ms on one (one_blas_thread).
+SMALL_PRODUCT = 1 << 22
+
 # numpy's wheels bundle OpenBLAS built with 64-bit integers and these symbol names.
-_SYMBOLS = ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_")
+_SYMBOLS = ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", "scipy_openblas_get_num_threads64_",
+            "scipy_openblas_set_num_threads64_")
 
 
 def _numpy_blas_library() -> str | None:
@@ -24,15 +32,51 @@ def _numpy_blas_library() -> str | None:
 
 @functools.cache
 def addresses() -> np.ndarray:
-    """[address of sgemm, address of dgemm] in numpy's BLAS, or zeros where it has none."""
-    out = np.zeros(2, np.int64)
+    """[sgemm, dgemm, get thread count, set thread count]: addresses in numpy's BLAS, or zeros where
+    it has none (the thread count functions are zero where only those are missing)."""
+    out = np.zeros(4, np.int64)
     path = _numpy_blas_library()
     if path is None:
         return out
     try:
         lib = ctypes.CDLL(path)
-        for k, name in enumerate(_SYMBOLS):
-            out[k] = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
-    except (OSError, AttributeError):
+    except OSError:
+        return out
+    for k, name in enumerate(_SYMBOLS):
+        out[k] = ctypes.cast(getattr(lib, name, None) or 0, ctypes.c_void_p).value or 0
+    if not out[:2].all():
         out[:] = 0
     return out
+
+
+@functools.cache
+def _thread_count_functions() -> tuple | None:
+    """numpy's OpenBLAS's (get, set) of its thread count as Python callables, or None."""
+    blas = addresses()
+    if not blas.all():
+        return None
+    return (ctypes.CFUNCTYPE(ctypes.c_int)(int(blas[2])),
+            ctypes.CFUNCTYPE(None, ctypes.c_int)(int(blas[3])))
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """numpy's OpenBLAS runs each call on the calling thread while inside: compiled code splits its
+    GEMMs between numba's threads instead (`gemm_split`). Yields whether that holds (False where
+    the BLAS is not numpy's OpenBLAS: then each call must stay one call).
+
+    Why: OpenBLAS's own threads wait for each other at the end of every call by yielding the
+    core. On a machine shared with other processes a yield hands the core away for a whole time
+    slice, so a 1 ms GEMM took 8-35 ms (median) with two BLAS threads where numba's workqueue
+    threads, which block instead, ran the same two halves in 0.5-1.9 ms."""
+    functions = _thread_count_functions()
+    if functions is None:
+        yield False
+        return
+    get, set_ = functions
+    before = get()
+    set_(1)
+    try:
+        yield True
+    finally:
+        set_(before)

@@ -1,0 +1,47 @@
+"""A contraction's generated epilogue loops over the last two dims as one where every value it
+touches spans both or is broadcast over both (backend.py, `_Generated.merge_last_two`), and
+equals O0 either way. (O2 calls a heavy group's kernel, the same one: test_winograd.py's O2
+cases run merged epilogues.)"""
+
+import numpy as np
+import pytest
+
+import jitlab as jl
+from tests.programs import assert_same
+
+RNG = np.random.default_rng(11)
+MERGED = "loops over the last two dims as one"
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+
+
+def conv_then(extra_shape: tuple[int, ...]) -> jl.Program:
+    """relu(conv2d(x, w) + b + r), b per channel, r of `extra_shape` (broadcast against 1x6x5x7)."""
+    r = ",".join(map(str, extra_shape))
+    return jl.parse(f"""func @f(%x: f32[1,3,5,7], %w: f32[6,3,1,1], %b: f32[6,1,1], %r: f32[{r}]) -> (f32[1,6,5,7]) {{
+  %c = np.conv2d(%x, %w) : f32[1,6,5,7]
+  %s = np.add(%c, %b) : f32[1,6,5,7]
+  %t = np.add(%s, %r) : f32[1,6,5,7]
+  %y = np.relu(%t) : f32[1,6,5,7]
+  func.return(%y)
+}}""")
+
+
+@pytest.mark.parametrize("extra_shape, merged", [
+    ((1, 6, 5, 7), True),       # a residual: full in every dim
+    ((6, 1, 1), True),          # per channel: broadcast over both
+    ((5, 7), True),             # one map for every channel: spans both
+    ((7,), False),              # per column: merging would read it at the wrong index
+    ((6, 5, 1), False),         # per row
+])
+def test_epilogue_merges_the_last_two_dims_only_where_it_reads_the_same_elements(extra_shape, merged):
+    program = conv_then(extra_shape)
+    inputs = [RNG.standard_normal(s).astype(np.float32) for s in ((1, 3, 5, 7), (6, 3, 1, 1), (6, 1, 1), extra_shape)]
+    exe = jl.compile(program, level="O1")
+    choice = next(k.choice for k in exe.report.kernels if "conv" in k.choice)
+    assert (MERGED in choice) is merged, choice
+    for _ in range(2):
+        assert_same(exe(*inputs), jl.compile(program, level="O0")(*inputs), rtol=1e-6, atol=1e-6)
