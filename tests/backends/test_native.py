@@ -154,3 +154,11 @@ def test_kept_kernels_that_are_damaged_or_writable_by_others_are_compiled_again(
     assert kept_compile(tmp_path, x) == 1
     kept.chmod(0o666)
     assert kept_compile(tmp_path, x) == 0              # another user could have written it: never unpickled
+
+
+def test_registering_the_backends_imports_no_numba():
+    code = ("import sys, jitlab as jl; from jitlab.backends.base import available_targets, backend_for_target; "
+            "backend_for_target('cpu'); available_targets(); print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=os.getcwd()),
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
