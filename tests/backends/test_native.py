@@ -162,3 +162,16 @@ def test_registering_the_backends_imports_no_numba():
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=os.getcwd()),
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_library_that_cannot_be_built_is_not_tried_again(tmp_path):
+    conv = op_fn("np.conv2d", pads=(1, 1, 1, 1))       # a small conv in an O2 segment runs numba's threads
+    x, w = RNG.standard_normal((1, 2, 6, 6), dtype=np.float32), RNG.standard_normal((3, 2, 3, 3), dtype=np.float32)
+    program = jl.trace(lambda x, w: np.maximum(conv(x, w), 0.0) * 2.0, x, w)
+    records = []
+    for _ in range(2):
+        exe = jl.compile(program, level="O2", cache=KernelCache(str(tmp_path)), executable_cache=False)
+        np.testing.assert_allclose(exe(x, w)[0], jl.compile(program, level="O0")(x, w)[0], rtol=1e-5, atol=1e-5)
+        records.append(exe.report.kernels[0].choice)
+    failed = [json.loads(p.read_text()) for p in (tmp_path / "native").glob("*.json")]
+    assert any("failed" in m for m in failed) and "numba dispatchers" in records[0] and records[0] == records[1]

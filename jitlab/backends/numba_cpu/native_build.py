@@ -135,6 +135,9 @@ def libraries_for(text: str, entries: list[Entry], parts: dict[str, str], cache:
     if os.environ.get(ENV_VAR, "1").strip() == "0":
         return None, "", f"native kernels are off ({ENV_VAR}=0)"
     path = library_path(cache.directory, cache.full_key(parts))
+    failed = _failed(path)
+    if failed:
+        return None, "", failed
     found = NativeLibrary.read(path)
     if found is not None:
         try:
@@ -148,8 +151,28 @@ def libraries_for(text: str, entries: list[Entry], parts: dict[str, str], cache:
     miss = cache.explain_miss(parts)
     try:
         return _build(text, entries, parts, path, timing), miss, ""
-    except (BuildError, NativeLoadError) as e:
+    except BuildError as e:
+        # remembered, so that the next compile of this code goes to numba at once (a build that
+        # fails at the link costs a whole numba compile first: ResNet-50's O2 segments, 13 s)
+        _remember_failure(path, parts, str(e))
         return None, "", str(e)
+    except NativeLoadError as e:
+        return None, "", str(e)
+
+
+def _failed(path: str) -> str:
+    """Why building the library at `path` failed before ("" if it did not, or was never tried)."""
+    try:
+        with open(path[:-3] + ".json") as f:
+            manifest = json.load(f)
+        return manifest.get("failed", "") if manifest.get("format") == FORMAT else ""
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def _remember_failure(path: str, parts: dict[str, str], why: str) -> None:
+    if why_untrusted_folder(os.path.dirname(path)) is None:
+        write_atomic(path[:-3] + ".json", json.dumps({"format": FORMAT, "failed": why, "parts": parts}).encode())
 
 
 def _unsupported(chunk: str, params: tuple[KernelParam, ...], signature: tuple) -> str:
