@@ -75,7 +75,7 @@ def test_a_kernel_that_raises_stays_in_numba_and_says_why(tmp_path):
 @pytest.mark.parametrize("strides,pads,dilations,groups", [
     ((1, 1), (1, 1, 1, 1), (1, 1), 1), ((2, 2), (0, 1, 1, 0), (1, 1), 2), ((1, 2), (2, 2, 2, 2), (2, 2), 1),
     ((1, 1), (0, 0, 0, 0), (1, 1), 1)])
-def test_native_im2col_convolutions_equal_o0(strides, pads, dilations, groups, tmp_path):
+def test_convolutions_with_native_epilogues_equal_o0(strides, pads, dilations, groups, tmp_path):
     x = RNG.standard_normal((2, 4, 40, 40), dtype=np.float32)
     w = RNG.standard_normal((6, 4 // groups, 3, 3), dtype=np.float32)
     conv = op_fn("np.conv2d", strides=strides, pads=pads, dilations=dilations, groups=groups)

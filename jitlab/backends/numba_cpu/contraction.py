@@ -1,6 +1,8 @@
-"""A contraction group's run: the library product (BLAS matmul or im2col convolution), then
-its generated epilogue. Plain data and numpy here, so that it pickles into the executable cache
-and runs in a warm start without numba when its parts are native (backends/native.py)."""
+"""A contraction group's run: the library product (BLAS matmul, im2col or Winograd convolution),
+then its generated epilogue. Plain data here, so that it pickles into the executable cache: a
+matmul and a native epilogue (backends/native.py) run in a warm start without numba; a
+convolution runs numba's threads (measured faster than splitting its GEMMs over Python threads:
+ResNet-50 O1 280 against 310 ms at load 4)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.shapes import evaluate_shape
-from ..loopnest import PARALLEL_THRESHOLD
-from ..native import NativeLibrary, pool, threads
 from .numpy_blas import SMALL_PRODUCT, one_blas_thread
 
 
@@ -30,23 +30,6 @@ class Matmul:
                 np.matmul(a, b, out=out)
         else:
             np.matmul(a, b, out=out)
-
-
-def split_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """out = a @ b (2-D) as one product per thread over row blocks of `a` and `out`, each on one
-    BLAS thread: OpenBLAS's own threads yield the core while they wait for each other, which on
-    a machine shared with other processes costs a time slice per call (docs/performance.md,
-    "ResNet-50 against onnxruntime"); numpy releases the GIL for each block."""
-    parts = threads()
-    with one_blas_thread() as single:
-        if not single or parts == 1 or out.size * a.shape[1] < SMALL_PRODUCT:
-            np.matmul(a, b, out=out)
-            return
-        rows = [(k * a.shape[0] // parts, (k + 1) * a.shape[0] // parts) for k in range(parts)]
-        futures = [pool().submit(np.matmul, a[lo:hi], b, out=out[lo:hi]) for lo, hi in rows[1:]]
-        np.matmul(a[:rows[0][1]], b, out=out[:rows[0][1]])
-        for f in futures:
-            f.result()
 
 
 @dataclass
@@ -70,60 +53,22 @@ class Winograd:
 
 @dataclass
 class Conv:
-    """NCHW convolution written into `out`: im2col and one BLAS product per image and group. The
-    im2col runs natively when `im2col` is given (split over channels across threads), else in
-    numba (library.conv2d_into); pads are (top, left, bottom, right)."""
+    """NCHW convolution written into `out` by im2col and a GEMM per image and group, split between
+    numba's threads on one BLAS thread each (library.conv2d_into); pads are (top, left, bottom,
+    right). It runs numba's threads, so the executable cache does not keep it."""
 
     strides: tuple[int, int]
     pads: tuple[int, int, int, int]
     dilations: tuple[int, int]
     groups: int
-    im2col: NativeLibrary | None = None
-
-    @property
-    def portable(self) -> bool:
-        return self.im2col is not None
 
     def load(self) -> None:
-        if self.im2col is not None:
-            self.im2col.load()
+        """Nothing to load."""
 
     def __call__(self, x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
-        if self.im2col is None:
-            from .library import conv2d_into
+        from .library import conv2d_into
 
-            conv2d_into(x, w, out, self.strides, self.pads, self.dilations, self.groups)
-            return
-        pads = self.pads
-        if pads[0] != pads[2] or pads[1] != pads[3]:
-            x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
-            pads = (0, 0, 0, 0)
-        self._native(np.ascontiguousarray(x), np.ascontiguousarray(w), out, pads)
-
-    def _native(self, x: np.ndarray, w: np.ndarray, out: np.ndarray, pads) -> None:
-        n, c, h, wd = x.shape
-        o, cg, kh, kw = w.shape
-        oh, ow = out.shape[2], out.shape[3]
-        g = self.groups
-        (sh, sw), (dh, dw) = self.strides, self.dilations
-        wmat = w.reshape(g, o // g, cg * kh * kw)
-        results = out.reshape(n, g, o // g, oh * ow)
-        if kh == kw == sh == sw == 1 and pads[0] == pads[1] == 0:
-            images = x.reshape(n, g, cg, h * wd)
-            for b in range(n):
-                for k in range(g):
-                    split_matmul(wmat[k], images[b, k], results[b, k])
-            return
-        images = x.reshape(n, g, cg, h, wd)
-        cols = np.empty((cg * kh * kw, oh * ow), x.dtype)
-        extents = (kh, kw, sh, sw, pads[0], pads[1], dh, dw, oh, ow)
-        for b in range(n):
-            for k in range(g):
-                self.im2col.call([images[b, k], cols], extents, cols.size >= _IM2COL_PARALLEL)
-                split_matmul(wmat[k], cols, results[b, k])
-
-
-_IM2COL_PARALLEL = PARALLEL_THRESHOLD      # elements of the column matrix worth splitting over threads
+        conv2d_into(x, w, out, self.strides, self.pads, self.dilations, self.groups)
 
 
 @dataclass

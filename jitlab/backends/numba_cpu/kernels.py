@@ -4,9 +4,7 @@ dispatchers; contractions run a library product (contraction.py) and a generated
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import inspect
 import os
 import time
 import warnings
@@ -25,7 +23,7 @@ from ...version import __version__
 from ..base import Kernel, KernelParam, ParamRole, is_readonly
 from ..kernel_cache import KernelCache, default_cache, support_hash
 from ..loopnest import ARGUMENT_LISTS, PARALLEL_THRESHOLD, reads_result_in_place
-from ..native import CallLayout, NativeKernel, NativeLibrary
+from ..native import CallLayout, NativeKernel
 from . import helpers, native_build, winograd
 from .backend import contraction_operands, epilogue_target, is_epilogue_op
 from .codegen import generate
@@ -256,16 +254,14 @@ def _choice(group: Operation) -> str:
 
 # -- contractions ------------------------------------------------------------------------
 
-def _library(group: Operation, con: Operation, options: dict[str, Any]) -> tuple[Any, str]:
+def _library(group: Operation, con: Operation) -> tuple[Any, str]:
     """The contraction's library product and its name for the record."""
     if con.name == "np.matmul":
         return Matmul(), "BLAS matmul"
     a = con.attrs
     if winograd.fits(con) and _reads_constant(group, con.operands[1]):
         return Winograd(), "Winograd F(2x2,3x3) conv, 16 BLAS calls"
-    return Conv(tuple(a["strides"]), tuple(a["pads"]), tuple(a["dilations"]), a["groups"],
-                _im2col_library(con.operands[0].type.dtype.str, options.get("cache") or default_cache())
-                ), "im2col + BLAS conv"
+    return Conv(tuple(a["strides"]), tuple(a["pads"]), tuple(a["dilations"]), a["groups"]), "im2col + BLAS conv"
 
 
 def _reads_constant(group: Operation, arg: Value) -> bool:
@@ -277,27 +273,6 @@ def _reads_constant(group: Operation, arg: Value) -> bool:
     return isinstance(value, OpResult) and (value.op.name == "np.weight" or value.op.has(Trait.CONSTANT))
 
 
-@functools.cache
-def _im2col_library(dtype: str, cache: KernelCache) -> NativeLibrary | None:
-    """library._im2col as a native library split over channels, or None (the conv runs in numba)."""
-    from . import library
-
-    chunk = native_build.split_loop(inspect.getsource(library._im2col.py_func), "_im2col")
-    if chunk is None:
-        return None
-    params = (KernelParam("x", ParamRole.INPUT, np.dtype(dtype), 3),
-              *(KernelParam(n, ParamRole.DIM, np.dtype(np.int64)) for n in _IM2COL_EXTENTS),
-              KernelParam("cols", ParamRole.OUTPUT, np.dtype(dtype), 2))
-    signature = tuple(numba_type(p) for p in params)
-    parts = _key_parts_for("im2col", str(signature), chunk)
-    found, _, _ = native_build.library_for(chunk, True, params, signature, parts, cache, module_header(),
-                                           KernelTiming())
-    return found
-
-
-_IM2COL_EXTENTS = ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "oh", "ow")
-
-
 def _compile_contraction(group: Operation, con: Operation, options: dict[str, Any]) -> Kernel:
     block = group.body
     outputs = list(block.last_op.operands)
@@ -307,7 +282,7 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
         gen.merge_last_two([op for op in block.ops if is_epilogue_op(op, con)])
     in_place = epilogue_target(con, outputs)
     product = outputs.index(con.result) if con.result in outputs else None
-    library, algorithm = _library(group, con, options)
+    library, algorithm = _library(group, con)
     run = ContractionKernel(library, contraction_operands(block, con), product,
                             in_place if product is None else None, con.result.type.shape, con.result.type.dtype,
                             gen.run if gen is not None else None)
