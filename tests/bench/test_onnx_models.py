@@ -30,7 +30,8 @@ def test_quick_model_runs_on_onnxruntime_and_both_levels(quick_models):
         r = model["results"][f"jitlab {level}"]
         assert r["compile_cold_s"] > 0 and r["compile_warm_s"] > 0 and r["peak_bytes"] > 0
         cold, warm = r["cold_breakdown"], r["warm_breakdown"]
-        assert cold["llvm"] > 0 and warm["llvm"] == 0 and warm["numba_cache_read"] > 0
+        # warm: nothing compiled, the code read from disk (native libraries, or numba's cache)
+        assert cold["llvm"] > 0 and warm["llvm"] == 0 and warm["kernel_cache"] + warm["numba_cache_read"] > 0
         assert cold["trace"] + cold["setup"] + cold["passes"] + cold["kernels"] <= cold["total"] <= r["compile_cold_s"]
 
 
