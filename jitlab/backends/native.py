@@ -148,7 +148,8 @@ class NativeLibrary:
     def call(self, arrays: Sequence[np.ndarray], scalars: Sequence[int], parallel: bool) -> None:
         """Runs the kernel on `arrays` (C-contiguous, of the dtypes it was built for) and the int
         scalars (loop extents); split across threads when `parallel` and the kernel can be split.
-        A call costs several us more than a numba dispatcher's (docs/performance.md: x + 1 at O1, 15.6 against 6.3 us)."""
+        A call costs several us more than a numba dispatcher's (docs/performance.md: x + 1 at O1,
+        15.6 against 6.3 us)."""
         fn = self._fn if self._fn is not None else self.load()
         if len(arrays) != len(self._kinds):
             raise JitlabError(f"native kernel {os.path.basename(self.path)}: {len(arrays)} arrays passed, "
