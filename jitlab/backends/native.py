@@ -157,7 +157,8 @@ class NativeLibrary:
         ints: list[int] = []
         for k, (a, (dtype, ndim)) in enumerate(zip(arrays, self._kinds)):
             if (a.dtype is not dtype and a.dtype != dtype) or a.ndim != ndim:
-                arrays = self._scalar_cast(arrays, k, dtype, ndim)
+                raise JitlabError(f"native kernel {os.path.basename(self.path)}: argument {k} is a {a.dtype} "
+                                  f"{a.ndim}-d array where it was built for {dtype} {ndim}-d (a jitlab bug)")
             ints += a.shape
         ints += scalars
         # from_buffer refuses an array that is not C-contiguous: the kernel indexes it as one
@@ -171,16 +172,6 @@ class NativeLibrary:
         fn(pointers, _new(_INTS, ints))
         for f in futures:
             f.result()
-
-
-    def _scalar_cast(self, arrays: Sequence[np.ndarray], k: int, dtype: np.dtype, ndim: int) -> list:
-        """`arrays` with the k-th, a 0-d value of a narrower type (an O2 segment's weakly typed scalar
-        constant), cast exactly to the type the entry was built for; anything else is a bug."""
-        a = arrays[k]
-        if a.ndim != 0 or ndim != 0 or not np.can_cast(a.dtype, dtype, "safe"):
-            raise JitlabError(f"native kernel {os.path.basename(self.path)}: got a {a.dtype}[{a.ndim}-d] array "
-                              f"where it was built for {dtype}[{ndim}-d] (a jitlab bug)")
-        return [*arrays[:k], np.asarray(a, dtype), *arrays[k + 1:]]
 
 
 class NativeLoadError(JitlabError):

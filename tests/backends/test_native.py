@@ -72,6 +72,18 @@ def test_a_kernel_that_raises_stays_in_numba_and_says_why(tmp_path):
         exe(a, np.array([3, 99]), v)
 
 
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_the_same_code_for_another_dtype_gets_its_own_library(level, tmp_path):
+    # O2's segment source names no parameter type: a float64 build once served a float32 program,
+    # whose 0-d result went into a float64 copy and came back unwritten
+    cache = KernelCache(str(tmp_path))
+    for dtype in (np.float64, np.float32, np.float64):
+        x = np.asarray(0.25, dtype)
+        exe = jl.compile(jl.trace(lambda x: (-x, x), x), level=level, cache=cache, executable_cache=False)
+        got = exe(x)
+        assert got[0].dtype == dtype and got[0] == -x
+
+
 @pytest.mark.parametrize("strides,pads,dilations,groups", [
     ((1, 1), (1, 1, 1, 1), (1, 1), 1), ((2, 2), (0, 1, 1, 0), (1, 1), 2), ((1, 2), (2, 2, 2, 2), (2, 2), 1),
     ((1, 1), (0, 0, 0, 0), (1, 1), 1)])

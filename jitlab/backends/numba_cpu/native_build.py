@@ -134,6 +134,9 @@ def libraries_for(text: str, entries: list[Entry], parts: dict[str, str], cache:
     entries, loaded; why it was not on disk; why there is none)."""
     if os.environ.get(ENV_VAR, "1").strip() == "0":
         return None, "", f"native kernels are off ({ENV_VAR}=0)"
+    # the module's source does not name its parameters' types (numba's dispatchers typed them per
+    # call): the entries' ABI is part of the key, or a float64 build serves a float32 program
+    parts = {**parts, "entries": ";".join(_abi(e) for e in entries)}
     path = library_path(cache.directory, cache.full_key(parts))
     failed = _failed(path)
     if failed:
@@ -158,6 +161,11 @@ def libraries_for(text: str, entries: list[Entry], parts: dict[str, str], cache:
         return None, "", str(e)
     except NativeLoadError as e:
         return None, "", str(e)
+
+
+def _abi(entry: Entry) -> str:
+    params = ",".join(f"{p.dtype.name}[{p.ndim}]" if p.is_array else "int64" for p in entry.params)
+    return f"{entry.symbol}={entry.fn}({params}){'/parts' if entry.chunked else ''}"
 
 
 def _failed(path: str) -> str:
