@@ -2,12 +2,13 @@
 
 numba compiles a generated kernel once; numba_cpu/native_build.py links its machine code with a
 small C runtime into a shared library with one C entry, `jitlab_entry(void **arrays, int64 *ints)`.
-This module loads such libraries (dlopen) and calls them through cffi's C backend, so a process
-whose kernels all come from disk never imports numba: importing it and readying its typing and
-target contexts cost about half a second, more than a whole warm start may take.
+This module loads such libraries (dlopen) and calls them through a small C extension
+(native_call.c, built once per machine by native_caller.py; cffi's C backend where it cannot be),
+so a process whose kernels all come from disk never imports numba: importing it and readying its
+typing and target contexts cost about half a second, more than a whole warm start may take.
 
 A kernel's parallel loop is split by the caller: the entry's last two ints are (part, parts),
-and each part runs on its own thread with the GIL released (cffi releases it for the call).
+and each part runs on its own thread with the GIL released (both callers release it).
 
 Nothing is loaded from a folder or file another user could have written (a library is code).
 """
@@ -32,6 +33,7 @@ from ..errors import JitlabError
 from ..ir.shapes import evaluate_shape
 from .kernel_cache import NATIVE_FOLDER, why_untrusted, why_untrusted_folder
 from .loopnest import PARALLEL_THRESHOLD
+from .native_caller import caller
 
 ENTRY = "jitlab_entry"
 FORMAT = 1                # the entry's calling convention; a library of another format is rebuilt
@@ -100,16 +102,20 @@ class NativeLibrary:
     _fn: object = field(default=None, repr=False, compare=False)
     _handle: object = field(default=None, repr=False, compare=False)
     _kinds: tuple = field(default=(), repr=False, compare=False)      # (np.dtype, ndim) per array
+    _address: int = field(default=0, repr=False, compare=False)
+    _call: object = field(default=None, repr=False, compare=False)     # native_call.c's call, if it was built
+    _code: bytes = field(default=b"", repr=False, compare=False)       # (type number, ndim) per array, for it
 
     def __post_init__(self) -> None:
         # dtype objects compare in ~0.1 us; dtype.name builds a string in ~2 us a call
         self._kinds = tuple((np.dtype(d), n) for d, n in zip(self.dtypes, self.ndims))
+        self._code = bytes(x for dtype, n in self._kinds for x in (dtype.num, n))
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_fn", "_handle", "_kinds")}
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _fn=None, _handle=None)
+        self.__dict__.update(state, _fn=None, _handle=None, _address=0, _call=None)
         self.__post_init__()
 
     @classmethod
@@ -142,15 +148,29 @@ class NativeLibrary:
                 address = ctypes.cast(getattr(handle, self.entry), ctypes.c_void_p).value
             except (OSError, AttributeError) as e:
                 raise NativeLoadError(f"cannot load the native kernel {self.path}: {e}") from None
-            self._handle, self._fn = handle, _FFI.cast(_ENTRY_TYPE, address)
+            module = caller()
+            self._call = module.call if module is not None else None
+            self._handle, self._fn, self._address = handle, _FFI.cast(_ENTRY_TYPE, address), address
         return self._fn
 
-    def call(self, arrays: Sequence[np.ndarray], scalars: Sequence[int], parallel: bool) -> None:
+    def call(self, arrays: list[np.ndarray], scalars: tuple[int, ...], parallel: bool) -> None:
         """Runs the kernel on `arrays` (C-contiguous, of the dtypes it was built for) and the int
-        scalars (loop extents); split across threads when `parallel` and the kernel can be split.
-        A call costs several us more than a numba dispatcher's (docs/performance.md: x + 1 at O1,
-        15.6 against 6.3 us)."""
-        fn = self._fn if self._fn is not None else self.load()
+        scalars (loop extents); split across threads when `parallel` and the kernel can be split."""
+        if self._fn is None:
+            self.load()
+        call = self._call if self._call is not None else self._call_cffi
+        if not self.chunked:
+            call(self._address, arrays, scalars, self._code, 0, 0)
+            return
+        parts = threads() if parallel else 1
+        futures = [pool().submit(call, self._address, arrays, scalars, self._code, k, parts) for k in range(1, parts)]
+        call(self._address, arrays, scalars, self._code, 0, parts)
+        for f in futures:
+            f.result()
+
+    def _call_cffi(self, address: int, arrays: list[np.ndarray], scalars: tuple[int, ...], code: bytes, part: int,
+                   parts: int) -> None:
+        """native_call.c's `call` through cffi, where that caller could not be built."""
         if len(arrays) != len(self._kinds):
             raise JitlabError(f"native kernel {os.path.basename(self.path)}: {len(arrays)} arrays passed, "
                               f"{len(self._kinds)} expected (a jitlab bug)")
@@ -161,17 +181,10 @@ class NativeLibrary:
                                   f"{a.ndim}-d array where it was built for {dtype} {ndim}-d (a jitlab bug)")
             ints += a.shape
         ints += scalars
+        if parts:
+            ints += (part, parts)
         # from_buffer refuses an array that is not C-contiguous: the kernel indexes it as one
-        pointers = _new(_POINTERS, [_from_buffer(a) for a in arrays])
-        if not self.chunked:
-            fn(pointers, _new(_INTS, ints))
-            return
-        parts = threads() if parallel else 1
-        futures = [pool().submit(fn, pointers, _new(_INTS, ints + [k, parts])) for k in range(1, parts)]
-        ints += (0, parts)
-        fn(pointers, _new(_INTS, ints))
-        for f in futures:
-            f.result()
+        self._fn(_new(_POINTERS, [_from_buffer(a) for a in arrays]), _new(_INTS, ints))
 
 
 class NativeLoadError(JitlabError):
@@ -236,10 +249,26 @@ class NativeKernel:
         """Loads the library now: a missing or damaged one raises NativeLoadError here, not at a call."""
         self.library.load()
 
+    def __post_init__(self) -> None:
+        layout = self.layout
+        # the arguments as given and the same extents at every call: most kernels of a static program
+        self._fixed = layout.plain and not layout.flat and layout.merged is None and layout.static_space is not None
+        self._parallel = self._fixed and layout.static_size >= PARALLEL_THRESHOLD
+
+    def __getstate__(self) -> dict:
+        return {"layout": self.layout, "library": self.library}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__post_init__()
+
     def __call__(self, inputs, outputs, bindings: dict[str, int] | None = None, extra: Sequence[np.ndarray] = ()
                  ) -> None:
+        if self._fixed:
+            self.library.call([*inputs, *outputs], self.layout.static_space, self._parallel)
+            return
         args, dims, size = self.layout.arguments(inputs, outputs, bindings, extra)
-        self.library.call(args, dims, size >= PARALLEL_THRESHOLD)
+        self.library.call(args, tuple(dims), size >= PARALLEL_THRESHOLD)
 
 
 @dataclass
@@ -255,6 +284,19 @@ class NativeSegment:
     def load(self) -> None:
         self.library.load()
 
+    def __post_init__(self) -> None:
+        self._only_arrays = all(self.arrays)
+
+    def __getstate__(self) -> dict:
+        return {"library": self.library, "arrays": self.arrays}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__post_init__()
+
     def __call__(self, *args) -> None:
+        if self._only_arrays:
+            self.library.call(list(args), (), False)
+            return
         self.library.call([a for a, is_array in zip(args, self.arrays) if is_array],
-                          [a for a, is_array in zip(args, self.arrays) if not is_array], False)
+                          tuple([a for a, is_array in zip(args, self.arrays) if not is_array]), False)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jitlab as jl
-from jitlab.backends import native
+from jitlab.backends import native, native_caller
 from jitlab.backends.kernel_cache import KernelCache
 from jitlab.backends.numba_cpu.codegen import GeneratedKernel
 from jitlab.backends.numba_cpu.native_build import compiler, kernel_chunk, split_loop
@@ -46,6 +46,28 @@ def test_a_kernel_split_over_threads_equals_numpy(name, tmp_path, monkeypatch):
     (kernel,) = exe.report.kernels
     assert "native library, split over threads" in kernel.choice
     np.testing.assert_allclose(exe(*args)[0], fn(*args), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("through", ["C caller", "cffi"])
+def test_both_callers_run_a_kernel_and_refuse_a_mismatched_call(through, tmp_path, monkeypatch):
+    if through == "cffi":
+        monkeypatch.setattr(native, "caller", lambda: None)
+    elif native_caller.caller() is None:
+        pytest.fail(native_caller.why_not)        # a machine with cc and Python's headers builds it
+    monkeypatch.setattr(native, "threads", lambda: 2)
+    x = RNG.random((300, 200), dtype=np.float32)
+    exe = compile_o1(lambda x: np.tanh(x) + 1.0, x, cache_dir=tmp_path)
+    library = exe._runner.steps[0].kernel.run.library
+    assert (library._call is not None) == (through == "C caller")
+    np.testing.assert_allclose(exe(x)[0], np.tanh(x) + 1.0, rtol=1e-6, atol=1e-6)
+    out = np.empty_like(x)
+    x, out = x.ravel(), out.ravel()                        # the kernel runs over the flat arrays
+    for wrong in ([x.astype(np.float64), out], [x.reshape(300, 200), out], [x], [x.astype(x.dtype.newbyteorder()), out]):
+        with pytest.raises(jl.JitlabError, match="a jitlab bug"):
+            library.call(wrong, (x.size,), False)
+    if through == "C caller":      # cffi's from_buffer refuses it with a BufferError of its own
+        with pytest.raises(jl.JitlabError, match="not C-contiguous"):
+            library.call([np.repeat(x, 2)[::2], out], (x.size,), False)
 
 
 def test_split_loop_takes_exactly_one_prange():

@@ -127,7 +127,15 @@ class KeptProgram:
                         constants(program))
 
 
-_VALUE = ParamRole.VALUE       # read per parameter per call: a global, not an enum attribute lookup
+# Keys under which a call's env holds the arena, the offsets and the BLAS addresses: tuples, so
+# that no value's name can be one. A parameter whose key is not in env is resolved by _arg.
+_ARENA, _OFFSETS, _BLAS = ("arena",), ("offsets",), ("blas",)
+_KEYS = {ParamRole.ARENA: _ARENA, ParamRole.OFFSETS: _OFFSETS, ParamRole.BLAS: _BLAS}
+
+
+def _env_key(param: KernelParam):
+    return param.value if param.role is ParamRole.VALUE else _KEYS.get(param.role)
+
 LAYOUTS_KEPT = 4         # arenas kept, for the most recent bindings of the symbols (plans are kept for all)
 
 
@@ -181,6 +189,10 @@ class O2Runner:
         self.lodged = {b.name for b in plan.buffers if b.kind == "inplace" and b.alias_of in inputs
                        and b.name in outputs}
         self.donations: list = []
+        self._keys = [tuple(_env_key(p) for p in step.params) if isinstance(step, Segment) else None
+                      for step in self.steps]
+        self._blas = blas_addresses() if any(_BLAS in k for k in self._keys if k is not None) else None
+        self._static_layout: _Layout | None = None    # a static program's one layout, once made
         self.kept: KeptProgram | None = None      # what the executable cache may keep (compile_program sets it)
 
     def donate(self, program: Program, donations: list) -> None:
@@ -205,11 +217,14 @@ class O2Runner:
             if len(self.layouts) >= LAYOUTS_KEPT:
                 del self.layouts[next(iter(self.layouts))]
         self.layouts[key] = layout
+        if not key:
+            self._static_layout = layout
         return layout
 
     def __call__(self, arrays: list[np.ndarray], bindings: dict[str, int]) -> list[np.ndarray]:
-        layout = self.layout(bindings)
-        env: dict[str, np.ndarray] = dict(self.constants)
+        layout = self._static_layout if not bindings and self._static_layout is not None else self.layout(bindings)
+        env: dict = dict(self.constants)
+        env[_ARENA], env[_OFFSETS], env[_BLAS] = layout.arena, layout.offsets, self._blas
         for name, a in zip(self.input_names, arrays):
             flags = a.flags
             env[name] = a if flags.c_contiguous and flags.writeable else np.array(a, order="C")
@@ -227,11 +242,11 @@ class O2Runner:
             env.update(donated)
         else:
             env.update(zip(self.owned, self.out_buffers.get(bindings)))
-        for step in self.steps:
-            if isinstance(step, Segment):
-                # values already at hand (inputs, constants, outputs) are most parameters
-                step.fn(*[env[p.value] if p.role is _VALUE and p.value in env else self._arg(p, env, layout, bindings)
-                          for p in step.params])
+        for step, keys in zip(self.steps, self._keys):
+            if keys is not None:
+                # values already at hand (inputs, constants, outputs, the arena) are most parameters
+                step.fn(*[env[k] if k in env else self._arg(p, env, layout, bindings)
+                          for k, p in zip(keys, step.params)])
             elif isinstance(step, KernelCall):
                 # the group's kernel writes its results where the plan put them, as a segment would
                 step.run([self._value(v.name, env, layout, bindings) for v in step.op.operands],
