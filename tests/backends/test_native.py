@@ -2,7 +2,10 @@
 kernels that need numba's runtime stay numba dispatchers and say why, damaged or shared files are
 never loaded, and a warm start runs without importing numba."""
 
+import ctypes
+import functools
 import json
+import math
 import os
 import subprocess
 import sys
@@ -10,12 +13,15 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jitlab as jl
 from jitlab.backends import native, native_caller
 from jitlab.backends.kernel_cache import KernelCache
 from jitlab.backends.numba_cpu.codegen import GeneratedKernel
-from jitlab.backends.numba_cpu.native_build import compiler, kernel_chunk, split_loop
+from jitlab.backends.numba_cpu import native_build
+from jitlab.backends.numba_cpu.native_build import RUNTIME_C, compiler, kernel_chunk, split_loop
 from tests.autodiff.checks import op_fn
 
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler to link native libraries")
@@ -198,14 +204,84 @@ def test_registering_the_backends_imports_no_numba():
     assert out.stdout.strip() == "False"
 
 
-def test_a_library_that_cannot_be_built_is_not_tried_again(tmp_path):
-    conv = op_fn("np.conv2d", pads=(1, 1, 1, 1))       # a small conv in an O2 segment runs numba's threads
-    x, w = RNG.standard_normal((1, 2, 6, 6), dtype=np.float32), RNG.standard_normal((3, 2, 3, 3), dtype=np.float32)
-    program = jl.trace(lambda x, w: np.maximum(conv(x, w), 0.0) * 2.0, x, w)
+def test_a_library_that_cannot_be_built_is_not_tried_again(tmp_path, monkeypatch):
+    links = []
+
+    def failing_link(entries, path):
+        links.append(path)
+        raise native_build.BuildError("its code calls numba_something, part of numba's runtime")
+
+    monkeypatch.setattr(native_build, "_link", failing_link)
+    x = RNG.standard_normal((4, 5), dtype=np.float32)
+    program = jl.trace(lambda x: np.maximum(x, 0.0) * 2.0, x)
     records = []
     for _ in range(2):
         exe = jl.compile(program, level="O2", cache=KernelCache(str(tmp_path)), executable_cache=False)
-        np.testing.assert_allclose(exe(x, w)[0], jl.compile(program, level="O0")(x, w)[0], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(exe(x)[0], np.maximum(x, 0.0) * 2.0, rtol=1e-6)
         records.append(exe.report.kernels[0].choice)
     failed = [json.loads(p.read_text()) for p in (tmp_path / "native").glob("*.json")]
-    assert any("failed" in m for m in failed) and "numba dispatchers" in records[0] and records[0] == records[1]
+    assert len(links) == 1 and any("numba_something" in m.get("failed", "") for m in failed)
+    assert "numba dispatchers" in records[0] and records[0] == records[1]
+
+
+def test_a_segment_with_a_convolution_stays_in_numba_without_trying_a_build(tmp_path):
+    conv = op_fn("np.conv2d", pads=(1, 1, 1, 1))       # a small conv in an O2 segment runs numba's threads
+    x, w = RNG.standard_normal((1, 2, 6, 6), dtype=np.float32), RNG.standard_normal((3, 2, 3, 3), dtype=np.float32)
+    program = jl.trace(lambda x, w: np.maximum(conv(x, w), 0.0) * 2.0, x, w)
+    exe = jl.compile(program, level="O2", cache=KernelCache(str(tmp_path)), executable_cache=False)
+    np.testing.assert_allclose(exe(x, w)[0], jl.compile(program, level="O0")(x, w)[0], rtol=1e-5, atol=1e-5)
+    assert "a segment runs a convolution" in exe.report.kernels[0].choice
+    assert not list((tmp_path / "native").glob("*.json"))
+
+
+@functools.cache
+def runtime_library(folder: str) -> ctypes.CDLL:
+    source = os.path.join(folder, "runtime.c")
+    with open(source, "w") as f:      # its functions exported, to be called from here
+        f.write(RUNTIME_C.replace('#define LOCAL __attribute__((visibility("hidden")))', "#define LOCAL"))
+    subprocess.run([compiler(), "-O1", "-shared", "-fPIC", source, "-o", source[:-2] + ".so"], check=True)
+    return ctypes.CDLL(source[:-2] + ".so")
+
+
+def split_or_merge(dims: list[int], draw) -> list[int]:
+    """A new shape of the same size: runs of axes merged, axes split, axes of length 1 put in."""
+    out = []
+    for d in dims:
+        factors = [f for f in range(2, d) if d % f == 0]
+        if factors and draw(st.booleans()):
+            f = draw(st.sampled_from(factors))
+            out += [f, d // f]
+        elif out and draw(st.booleans()):
+            out[-1] *= d
+        else:
+            out.append(d)
+        if draw(st.booleans()):
+            out.insert(draw(st.integers(0, len(out))), 1)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_the_runtime_reshape_views_exactly_what_numpy_views(data, tmp_path_factory):
+    # numba's arena slices call this for every reshape: a wrong stride is a wrong answer
+    lib = runtime_library(str(tmp_path_factory.getbasetemp()))
+    dims = data.draw(st.lists(st.integers(0, 6), min_size=1, max_size=4))
+    steps = [data.draw(st.sampled_from([1, 1, 2])) for _ in dims]     # some axes strided
+    full = [d * s for d, s in zip(dims, steps)]
+    a = np.arange(math.prod(full), dtype=np.float32).reshape(full)[tuple(slice(None, None, s) for s in steps)]
+    if data.draw(st.booleans()) and a.ndim > 1:
+        a = a.swapaxes(0, a.ndim - 1)
+    new = split_or_merge(list(a.shape), data.draw) if a.size else data.draw(st.sampled_from([[0], [0, 3], [2, 0]]))
+    intp = ctypes.c_ssize_t
+    newstrides = (intp * len(new))()
+    ok = lib.numba_attempt_nocopy_reshape(
+        intp(a.ndim), (intp * a.ndim)(*a.shape), (intp * a.ndim)(*a.strides), intp(len(new)), (intp * len(new))(*new),
+        newstrides, intp(a.itemsize), ctypes.c_int(0))
+    try:
+        expected = np.reshape(a, new, copy=False)
+    except ValueError:
+        assert not ok, (a.shape, a.strides, new)
+        return
+    assert ok, (a.shape, a.strides, new)
+    view = np.lib.stride_tricks.as_strided(a, new, tuple(newstrides))
+    np.testing.assert_array_equal(view, expected)

@@ -219,8 +219,9 @@ def test_groups_differing_only_in_shape_share_one_generated_kernel():
     assert source.count("def g0_par(") == 1 and "def g1_par(" not in source
 
 
-def test_kernels_take_shapes_as_arguments_so_one_compile_serves_every_shape():
+def test_kernels_take_shapes_as_arguments_so_one_compile_serves_every_shape(monkeypatch):
     # numba types a bare literal argument as Literal[int] and compiles the callee once per value.
+    monkeypatch.setenv("JITLAB_NATIVE", "0")        # the segment as numba dispatchers, to look into
     def fn(x, y):
         return np.tanh(x) + 1.0, np.tanh(y) + 1.0
 

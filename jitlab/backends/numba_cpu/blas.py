@@ -82,19 +82,26 @@ def _gemm_one_thread(blas, address, a, b, out, ta, tb):
 
 
 @njit(cache=True)
+def gemm_cblas(blas, a, b, out, ta, tb):
+    """`gemm` where numpy's cblas symbols are known to exist: native libraries call this one, since
+    the np.dot fallback would link numba's BLAS helpers into them."""
+    address = blas[0] if a.itemsize == 4 else blas[1]
+    k = a.shape[0] if ta else a.shape[1]
+    if out.shape[0] > 0 and out.shape[1] > 0:
+        if k == 0:
+            out[:] = 0
+        elif out.shape[0] * out.shape[1] * k < SMALL_PRODUCT and blas[3] != 0:
+            _gemm_one_thread(blas, address, a, b, out, ta, tb)
+        else:
+            _cblas_gemm(address, a, b, out, ta, tb)
+
+
+@njit(cache=True)
 def gemm(blas, a, b, out, ta, tb):
     """out = op(a) @ op(b), op transposing where ta/tb is true; 2-D C-contiguous float32 or float64
     arrays (a and b as stored). `blas` is `addresses()`."""
-    address = blas[0] if a.itemsize == 4 else blas[1]
-    k = a.shape[0] if ta else a.shape[1]
-    if address != 0:
-        if out.shape[0] > 0 and out.shape[1] > 0:
-            if k == 0:
-                out[:] = 0
-            elif out.shape[0] * out.shape[1] * k < SMALL_PRODUCT and blas[3] != 0:
-                _gemm_one_thread(blas, address, a, b, out, ta, tb)
-            else:
-                _cblas_gemm(address, a, b, out, ta, tb)
+    if (blas[0] if a.itemsize == 4 else blas[1]) != 0:
+        gemm_cblas(blas, a, b, out, ta, tb)
     elif ta and tb:         # one branch per layout: numba types a.T as another array type
         np.dot(a.T, b.T, out)
     elif ta:

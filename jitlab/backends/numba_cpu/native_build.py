@@ -87,8 +87,48 @@ LOCAL void NRT_MemInfo_call_dtor(MemInfo *mi) {
     if (mi->dtor != NULL) mi->dtor(mi->data, mi->size, mi->info);
     free(mi);
 }
+
+/* array.reshape without a copy (numba calls this for arrays it cannot prove contiguous, such as
+   arena slices): the strides of `newdims` over the same memory, in C order. Returns 0 when the
+   memory cannot be viewed so (numba then raises). Axes of length 1 are dropped from the old shape;
+   each run of new axes whose product is that of a run of old axes takes its strides from the
+   last old axis of the run, provided that run is contiguous within itself. */
+LOCAL int numba_attempt_nocopy_reshape(intptr_t nd, const intptr_t *dims, const intptr_t *strides,
+                                       intptr_t newnd, const intptr_t *newdims, intptr_t *newstrides,
+                                       intptr_t itemsize, int is_f_order) {
+    intptr_t od[64], os[64], n = 0, old_size = 1, new_size = 1;
+    if (is_f_order || nd > 64) return 0;
+    for (intptr_t i = 0; i < nd; i++) {
+        old_size *= dims[i];
+        if (dims[i] != 1) { od[n] = dims[i]; os[n] = strides[i]; n++; }
+    }
+    for (intptr_t i = 0; i < newnd; i++) new_size *= newdims[i];
+    if (old_size != new_size) return 0;
+    if (new_size == 0) {                 /* no element is ever read: C-contiguous strides do */
+        intptr_t stride = itemsize;
+        for (intptr_t i = newnd - 1; i >= 0; i--) { newstrides[i] = stride; stride *= newdims[i] > 0 ? newdims[i] : 1; }
+        return 1;
+    }
+    intptr_t oi = 0, ni = 0;
+    while (oi < n && ni < newnd) {
+        intptr_t oj = oi + 1, nj = ni + 1, op = od[oi], np = newdims[ni];
+        while (op != np) {
+            if (np < op) np *= newdims[nj++];
+            else op *= od[oj++];
+        }
+        for (intptr_t k = oi; k < oj - 1; k++)
+            if (os[k] != od[k + 1] * os[k + 1]) return 0;
+        newstrides[nj - 1] = os[oj - 1];
+        for (intptr_t k = nj - 1; k > ni; k--) newstrides[k - 1] = newstrides[k] * newdims[k];
+        oi = oj;
+        ni = nj;
+    }
+    for (; ni < newnd; ni++) newstrides[ni] = itemsize;     /* trailing axes of length 1 */
+    return 1;
+}
 """
 RUNTIME_SYMBOLS = frozenset(re.findall(r"^LOCAL \w+ \*?(\w+)\(", RUNTIME_C, re.M))
+_RUNTIME_CODE = hashlib.sha256(RUNTIME_C.encode()).hexdigest()[:12]      # a library links it in: part of its key
 
 _ENTRY_HEADER = """
 from numba import carray, cfunc, types
@@ -136,7 +176,7 @@ def libraries_for(text: str, entries: list[Entry], parts: dict[str, str], cache:
         return None, "", f"native kernels are off ({ENV_VAR}=0)"
     # the module's source does not name its parameters' types (numba's dispatchers typed them per
     # call): the entries' ABI is part of the key, or a float64 build serves a float32 program
-    parts = {**parts, "entries": ";".join(_abi(e) for e in entries)}
+    parts = {**parts, "entries": ";".join(_abi(e) for e in entries), "runtime": _RUNTIME_CODE}
     path = library_path(cache.directory, cache.full_key(parts))
     failed = _failed(path)
     if failed:
@@ -315,7 +355,7 @@ def _in_process(symbol: str) -> bool:
 
 def _runtime_object(folder: str) -> str:
     """The compiled runtime, built once per cache folder and version of its source."""
-    path = os.path.join(folder, f"runtime-{hashlib.sha256(RUNTIME_C.encode()).hexdigest()[:12]}.o")
+    path = os.path.join(folder, f"runtime-{_RUNTIME_CODE}.o")
     if not os.path.exists(path):
         with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
             source = os.path.join(tmp, "runtime.c")

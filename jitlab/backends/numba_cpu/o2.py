@@ -15,7 +15,7 @@ from . import native_build
 from .kernels import _compile_or_recover, _key_parts_for, is_readonly, numba_type
 from .numpy_blas import addresses as blas_addresses
 from .o2_runner import KeptProgram, O2Runner, Planner, constants
-from .whole_graph import SEGMENT_GROUPS, Fallback, KernelCall, Segment, whole_graph
+from .whole_graph import GEMM_IMPORT, NATIVE_GEMM_IMPORT, SEGMENT_GROUPS, Fallback, KernelCall, Segment, whole_graph
 
 
 def _signature(program: Program, seg: Segment) -> tuple:
@@ -95,9 +95,13 @@ def _native_segments(source: str, program: Program, segments: list[Segment], par
         return True, "", ""
     if "raise " in source:
         return False, "", "numba dispatchers: a segment raises errors (bounds checks)"
+    if "conv2d_nb(" in source:
+        # known before numba compiles the module: the build would fail at the link (ResNet-50: 3 s)
+        return False, "", "numba dispatchers: a segment runs a convolution, whose parallel im2col needs numba's runtime"
     if not blas_addresses().all():
         return False, "", "numba dispatchers: numpy's BLAS has no cblas symbols to call"
-    sequential = source.replace("parallel=True, ", "").replace(", cache=True", "")
+    sequential = (source.replace("parallel=True, ", "").replace(", cache=True", "")
+                  .replace(GEMM_IMPORT, NATIVE_GEMM_IMPORT))
     entries = [native_build.Entry(seg.name, tuple(seg.params), False, f"{ENTRY}_{k}") for k, seg in enumerate(segments)]
     libraries, miss, why = native_build.libraries_for(sequential, entries, parts, cache, timing)
     if libraries is None:

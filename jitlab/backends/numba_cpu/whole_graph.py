@@ -377,13 +377,18 @@ def _decorate(src: str, parallel: bool) -> str:
     return f"@njit({flags}fastmath=FLAGS, error_model=\"numpy\", cache=True)\n{src}"
 
 
+GEMM_IMPORT = "from jitlab.backends.numba_cpu.blas import gemm  # noqa: F401\n"
+# what a native library's segments import instead: they are built only where numpy's cblas is found
+NATIVE_GEMM_IMPORT = "from jitlab.backends.numba_cpu.blas import gemm_cblas as gemm  # noqa: F401\n"
+
+
 def whole_graph(program: Program, plan: MemoryPlan, segment_groups: int = SEGMENT_GROUPS) -> WholeGraph:
     """Segments (of at most `segment_groups` groups; 1 for profiling) and fallbacks for a
     scheduled, statically planned program."""
     builder = _Builder(program, plan, segment_groups)
     graph = builder.build()
     header = (f'"""O2 segments of @{program.name}."""\n\n' + module_header()
-              + "from jitlab.backends.numba_cpu.blas import gemm  # noqa: F401\n"
+              + GEMM_IMPORT
               + "from jitlab.backends.numba_cpu.library import conv2d_nb  # noqa: F401\n\n\n")
     graph.source = header + graph.source
     builder.locate(header.count("\n"))
