@@ -79,7 +79,8 @@ def threads() -> int:
 
 @functools.cache
 def pool() -> ThreadPoolExecutor:
-    """The threads that run a split kernel's other parts (one fewer than `threads()`)."""
+    """The threads that run a split kernel's other parts through cffi (one fewer than `threads()`;
+    the C caller has threads of its own)."""
     return ThreadPoolExecutor(max_workers=max(1, threads() - 1), thread_name_prefix="jitlab-kernel")
 
 
@@ -158,19 +159,20 @@ class NativeLibrary:
         scalars (loop extents); split across threads when `parallel` and the kernel can be split."""
         if self._fn is None:
             self.load()
-        call = self._call if self._call is not None else self._call_cffi
-        if not self.chunked:
-            call(self._address, arrays, scalars, self._code, 0, 0)
+        parts = (threads() if parallel else 1) if self.chunked else 0
+        if self._call is not None:
+            self._call(self._address, arrays, scalars, self._code, parts)
             return
-        parts = threads() if parallel else 1
-        futures = [pool().submit(call, self._address, arrays, scalars, self._code, k, parts) for k in range(1, parts)]
-        call(self._address, arrays, scalars, self._code, 0, parts)
+        if parts < 2:
+            self._call_cffi(arrays, scalars, 0, parts)
+            return
+        futures = [pool().submit(self._call_cffi, arrays, scalars, k, parts) for k in range(1, parts)]
+        self._call_cffi(arrays, scalars, 0, parts)
         for f in futures:
             f.result()
 
-    def _call_cffi(self, address: int, arrays: list[np.ndarray], scalars: tuple[int, ...], code: bytes, part: int,
-                   parts: int) -> None:
-        """native_call.c's `call` through cffi, where that caller could not be built."""
+    def _call_cffi(self, arrays: list[np.ndarray], scalars: tuple[int, ...], part: int, parts: int) -> None:
+        """Part `part` of native_call.c's call through cffi, where that caller could not be built."""
         if len(arrays) != len(self._kinds):
             raise JitlabError(f"native kernel {os.path.basename(self.path)}: {len(arrays)} arrays passed, "
                               f"{len(self._kinds)} expected (a jitlab bug)")

@@ -2,6 +2,7 @@
 kernels that need numba's runtime stay numba dispatchers and say why, damaged or shared files are
 never loaded, and a warm start runs without importing numba."""
 
+import concurrent.futures
 import ctypes
 import functools
 import json
@@ -10,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -19,8 +21,8 @@ from hypothesis import strategies as st
 import jitlab as jl
 from jitlab.backends import native, native_caller
 from jitlab.backends.kernel_cache import KernelCache
-from jitlab.backends.numba_cpu.codegen import GeneratedKernel
 from jitlab.backends.numba_cpu import native_build
+from jitlab.backends.numba_cpu.codegen import GeneratedKernel
 from jitlab.backends.numba_cpu.native_build import RUNTIME_C, compiler, kernel_chunk, split_loop
 from tests.autodiff.checks import op_fn
 
@@ -74,6 +76,46 @@ def test_both_callers_run_a_kernel_and_refuse_a_mismatched_call(through, tmp_pat
     if through == "C caller":      # cffi's from_buffer refuses it with a BufferError of its own
         with pytest.raises(jl.JitlabError, match="not C-contiguous"):
             library.call([np.repeat(x, 2)[::2], out], (x.size,), False)
+
+
+def test_split_kernels_called_from_several_threads_and_a_forked_child_are_right(tmp_path, monkeypatch):
+    # the C caller's threads serve one split call at a time; the others run their parts inline,
+    # and a forked child, which has none of its parent's threads, starts its own
+    monkeypatch.setattr(native, "threads", lambda: 3)
+    xs = [RNG.random((256, 300), dtype=np.float32) + k for k in range(4)]
+    def fn(x):
+        return np.exp(x - x.max(axis=1, keepdims=True)) / 3.0
+
+    copies = [compile_o1(fn, xs[0], cache_dir=tmp_path) for _ in xs]
+    exe = copies[0]
+    (kernel,) = exe.report.kernels
+    assert "split over threads" in kernel.choice
+    library = exe._runner.steps[0].kernel.run.library
+    expected = [fn(x) for x in xs]
+
+    def run(k):
+        return [copies[k](xs[k])[0] for _ in range(20)]
+
+    with concurrent.futures.ThreadPoolExecutor(4) as threads:
+        for k, results in enumerate(threads.map(run, range(4))):
+            for got in results:
+                np.testing.assert_allclose(got, expected[k], rtol=1e-5)
+    if library._call is not None and hasattr(os, "fork"):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os._exit(0 if np.allclose(exe(xs[1])[0], expected[1], rtol=1e-5) else 1)
+            finally:
+                os._exit(2)
+        for _ in range(600):           # a child stuck waiting for its parent's threads would hang here
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        assert done and os.waitstatus_to_exitcode(status) == 0
 
 
 def test_split_loop_takes_exactly_one_prange():
