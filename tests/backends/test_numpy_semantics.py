@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import jitlab as jl
+from jitlab.backends.numba_cpu.mathcheck import is_x86, vector_width_of
 
 LEVELS = ["O1", "O2"]
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
@@ -160,3 +161,22 @@ def test_int64_arithmetic_wraps_as_numpys(level):
 def test_sign_of_signed_zeros_nan_and_inf(level, dtype):
     x = np.array([-0.0, 0.0, -1.5, 2.0, np.nan, np.inf, -np.inf], dtype)
     assert_identical(*numpy_and_compiled(lambda x: (np.sign(x), 1 / np.sign(x)), (x,), level))
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_arithmetic_is_not_rewritten_across_infinities(level):
+    # with `reassoc` on a whole kernel LLVM turned x - x * 1.25 into x * -0.25: +inf for -inf
+    x = np.array([-np.inf, np.inf, np.nan, -0.0, 3.0], np.float32)
+    for fn in (lambda x: x - x * np.float32(1.25), lambda x: (x + x) - x, lambda x: x * 2.0 - x * 1.0,
+               lambda x: (x - x).sum(keepdims=True)):
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(jl.jit(fn, level=level)(x), fn(x))
+
+
+@pytest.mark.skipif(not is_x86(), reason="reads x86 assembly")
+def test_a_float_reduction_alone_is_reassociated_and_vectorizes(monkeypatch):
+    monkeypatch.setenv("JITLAB_NATIVE", "0")           # the numba dispatcher, to read its assembly
+    x = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32)
+    exe = jl.compile(jl.trace(lambda x: (x * 2.0).sum(axis=1), x), level="O1", executable_cache=False)
+    np.testing.assert_allclose(exe(x)[0], (x * 2.0).sum(axis=1), rtol=1e-5, atol=1e-4)
+    assert vector_width_of(exe._runner.steps[0].kernel.run.seq) in ("xmm", "ymm", "zmm")

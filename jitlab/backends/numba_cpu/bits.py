@@ -83,3 +83,29 @@ def _binary_intrinsic(llvm_name: str, doc: str):
 # `m = x[i] if x[i] > m else m` stays scalar (jitlab.bench.probes measures both).
 maximum = _binary_intrinsic("llvm.maximum", "max(a, b) of two floats of one type; NaN if either is NaN.")
 minimum = _binary_intrinsic("llvm.minimum", "min(a, b) of two floats of one type; NaN if either is NaN.")
+
+
+def _reassociable(opname: str, doc: str):
+    @intrinsic
+    def op(typingctx, a, b):
+        if _layout(a) is None or a != b:
+            return None
+
+        def codegen(context, builder, sig, args):
+            instr = getattr(builder, opname)(args[0], args[1])
+            # numba's fast-math pass leaves an instruction that has flags of its own as it is
+            instr.flags.extend(["reassoc", "contract"])
+            return instr
+
+        return a(a, b), codegen
+
+    op.__doc__ = doc
+    return op
+
+
+# A reduction's accumulation alone may be reassociated, which is what lets LLVM vectorize it
+# (jitlab.bench.probes: a float32 row sum 0.4 ms against 4.3 ms in order). A whole kernel with
+# `reassoc` lets LLVM rewrite its other arithmetic too: x - x * 1.25 became x * -0.25, +inf
+# where numpy gives NaN for x = -inf.
+radd = _reassociable("fadd", "a + b of two floats of one type, in an order LLVM may change (a reduction's sum).")
+rmul = _reassociable("fmul", "a * b of two floats of one type, in an order LLVM may change (a reduction's product).")

@@ -320,6 +320,9 @@ class KernelSource:
         floats = dtype.kind == "f"      # LLVM's maximum/minimum vectorize a float reduction; ints use a select
         if dtype == np.int64 and op.name in ("np.sum", "np.prod"):
             self.current.add(f"{acc} = " + wrapping("int64", "+" if op.name == "np.sum" else "*", acc, value))
+        elif floats and op.name in ("np.sum", "np.mean", "np.prod"):
+            # only the accumulation may be reordered, so that LLVM vectorizes it (bits.radd)
+            self.current.add(f"{acc} = {'rmul' if op.name == 'np.prod' else 'radd'}({acc}, {value})")
         else:
             self.current.add(f"{acc} = " + combine.format(acc=acc, v=value, max="fmaximum" if floats else "_maximum",
                                                          min="fminimum" if floats else "_minimum"))

@@ -39,7 +39,9 @@ from .timing import timed_compile
 if "NUMBA_THREADING_LAYER" not in os.environ:
     numba.config.THREADING_LAYER = "workqueue"
 
-FASTMATH = {"reassoc", "contract"}     # vectorizes reductions; keeps NaN, inf and signed zeros exact
+# FMA contraction only; a reduction's accumulation is reassociable on its own (bits.radd): the
+# whole kernel with `reassoc` lets LLVM rewrite x - x * c into x * (1 - c), wrong at infinities
+FASTMATH = {"contract"}
 HELPER_NAMES = sorted(n for n in vars(helpers) if n.startswith("_") and not n.startswith("__")
                       and callable(getattr(helpers, n)))
 
@@ -60,7 +62,7 @@ import numba  # noqa: F401
 import numpy as np
 from numba import njit, prange  # noqa: F401
 
-from jitlab.backends.numba_cpu.bits import maximum as fmaximum, minimum as fminimum  # noqa: F401
+from jitlab.backends.numba_cpu.bits import maximum as fmaximum, minimum as fminimum, radd, rmul  # noqa: F401
 from jitlab.backends.numba_cpu.fastmath import TABLE as FASTMATH
 from jitlab.backends.numba_cpu.helpers import {helpers}  # noqa: F401
 from jitlab.backends.numba_cpu.rows import exp_nonpositive_float32, exp_nonpositive_float64  # noqa: F401
