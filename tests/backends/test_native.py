@@ -120,8 +120,9 @@ def test_split_kernels_called_from_several_threads_and_a_forked_child_are_right(
 
 def test_split_loop_takes_exactly_one_prange():
     one = "def k_par(a0, n0):\n    for i0 in prange(n0):\n        a0[i0] = 1"
-    assert split_loop(one, "k_par").splitlines()[:2] == [
-        "def k_chunk(a0, n0, part_, parts_):", "    for i0 in range(part_ * (n0) // parts_, (part_ + 1) * (n0) // parts_):"]
+    assert split_loop(one, "k_par").splitlines()[:4] == [
+        "def k_chunk(a0, n0, part_, parts_):", "    for i0_ in range(part_ * (n0) // parts_, (part_ + 1) * (n0) // parts_):",
+        "        i0 = nonneg(i0_)", "        a0[i0] = 1"]
     two = one + "\n    for i1 in prange(n0):\n        a0[i1] = 2"
     assert split_loop(two, "k_par") is None
     writes = GeneratedKernel(par=one, seq="def k_seq(a0, n0):\n    pass", plan=None, flat=True, params=[])

@@ -109,3 +109,19 @@ def _reassociable(opname: str, doc: str):
 # where numpy gives NaN for x = -inf.
 radd = _reassociable("fadd", "a + b of two floats of one type, in an order LLVM may change (a reduction's sum).")
 rmul = _reassociable("fmul", "a * b of two floats of one type, in an order LLVM may change (a reduction's product).")
+
+
+@intrinsic
+def nonneg(typingctx, x):
+    """x, with LLVM told that it is not negative (llvm.assume): an array index known to be so is
+    used as it is, where numba would wrap a negative one around at each access."""
+    if not isinstance(x, types.Integer) or not x.signed:
+        return None
+
+    def codegen(context, builder, sig, args):
+        fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(1)])
+        assume = builder.module.declare_intrinsic("llvm.assume", fnty=fnty)
+        builder.call(assume, [builder.icmp_signed(">=", args[0], ir.Constant(args[0].type, 0))])
+        return args[0]
+
+    return x(x), codegen

@@ -62,7 +62,7 @@ import numba  # noqa: F401
 import numpy as np
 from numba import njit, prange  # noqa: F401
 
-from jitlab.backends.numba_cpu.bits import maximum as fmaximum, minimum as fminimum, radd, rmul  # noqa: F401
+from jitlab.backends.numba_cpu.bits import maximum as fmaximum, minimum as fminimum, nonneg, radd, rmul  # noqa: F401
 from jitlab.backends.numba_cpu.fastmath import TABLE as FASTMATH
 from jitlab.backends.numba_cpu.helpers import {helpers}  # noqa: F401
 from jitlab.backends.numba_cpu.rows import exp_nonpositive_float32, exp_nonpositive_float64  # noqa: F401

@@ -255,7 +255,13 @@ def split_loop(source: str, name: str) -> str | None:
     if match is None or not lines[0].startswith(f"def {name}("):
         return None
     indent, var, extent = match.groups()
-    lines[loops[0]] = f"{indent}for {var} in range(part_ * ({extent}) // parts_, (part_ + 1) * ({extent}) // parts_):"
+    body = re.match(r"\s*", lines[loops[0] + 1]).group()
+    # From a start LLVM cannot bound, the index might be negative: numba would wrap each access
+    # (a select per load and store, which keeps a flat loop from vectorizing: tanh_gelu ran 2.5x
+    # slower). nonneg tells LLVM it is not; prange's own index starts at 0.
+    lines[loops[0]:loops[0] + 1] = [
+        f"{indent}for {var}_ in range(part_ * ({extent}) // parts_, (part_ + 1) * ({extent}) // parts_):",
+        f"{body}{var} = nonneg({var}_)"]
     lines[0] = re.sub(rf"^def {name}\((.*)\):$", r"def k_chunk(\1, part_, parts_):", lines[0])
     return "\n".join(lines)
 
