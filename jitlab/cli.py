@@ -163,6 +163,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 @command("cache")
 def cmd_cache(args: argparse.Namespace) -> int:
     """Shows or empties the kernel cache and the executable cache beside it."""
+    from .backends import native_caller
     from .backends.kernel_cache import default_cache
     from .runtime import executable_cache
 
@@ -174,9 +175,11 @@ def cmd_cache(args: argparse.Namespace) -> int:
         info = cache.info()
         exes = executable_cache.entries(cache)
         size = sum(os.path.getsize(p) for p in exes)
+        caller = native_caller.caller()        # built now if this machine has none
         print(f"directory: {info['directory']}\nkernels: {info['kernels']}\n"
               f"native libraries: {info['native_libraries']}\nbytes: {info['bytes']}\n"
-              f"executables: {len(exes)} ({size} bytes)")
+              f"executables: {len(exes)} ({size} bytes)\n"
+              f"native caller: {caller.__file__ if caller is not None else native_caller.why_not}")
     return 0
 
 

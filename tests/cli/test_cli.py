@@ -87,6 +87,8 @@ def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
     assert cli.main(["cache", "info"]) == 0
     out = capsys.readouterr().out
     assert "kernels: 1" in out and "executables: 1 (5 bytes)" in out
+    caller = out.split("native caller: ")[1].splitlines()[0]
+    assert caller.endswith(".so") or "kernels are called through cffi" in caller
     assert cli.main(["cache", "clear"]) == 0
     assert not (tmp_path / "k1.py").exists() and not (tmp_path / "executables" / "e1.pkl").exists()
 
