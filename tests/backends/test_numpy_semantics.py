@@ -180,3 +180,25 @@ def test_a_float_reduction_alone_is_reassociated_and_vectorizes(monkeypatch):
     exe = jl.compile(jl.trace(lambda x: (x * 2.0).sum(axis=1), x), level="O1", executable_cache=False)
     np.testing.assert_allclose(exe(x)[0], (x * 2.0).sum(axis=1), rtol=1e-5, atol=1e-4)
     assert vector_width_of(exe._runner.steps[0].kernel.run.seq) in ("xmm", "ymm", "zmm")
+
+
+@pytest.mark.parametrize("level", ["O0", *LEVELS])
+@pytest.mark.parametrize("n", [4, 100_000])          # small: numpy op by op or a kernel; large: threads
+def test_an_integer_to_a_negative_power_is_an_input_error_as_numpy_refuses_it(level, n):
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-3, 4, n), rng.integers(0, 5, n)
+    negative = b.copy()
+    negative[n // 2] = -1
+
+    def fns():          # the power alone, inside a long fused chain, and of an exponent computed in the kernel
+        yield lambda a, b: a ** b
+        yield lambda a, b: (((a + 1) ** b * 3 + a) * 7 - a * 5 + (a * 3) * (a - 2) - 11) % 13
+        yield lambda a, b: (a + 1) ** (b - 1) * 2
+
+    for fn in fns():
+        f = jl.jit(fn, level=level)
+        np.testing.assert_array_equal(f(a, b + 1), fn(a, b + 1))
+        with pytest.raises(ValueError):
+            fn(a, negative)
+        with pytest.raises(jl.InputError, match="np.pow: integers to negative integer powers"):
+            f(a, negative)

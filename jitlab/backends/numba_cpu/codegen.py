@@ -412,4 +412,18 @@ def generate(block, name: str, materialized: Sequence[Value] = ()) -> GeneratedK
     if flat:
         plan = Plan((None,), [], [0])
     par, seq = (KernelSource(block, plan, f"{name}_{suffix}", materialized, flat) for suffix in ("par", "seq"))
-    return GeneratedKernel(par.build(True), seq.build(False), plan, flat, par.params, splittable=True)
+    sequential = seq.build(False)
+    if raises(sequential):
+        # an error raised in prange's threads is lost (numba reports none, the result is wrong):
+        # a kernel that checks its input runs in order whatever its size
+        return GeneratedKernel(sequential.replace(f"def {name}_seq(", f"def {name}_par(", 1), sequential, plan, flat,
+                               seq.params)
+    return GeneratedKernel(par.build(True), sequential, plan, flat, par.params, splittable=True)
+
+
+RAISING_HELPERS = ("_int_pow_checked",)      # helpers.py functions that raise InputError
+
+
+def raises(source: str) -> bool:
+    """Whether generated code can raise an error: a check of its own or a helper that raises."""
+    return "raise " in source or any(f"{helper}(" in source for helper in RAISING_HELPERS)

@@ -5,6 +5,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ...errors import InputError
 from ..scalar_semantics import (
     complex_abs_with,
     float_divmod_with,
@@ -26,6 +27,15 @@ _INLINE = dict(forceinline=True, error_model="numpy", cache=True)
 _maximum, _minimum, _int_div, _int_floor_div, _int_fmod, _int_mod, _int_pow = (
     njit(**_INLINE)(fn) for fn in (maximum, minimum, int_div, int_floor_div, int_fmod, int_mod, int_pow))
 _floor_divide, _mod = (njit(**_INLINE)(fn) for fn in float_divmod_with(np.floor, np.fmod, np.copysign))
+
+
+@njit(**_INLINE)
+def _int_pow_checked(a, b):
+    """a ** b for integers; a negative b is an InputError, as numpy refuses it (a kernel that calls
+    this raises, so it stays a numba dispatcher and runs in order: codegen.RAISING_HELPERS)."""
+    if b < 0:
+        raise InputError("np.pow: integers to negative integer powers are not allowed (numpy raises ValueError)")
+    return _int_pow(a, b)
 
 
 _float_to_int = njit(**_INLINE)(float_to_int_with(np.trunc))

@@ -87,7 +87,8 @@ def _module_source(group: Operation, par: str, seq: str) -> str:
     ops = ", ".join(op.name for op in group.body.ops if not op.has(Trait.TERMINATOR))
     decorator = '@njit({}fastmath=FLAGS, error_model="numpy", cache=True)'
     return (f'"""jitlab kernel: {ops}."""\n\n' + module_header()
-            + f"\n\n{decorator.format('parallel=True, ')}\n{par}\n\n\n{decorator.format('')}\n{seq}\n")
+            + f"\n\n{decorator.format('parallel=True, ' if 'prange(' in par else '')}\n{par}\n\n\n"
+            + f"{decorator.format('')}\n{seq}\n")
 
 
 def _key_parts(group: Operation, signature: str, source: str) -> dict[str, str]:

@@ -32,7 +32,7 @@ from ...report import KernelTiming
 from ..base import KernelParam
 from ..kernel_cache import KernelCache, why_untrusted_folder, write_atomic
 from ..native import ENTRY, FORMAT, NativeLibrary, NativeLoadError, library_path
-from .codegen import GeneratedKernel
+from .codegen import GeneratedKernel, raises
 from .timing import timed
 
 ENV_VAR = "JITLAB_NATIVE"        # "0": every kernel runs as numba dispatchers
@@ -224,7 +224,7 @@ def _remember_failure(path: str, parts: dict[str, str], why: str) -> None:
 
 
 def _unsupported(chunk: str, params: tuple[KernelParam, ...], signature: tuple) -> str:
-    if "raise " in chunk:
+    if raises(chunk):
         return "its code raises errors (bounds checks), which only numba's runtime reports"
     if any(not p.is_array and str(t) != "int64" for p, t in zip(params, signature)):
         return "it takes a scalar parameter other than a loop extent"

@@ -93,8 +93,8 @@ def _native_segments(source: str, program: Program, segments: list[Segment], par
     are kernel calls). Returns (hit, why it was not on disk, "") or (False, "", why there is none)."""
     if not segments:
         return True, "", ""
-    if "raise " in source:
-        return False, "", "numba dispatchers: a segment raises errors (bounds checks)"
+    if native_build.raises(source):
+        return False, "", "numba dispatchers: a segment raises errors (bounds checks, negative integer powers)"
     if "conv2d_nb(" in source:
         # known before numba compiles the module: the build would fail at the link (ResNet-50: 3 s)
         return False, "", "numba dispatchers: a segment runs a convolution, whose parallel im2col needs numba's runtime"

@@ -138,9 +138,17 @@ for _name, _int_form, _float_form in [
         ("div", "_int_div({0}, {1})", "({0} / {1})"),
         ("floordiv", "_int_floor_div({0}, {1})", "_floor_divide({0}, {1})"),
         ("mod", "_int_mod({0}, {1})", "_mod({0}, {1})"),
-        ("fmod", "_int_fmod({0}, {1})", "np.fmod({0}, {1})"),
-        ("pow", "_int_pow({0}, {1})", "np.power({0}, {1})")]:
+        ("fmod", "_int_fmod({0}, {1})", "np.fmod({0}, {1})")]:
     scalar(_name)(_int_or_float(_int_form, _float_form))
+
+_unsigned_or_float_pow = _int_or_float("_int_pow({0}, {1})", "np.power({0}, {1})")
+
+
+@scalar("pow")
+def _pow(a, attrs, t):
+    if t.out.startswith("int"):       # a signed exponent may be negative, which numpy refuses
+        return _wrap(t, f"_int_pow_checked({a[0]}, {a[1]})")
+    return _unsigned_or_float_pow(a, attrs, t)
 
 
 @scalar("neg")

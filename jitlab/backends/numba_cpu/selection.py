@@ -19,6 +19,7 @@ from ...ir.opdef import Trait
 from ...ir.shapes import Sym
 from ..base import Kernel
 from ..host import LibraryKernel
+from .codegen import raises
 from .fastmath import lookup
 
 BYTES_PER_NS = 20.0         # streaming bandwidth of one or two cores, in bytes per nanosecond
@@ -61,8 +62,9 @@ def estimate(group: Operation) -> tuple[float, float]:
 def select(group: Operation, generated: Kernel, autotune: bool) -> Kernel:
     """The kernel to run for `group`, with the choice and its reason recorded on it."""
     gen_ns, lib_ns = estimate(group)
-    # Random inputs would be out-of-range indices for a scatter: its kernel is not measured.
-    measurable = not any(op.name == "np.scatter_nd" for op in group.body.ops)
+    # Random inputs would be out-of-range indices for a scatter, or negative integer powers: a
+    # kernel that checks its inputs is not measured.
+    measurable = not raises(generated.source)
     if autotune and measurable and all(not isinstance(d, Sym) for v in group.operands for d in v.type.shape):
         gen_ns, lib_ns = _measure(group, generated.run), _measure(group, LibraryKernel(group.body))
         how = "measured"

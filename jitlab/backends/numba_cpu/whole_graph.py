@@ -308,7 +308,8 @@ class _SegmentSource:
         key = op.attrs["key"]
         if key not in self.b.kernels:
             kernel = generate(op.body, "kernel", materialized)
-            body = _decorate(kernel.par, True) + "\n\n\n" + _decorate(kernel.seq, False)
+            # a kernel that raises has no prange loop (codegen.generate): parallel=True would only warn
+            body = _decorate(kernel.par, "prange(" in kernel.par) + "\n\n\n" + _decorate(kernel.seq, False)
             # Groups differing only in their shapes (ResNet's conv + batch-norm epilogues) generate the
             # same source: one function serves them all, and numba compiles it once, not per group.
             if body not in self.b.bodies:

@@ -69,6 +69,9 @@ class NumbaCUDABackend(Backend):
         dtype = np.dtype(op.results[0].type.dtype)
         if op.name == "np.pow" and dtype.kind == "c":
             return "complex power has no device function in numba.cuda; it runs as a library kernel"
+        if op.name == "np.pow" and dtype.kind == "i":
+            return ("a signed integer power must refuse a negative exponent, as numpy does, which a device "
+                    "function cannot raise; it runs as a library kernel")
         if kind == FusionKind.REDUCTION and op.name not in ("np.any", "np.all") and dtype not in _SHUFFLED:
             return f"block reductions shuffle 32- and 64-bit values; {dtype} runs as a library kernel"
         if kind == FusionKind.CONTRACTION and dtype not in _CONTRACTED:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import InputError
 from ...ir.attributes import DENSE, DTYPE, OPT_FLOAT, STR
 from ...ir.dtypes import BOOL, real_dtype
 from ...ir.opdef import Trait, defop
@@ -47,11 +48,10 @@ def _div(x, y):
 def _pow(x, y):
     if x.dtype.kind in "fc":
         return np.power(x, y)
-    positive = np.power(x, np.maximum(y, 0))
-    # An integer to a negative power truncates toward zero: only |x| == 1 survives.
-    negative = np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 0, 1, -1), 0))
-    # In x's dtype: uint64 mixed with int64 would promote to float64 and lose the low bits.
-    return np.where(y >= 0, positive, negative.astype(positive.dtype))
+    if y.dtype.kind == "i" and (y < 0).any():
+        # the compiled kernels check it too (numba_cpu/helpers.py: _int_pow_checked)
+        raise InputError("np.pow: integers to negative integer powers are not allowed (numpy raises ValueError)")
+    return np.power(x, y)
 
 
 for _name, _fn in [("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("reciprocal", np.reciprocal)]:
