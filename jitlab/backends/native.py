@@ -207,7 +207,7 @@ class CallLayout:
     # the static extents with the last two dims as one (a conv epilogue over H*W pixels), or None
     merged: tuple[int, ...] | None = None
 
-    @property
+    @functools.cached_property
     def static_size(self) -> int | None:
         return math.prod(self.static_space) if self.static_space is not None else None
 
@@ -232,7 +232,7 @@ class CallLayout:
             args = [a.reshape(a.shape[:-2] + (1, -1)) if a.shape[-2:] == tail else a for a in args]
             return args, self.merged, math.prod(self.merged)
         if self.static_space is not None:
-            return args, self.static_space, math.prod(self.static_space)
+            return args, self.static_space, self.static_size
         dims = evaluate_shape(self.space, bindings or {})
         return args, dims, math.prod(dims)
 
@@ -251,24 +251,8 @@ class NativeKernel:
         """Loads the library now: a missing or damaged one raises NativeLoadError here, not at a call."""
         self.library.load()
 
-    def __post_init__(self) -> None:
-        layout = self.layout
-        # the arguments as given and the same extents at every call: most kernels of a static program
-        self._fixed = layout.plain and not layout.flat and layout.merged is None and layout.static_space is not None
-        self._parallel = self._fixed and layout.static_size >= PARALLEL_THRESHOLD
-
-    def __getstate__(self) -> dict:
-        return {"layout": self.layout, "library": self.library}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.__post_init__()
-
     def __call__(self, inputs, outputs, bindings: dict[str, int] | None = None, extra: Sequence[np.ndarray] = ()
                  ) -> None:
-        if self._fixed:
-            self.library.call([*inputs, *outputs], self.layout.static_space, self._parallel)
-            return
         args, dims, size = self.layout.arguments(inputs, outputs, bindings, extra)
         self.library.call(args, tuple(dims), size >= PARALLEL_THRESHOLD)
 

@@ -57,8 +57,14 @@ def caller() -> ModuleType | None:
         return None
 
 
+@functools.cache
+def compiler() -> str | None:
+    """The C compiler that links native libraries and builds the caller: $CC, else cc."""
+    return shutil.which(os.environ.get("CC") or "cc")
+
+
 def _build(source: bytes, folder: str, path: str) -> None:
-    cc = shutil.which(os.environ.get("CC") or "cc")
+    cc = compiler()
     include = sysconfig.get_paths()["include"]
     if cc is None or not os.path.exists(os.path.join(include, "Python.h")):
         raise OSError("no C compiler" if cc is None else f"no Python.h in {include}")

@@ -21,7 +21,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from ...report import KernelTiming
 from ..base import KernelParam
 from ..kernel_cache import KernelCache, why_untrusted_folder, write_atomic
 from ..native import ENTRY, FORMAT, NativeLibrary, NativeLoadError, library_path
+from ..native_caller import compiler
 from .codegen import GeneratedKernel, raises
 from .timing import timed
 
@@ -229,12 +229,6 @@ def _unsupported(chunk: str, params: tuple[KernelParam, ...], signature: tuple) 
     if any(not p.is_array and str(t) != "int64" for p, t in zip(params, signature)):
         return "it takes a scalar parameter other than a loop extent"
     return ""
-
-
-@functools.cache
-def compiler() -> str | None:
-    """The C compiler that links native libraries: $CC, else cc."""
-    return shutil.which(os.environ.get("CC") or "cc")
 
 
 def kernel_chunk(kernel: GeneratedKernel) -> tuple[str, bool]:
