@@ -57,13 +57,9 @@ class GroupStep(Step):
         self.kept_index = {k: i for i, k in enumerate(k for k, t in enumerate(temps) if not t)}
 
     def run(self, env, bindings):
-        if self.temps is None and not self.donated and not self.reuse:
-            outputs = self.buffers.get(bindings)
-            self.kernel.run([env[i] for i in self.ins], outputs, bindings)
-            for slot, buf in zip(self.outs, outputs):
-                env[slot] = buf
-            return
-        elsewhere = {self.kept_index[k] for k in (*self.donated, *self.reuse) if k in self.kept_index}
+        # most steps write none of their results elsewhere: no set to build for them at each call
+        elsewhere = {self.kept_index[k] for k in (*self.donated, *self.reuse) if k in self.kept_index} \
+            if self.donated or self.reuse else ()
         outputs = self.buffers.get(bindings, elsewhere)
         if self.temps is not None:
             kept = iter(outputs)
