@@ -256,6 +256,36 @@ class NativeKernel:
         args, dims, size = self.layout.arguments(inputs, outputs, bindings, extra)
         self.library.call(args, tuple(dims), size >= PARALLEL_THRESHOLD)
 
+    def write_fast(self, w, inputs: list[str], outputs: list[str], in_shapes: list[tuple], out_shapes: list[tuple]
+                   ) -> bool:
+        """This call with static shapes written into `w` (backends/fastcall.py) as
+        `arguments` and `call` would make it: one call of the C caller; False through cffi."""
+        layout, library = self.layout, self.library
+        library.load()
+        if library._call is None or (not layout.plain and any(kind == 2 for kind, _ in layout.slots)):
+            return False
+        names, shapes = [*inputs, *outputs], [*in_shapes, *out_shapes]
+        if not layout.plain:
+            order = [k if kind == 0 else len(inputs) + k for kind, k in layout.slots]
+            names, shapes = [names[k] for k in order], [shapes[k] for k in order]
+        if layout.flat:
+            dims = (math.prod(out_shapes[0]),)
+            if layout.reshape:
+                names = [n if len(s) == 1 else f"{n}.reshape(-1)" for n, s in zip(names, shapes)]
+        elif layout.merged is not None:
+            tail = tuple(layout.static_space[-2:])
+            names = [f"{n}.reshape({tuple(s[:-2]) + (1, -1)!r})" if tuple(s[-2:]) == tail else n
+                     for n, s in zip(names, shapes)]
+            dims = layout.merged
+        elif layout.static_space is not None:
+            dims = layout.static_space
+        else:
+            return False
+        parts = (threads() if math.prod(dims) >= PARALLEL_THRESHOLD else 1) if library.chunked else 0
+        w.line(f"{w.ref(library._call, 'call')}({library._address}, [{', '.join(names)}], "
+               f"{tuple(int(d) for d in dims)!r}, {w.ref(library._code, 'code')}, {parts})")
+        return True
+
 
 @dataclass
 class NativeSegment:
@@ -279,6 +309,18 @@ class NativeSegment:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.__post_init__()
+
+    def write_fast(self, w, args: list[str]) -> bool:
+        """This call written into `w` (backends/fastcall.py) as one call of the C caller; False through cffi."""
+        library = self.library
+        library.load()
+        if library._call is None:
+            return False
+        arrays = [a for a, is_array in zip(args, self.arrays) if is_array]
+        scalars = "".join(f"{a}, " for a, is_array in zip(args, self.arrays) if not is_array)
+        w.line(f"{w.ref(library._call, 'call')}({library._address}, [{', '.join(arrays)}], ({scalars}), "
+               f"{w.ref(library._code, 'code')}, {1 if library.chunked else 0})")
+        return True
 
     def __call__(self, *args) -> None:
         if self._only_arrays:

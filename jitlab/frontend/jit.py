@@ -308,8 +308,14 @@ class JitFunction:
         if fast_key is not None:
             entry = self._fast.get(fast_key)
             if entry is not None:
-                self.last = entry[1]
-                return _run(entry[0], entry[1], args)
+                traced, exe = entry
+                self.last = exe
+                if exe.fast is not None and not traced.mutated:
+                    results = exe.fast(args)
+                    if results is not None:
+                        tree = traced.out_tree
+                        return results[0] if tree.kind == "leaf" else unflatten(tree, list(results))
+                return _run(traced, exe, args)
         elif any(isinstance(x, Tracer) for x in flatten((args, kwargs), is_leaf=lambda x: isinstance(x, Tracer))[0]):
             return self.fn(*args, **kwargs)          # called inside another trace: inline
         inputs, entry = self._entry(args, kwargs)

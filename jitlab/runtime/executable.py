@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from typing import Protocol
 
 import numpy as np
 
 from ..backends.device_arrays import device_array_meta, is_numba_device_array
+from ..backends.fastcall import compile_fast_call
 from ..errors import InputError
 from ..ir.display import render_html
 from ..ir.program import Program
@@ -89,6 +90,10 @@ class Executable:
         self.replan: Callable[[Program, dict[str, int]], MemoryPlan] | None = None
         self._replanned: dict[tuple, MemoryPlan] = {}   # dry runs compiled anew, by input shapes
         self.donated_in_plan: tuple[str, ...] = ()     # set by the compiler: what plan-memory was told
+        # A static call's steps as one generated function (backends/fastcall.py), written after the
+        # first call has passed every check; None where the runner cannot write them out.
+        self.fast: Callable[[Sequence], tuple | None] | None = None
+        self._fast_written = False
 
     @property
     def _where(self) -> str:
@@ -113,8 +118,14 @@ class Executable:
     def __call__(self, *args, **kwargs) -> tuple[np.ndarray, ...]:
         if kwargs:
             args = bind_keywords(self.input_names, args, kwargs, f"@{self.program.name}")
+        elif self.fast is not None:
+            results = self.fast(args)
+            if results is not None:
+                return results
         arrays = self._fast_inputs(args)
         if arrays is not None:
+            if not self._fast_written:
+                self._write_fast()
             return self._run(arrays, {})
         arrays, bindings = check_inputs(self.program, args, self.input_names)
         if not self._on_device:
@@ -128,6 +139,25 @@ class Executable:
             self._fit.check(bindings, self._input_copies(arrays))
         self._checked_bindings.add(key)
         return self._run(arrays, bindings)
+
+    @contextmanager
+    def general_path(self):
+        """Every call inside takes the general path through the runner's steps (a profiler times them)."""
+        fast, written = self.fast, self._fast_written
+        self.fast, self._fast_written = None, True
+        try:
+            yield
+        finally:
+            self.fast, self._fast_written = fast, written
+
+    def _write_fast(self) -> None:
+        """The fast call, where the program is static, no result may share memory (nothing to check
+        per call) and no input is donated."""
+        self._fast_written = True
+        write = getattr(self._runner, "write_fast", None)
+        if write is None or self._static is None or self._check or self.donations or self._on_device:
+            return
+        self.fast = compile_fast_call(self._static, self._copies_inputs, self._lock, write)
 
     def _input_copies(self, arrays: list[np.ndarray]) -> int:
         """Bytes the runner copies inputs into."""

@@ -12,11 +12,12 @@ them (`sys.getrefcount`): a result the user holds, or a view of it, is never ove
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..backends.base import Kernel
+from ..backends.fastcall import SMALL_OUTPUT_BYTES, FunctionWriter
 from ..backends.host import OutputBuffers, detached, safe_to_donate
 from ..dialects.reference import concrete_attrs, weight_data
 from ..ir.core import Operation, Value
@@ -36,6 +37,11 @@ class Step:
 
     def run(self, env: list, bindings: dict[str, int]) -> None:
         raise NotImplementedError
+
+    def write_fast(self, w: FunctionWriter, env: dict[int, str]) -> bool:
+        """Writes this step of a static call into `w` (backends/fastcall.py), its results' names into
+        `env`; False where it cannot be written out."""
+        return False
 
 
 class GroupStep(Step):
@@ -72,6 +78,32 @@ class GroupStep(Step):
         for slot, buf in zip(self.outs, outputs):
             env[slot] = buf
 
+    def write_fast(self, w: FunctionWriter, env: dict[int, str]) -> bool:
+        types = [r.type for r in self.op.results]
+        temps = self.temps or [False] * len(types)
+        if self.reuse or not all(t.is_static for t in types) or not all(v.type.is_static for v in self.op.operands):
+            return False
+        # a small temporary is an np.empty array (freed when its last reader is done), a large one
+        # keeps the pool's paged-in memory: the general path
+        if any(temp and t.nbytes() > SMALL_OUTPUT_BYTES for temp, t in zip(temps, types)):
+            return False
+        kept = [t for temp, t in zip(temps, types) if not temp]
+        if all(t.nbytes() <= SMALL_OUTPUT_BYTES for t in kept):
+            names = [w.allocate(t.shape, t.dtype) for t in kept]
+        else:
+            names = [w.local("o") for _ in kept]
+            w.line(f"{''.join(o + ', ' for o in names)}= {w.ref(self.buffers, 'buffers')}.get(EMPTY)")
+        kept_names = iter(names)
+        outs = [w.allocate(t.shape, t.dtype) if temp else next(kept_names) for temp, t in zip(temps, types)]
+        ins = [env[i] for i in self.ins]
+        run = self.kernel.run
+        written = getattr(run, "write_fast", None)
+        if written is None or not written(w, ins, outs, [v.type.shape for v in self.op.operands],
+                                          [t.shape for t in types]):
+            w.line(f"{w.ref(run, 'run')}([{', '.join(ins)}], [{', '.join(outs)}], EMPTY)")
+        env.update(zip(self.outs, outs))
+        return True
+
 
 class ViewStep(Step):
     def __init__(self, op, ins, outs):
@@ -82,6 +114,13 @@ class ViewStep(Step):
     def run(self, env, bindings):
         shape = self.static or evaluate_shape(self.op.result.type.shape, bindings)
         env[self.outs[0]] = env[self.ins[0]].reshape(shape)
+
+    def write_fast(self, w: FunctionWriter, env: dict[int, str]) -> bool:
+        if self.static is None:
+            return False
+        env[self.outs[0]] = name = w.local()
+        w.line(f"{name} = {env[self.ins[0]]}.reshape({tuple(self.static)!r})")
+        return True
 
 
 class LibraryStep(Step):
@@ -96,9 +135,24 @@ class LibraryStep(Step):
     def run(self, env, bindings):
         attrs = concrete_attrs(self.attrs, bindings) if self.symbolic else self.attrs
         args = [env[i] for i in self.ins]
-        out = self.fn(*args, **attrs)
-        for slot, value in zip(self.outs, out if isinstance(out, (tuple, list)) else (out,)):
-            env[slot] = detached(value, args)
+        for slot, value in zip(self.outs, _detached_results(self.fn(*args, **attrs), args)):
+            env[slot] = value
+
+    def write_fast(self, w: FunctionWriter, env: dict[int, str]) -> bool:
+        if self.symbolic:
+            return False
+        args = ", ".join(env[i] for i in self.ins)
+        outs = [w.local() for _ in self.outs]
+        w.line(f"{''.join(o + ', ' for o in outs)}= {w.ref(_detached_results, 'detached')}("
+               f"{w.ref(self.fn, 'fn')}({args}, **{w.ref(self.attrs, 'attrs')}), ({args}{',' if args else ''}))"
+               f"[:{len(outs)}]")
+        env.update(zip(self.outs, outs))
+        return True
+
+
+def _detached_results(out, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """A library op's result or results, each detached from its operands (host.detached)."""
+    return [detached(value, args) for value in (out if isinstance(out, (tuple, list)) else (out,))]
 
 
 class O1Runner:
@@ -205,6 +259,18 @@ class O1Runner:
             self.pool.reset()
         # Constants and weights are shared, read-only arrays: the caller gets a copy of those.
         return [env[i].copy() if i in self.constants else env[i] for i in self.outputs]
+
+    def write_fast(self, w: FunctionWriter, inputs: list[str]) -> list[str] | None:
+        """A static call's steps written into `w` (backends/fastcall.py): the results' expressions,
+        or None where a step cannot be written out or inputs are donated."""
+        if self.donations:
+            return None
+        env = dict(enumerate(inputs))
+        env.update((slot, w.ref(value, "c")) for slot, value in self.constants.items())
+        if not all(step.write_fast(w, env) for step in self.steps):
+            return None
+        # Constants and weights are shared, read-only arrays: the caller gets a copy of those.
+        return [f"{env[i]}.copy()" if i in self.constants else env[i] for i in self.outputs]
 
     def _allocate(self, step: GroupStep, env: list, live: dict[int, np.ndarray], bindings) -> None:
         """Pool buffers for a group's temporaries; a mem.free after a later step returns each."""

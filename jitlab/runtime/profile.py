@@ -185,9 +185,10 @@ def _run_wrapped(exe, args, runner, repeats: int, warmup: int) -> Recorder:
     for k, step in enumerate(runner.steps):
         step.run = recorder.timed(k, [step.op], step.run)
     try:
-        for _ in range(repeats):
-            recorder.begin_call()
-            exe(*args)
+        with exe.general_path():
+            for _ in range(repeats):
+                recorder.begin_call()
+                exe(*args)
     finally:
         for step in runner.steps:
             del step.run

@@ -22,6 +22,7 @@ from ...ir.program import Program
 from ...ir.shapes import evaluate_shape
 from ...report import KernelTiming, MemoryPlan
 from ..base import KernelParam, ParamRole
+from ..fastcall import SMALL_OUTPUT_BYTES
 from ..host import OutputBuffers, detached, safe_to_donate
 from .numpy_blas import addresses as blas_addresses
 
@@ -255,6 +256,40 @@ class O2Runner:
                 self._fallback(step.op, env, layout, bindings)
         return [(env[n] if n in env else self._value(n, env, layout, bindings)).copy() if n in self.constants
                 else env[n] if n in env else self._value(n, env, layout, bindings) for n in self.output_names]
+
+    def write_fast(self, w, inputs: list[str]) -> list[str] | None:
+        """A static call written into `w` (backends/fastcall.py): its segments called with the one
+        arena; None where a step is not a segment, an argument or a result is not at hand (a view
+        into the arena or an output) or inputs are donated."""
+        layout = self._static_layout
+        if layout is None or self.donations or any(keys is None for keys in self._keys):
+            return None
+        env = {name: w.ref(value, "c") for name, value in self.constants.items()}
+        env.update(zip(self.input_names, inputs))
+        env[_ARENA], env[_OFFSETS], env[_BLAS] = w.ref(layout.arena, "arena"), w.ref(layout.offsets, "offsets"), \
+            w.ref(self._blas, "blas")
+        types = [self.values[n].type for n in self.owned]
+        if all(t.nbytes() <= SMALL_OUTPUT_BYTES for t in types):
+            env.update((n, w.allocate(t.shape, t.dtype)) for n, t in zip(self.owned, types))
+        elif self.owned:
+            outs = [w.local("o") for _ in self.owned]
+            w.line(f"{''.join(o + ', ' for o in outs)}= {w.ref(self.out_buffers, 'buffers')}.get(EMPTY)")
+            env.update(zip(self.owned, outs))
+        for step, keys in zip(self.steps, self._keys):
+            args = []
+            for key, param in zip(keys, step.params):
+                if key in env:
+                    args.append(env[key])
+                elif param.role is ParamRole.HOST and param.value in env:
+                    args.append(f"{env[param.value]}.reshape(-1).view({w.ref(np.uint8, 'uint8')})")
+                else:
+                    return None
+            written = getattr(step.fn, "write_fast", None)
+            if written is None or not written(w, args):
+                w.line(f"{w.ref(step.fn, 'segment')}({', '.join(args)})")
+        if not all(n in env for n in self.output_names):
+            return None
+        return [f"{env[n]}.copy()" if n in self.constants else env[n] for n in self.output_names]
 
     def profile_steps(self, call, arrays: list[np.ndarray], bindings: dict[str, int], repeats: int, warmup: int,
                       recorder) -> str:
