@@ -18,13 +18,15 @@ def _calls_per_sample(call: Callable[[], object], sample: float) -> int:
 
 
 def interleaved_medians(calls: dict[str, Callable[[], object]], repeats: int, pause: float = 0.02,
-                        sample: float = 0.002) -> dict[str, float]:
+                        sample: float = 0.025) -> dict[str, float]:
     """Median seconds per call of each callable, running them in turn `repeats` times so that
     machine noise (other processes, frequency) spreads over all of them alike. Each round starts
     one further along, and a short pause precedes each sample: runtimes whose worker threads spin
     after a call (OpenMP, XLA's pool) would otherwise always slow the same next runner. A sample
-    is as many back-to-back calls as fill `sample` seconds, so microsecond calls are timed warm
-    (as timeit does) rather than each one just after the pause."""
+    is as many back-to-back calls as fill `sample` seconds, so short calls are timed warm (as
+    timeit does) rather than each one just after the pause: on these VMs a core idle for the pause
+    takes about a millisecond to come back, so a 2 ms sample timed a 1.8 ms softmax at 3.3-4.9 ms
+    and a 25 ms one at 1.9-2.0 ms (numpy's 22 ms softmax the same either way)."""
     names = list(calls)
     counts = {name: _calls_per_sample(calls[name], sample) for name in names}
     times: dict[str, list[float]] = {name: [] for name in names}

@@ -113,9 +113,15 @@ def _jitlab(path: str, level: str, feed: dict, cache_dir: str) -> tuple[Callable
 
 
 def _onnxruntime(path: str, feed: dict) -> Callable:
+    """onnxruntime's session, its idle threads told not to spin: by default they spin on after each
+    run and take the cores from the runner timed next in the interleaved rounds (jitlab O1 on
+    ResNet-50 took 167 ms median after a spinning session, 148 ms after one that does not spin,
+    while onnxruntime's own time stayed 66-67 ms either way: docs/performance.md)."""
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    options = onnxruntime.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     return lambda: session.run(None, feed)[0]
 
 
