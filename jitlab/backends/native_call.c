@@ -32,11 +32,18 @@ static PyObject *fail(const char *format, ...) {
     return NULL;
 }
 
-/* The threads that run a split kernel's parts 1..parts-1 while the calling thread runs part 0.
-   They wait on a condition variable between calls: handing parts to them costs a few us, where
-   a Python thread pool's submit and result cost some 50-100 us on this project's VMs. One split
-   call uses them at a time; a call that finds them busy (another Python thread's) runs its parts
-   one after another on its own thread. */
+/* The threads that help run a split kernel's parts beside the calling thread. They wait on a
+   condition variable between calls: handing parts to them costs a few us, where a Python thread
+   pool's submit and result cost some 50-100 us on this project's VMs. One split call uses them
+   at a time; a call that finds them busy (another Python thread's) runs its parts one after
+   another on its own thread.
+
+   A call cuts its loop into CHUNKS_PER_THREAD parts per thread, and every thread, the caller's
+   first, takes the next part left until none is: a worker that starts late (woken from its wait,
+   on a core the VM had parked) takes fewer, where with one part per thread the caller ran its
+   half and then waited for the other whole half. The caller waits only for parts taken, never
+   for a worker to wake: the next part is one counter tagged with the job's generation, so a
+   worker that wakes after its job is over takes nothing of it, nor of the next. */
 typedef struct {
     entry_fn fn;
     void **pointers;
@@ -44,12 +51,18 @@ typedef struct {
     Py_ssize_t nints, parts;
 } job_t;
 
+#define CHUNKS_PER_THREAD 4
+#define PART_BITS 20           /* parts per job below 2**20; the generation in the bits above */
+#define PART_MASK ((UINT64_C(1) << PART_BITS) - 1)
+
 static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t job_posted = PTHREAD_COND_INITIALIZER, job_done = PTHREAD_COND_INITIALIZER;
-static Py_ssize_t workers = 0, pending = 0;
-static unsigned long generation = 0;
-static job_t job;
+static Py_ssize_t workers = 0, helpers = 0;
+static uint64_t generation = 0;
+static job_t job;                     /* the job posted last, read under pool_lock */
+static uint64_t next_part = 0;        /* generation << PART_BITS | the next part to take */
+static Py_ssize_t parts_done = 0;     /* parts of the current job finished */
 
 static void run_part(const job_t *j, Py_ssize_t part) {
     int64_t ints[MAX_INTS];
@@ -59,22 +72,39 @@ static void run_part(const job_t *j, Py_ssize_t part) {
     j->fn(j->pointers, ints);
 }
 
+/* Runs parts of job `j` of generation `gen` until none is left; the thread that finishes the
+   last one wakes the caller. */
+static void take_parts(const job_t *j, uint64_t gen) {
+    uint64_t tag = (gen << PART_BITS) & ~PART_MASK;
+    for (;;) {
+        uint64_t seen = __atomic_load_n(&next_part, __ATOMIC_ACQUIRE);
+        if ((seen & ~PART_MASK) != tag || (Py_ssize_t)(seen & PART_MASK) >= j->parts)
+            return;
+        if (!__atomic_compare_exchange_n(&next_part, &seen, seen + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            continue;
+        run_part(j, (Py_ssize_t)(seen & PART_MASK));
+        if (__atomic_add_fetch(&parts_done, 1, __ATOMIC_ACQ_REL) == j->parts) {
+            pthread_mutex_lock(&pool_lock);
+            pthread_cond_signal(&job_done);
+            pthread_mutex_unlock(&pool_lock);
+        }
+    }
+}
+
 static void *worker(void *arg) {
-    Py_ssize_t index = (Py_ssize_t)(intptr_t)arg;      /* runs part `index` of each job that has one */
+    Py_ssize_t index = (Py_ssize_t)(intptr_t)arg;      /* helps with jobs that want `index` helpers or more */
     /* created (under pool_lock) for the job posted next, whose generation is at least 1 */
-    unsigned long seen = 0;
+    uint64_t seen = 0;
     pthread_mutex_lock(&pool_lock);
     for (;;) {
         while (generation == seen)
             pthread_cond_wait(&job_posted, &pool_lock);
         seen = generation;
-        if (index < job.parts) {
+        if (index <= helpers) {
             job_t mine = job;
             pthread_mutex_unlock(&pool_lock);
-            run_part(&mine, index);
+            take_parts(&mine, seen);
             pthread_mutex_lock(&pool_lock);
-            if (--pending == 0)
-                pthread_cond_signal(&job_done);
         }
     }
     return NULL;
@@ -88,34 +118,34 @@ static void after_fork_in_child(void) {
     pool_lock = fresh;
     job_posted = fresh_cond;
     job_done = fresh_cond;
-    workers = pending = 0;
+    workers = helpers = 0;
 }
 
-static void run_split(const job_t *j) {
+/* Runs the job's parts on up to `threads` threads, the caller's among them. */
+static void run_split(const job_t *j, Py_ssize_t threads) {
     if (pthread_mutex_trylock(&pool_busy) != 0) {
         for (Py_ssize_t part = 0; part < j->parts; part++)
             run_part(j, part);
         return;
     }
     pthread_mutex_lock(&pool_lock);
-    while (workers < j->parts - 1) {
+    while (workers < threads - 1) {
         pthread_t thread;
         if (pthread_create(&thread, NULL, worker, (void *)(intptr_t)(workers + 1)) != 0)
             break;
         pthread_detach(thread);
         workers++;
     }
-    Py_ssize_t helped = workers < j->parts - 1 ? workers : j->parts - 1;
+    helpers = workers < threads - 1 ? workers : threads - 1;
     job = *j;
-    pending = helped;
-    generation++;
+    uint64_t gen = ++generation;
+    __atomic_store_n(&parts_done, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&next_part, (gen << PART_BITS) & ~PART_MASK, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&job_posted);
     pthread_mutex_unlock(&pool_lock);
-    run_part(j, 0);
-    for (Py_ssize_t part = helped + 1; part < j->parts; part++)      /* parts no thread could be started for */
-        run_part(j, part);
+    take_parts(j, gen);
     pthread_mutex_lock(&pool_lock);
-    while (pending > 0)
+    while (__atomic_load_n(&parts_done, __ATOMIC_ACQUIRE) < j->parts)
         pthread_cond_wait(&job_done, &pool_lock);
     pthread_mutex_unlock(&pool_lock);
     pthread_mutex_unlock(&pool_busy);
@@ -170,14 +200,14 @@ static PyObject *call(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         if (PyErr_Occurred())
             return NULL;
     }
-    job_t j = {(entry_fn)address, pointers, ints, at, parts};
+    job_t j = {(entry_fn)address, pointers, ints, at, parts > 1 ? parts * CHUNKS_PER_THREAD : parts};
     Py_BEGIN_ALLOW_THREADS
     if (parts == 0)
         j.fn(pointers, ints);
     else if (parts == 1)
         run_part(&j, 0);
     else
-        run_split(&j);
+        run_split(&j, parts);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }

@@ -78,6 +78,18 @@ def test_both_callers_run_a_kernel_and_refuse_a_mismatched_call(through, tmp_pat
             library.call([np.repeat(x, 2)[::2], out], (x.size,), False)
 
 
+def test_back_to_back_split_calls_never_run_a_part_of_an_earlier_call(tmp_path, monkeypatch):
+    # a worker that wakes after its call ended must take no part of it, nor of the next one: each
+    # call's parts write their own answer, so a stale or doubled part would show in the results
+    monkeypatch.setattr(native, "threads", lambda: 2)
+    x = RNG.random((300, 200), dtype=np.float32)
+    exe = compile_o1(lambda x, s: x * s + 1.0, x, np.float32(1), cache_dir=tmp_path)
+    assert "split over threads" in exe.report.kernels[0].choice
+    for k in range(400):
+        s = np.float32(k % 7 - 3)
+        np.testing.assert_allclose(exe(x, s)[0], x * s + np.float32(1.0), rtol=1e-6, atol=1e-6)
+
+
 def test_split_kernels_called_from_several_threads_and_a_forked_child_are_right(tmp_path, monkeypatch):
     # the C caller's threads serve one split call at a time; the others run their parts inline,
     # and a forked child, which has none of its parent's threads, starts its own
