@@ -224,6 +224,16 @@ def test_folded_weights_are_stored_and_checked_against_the_source_weights(cache)
     executable_cache.store(entry, compiled, jl.CompileReport(), source)
     program, _ = executable_cache.load(entry, source)
     np.testing.assert_array_equal(program.weights["w"], 2.0)
+    # mapped from the entry without a copy, as compiled kernels take arrays: writable and aligned
+    w = program.weights["w"]
+    assert w.flags.writeable and w.flags.c_contiguous and w.ctypes.data % executable_cache.ALIGN == 0
+    del program, w                                                 # no mapping of the file lives on
+    data = bytearray(open(entry.path, "rb").read())
+    data[-1] ^= 0xFF                                               # the folded weight's last byte
+    open(entry.path, "wb").write(bytes(data))
+    with pytest.warns(jl.CacheWarning, match="checksum"):
+        assert executable_cache.load(entry, source) is None
+    executable_cache.store(entry, compiled, jl.CompileReport(), source)
     source.weights = {"w": np.zeros(4, np.float32)}                # other values: the folded ones are stale
     assert executable_cache.load(entry, source) is None
 
