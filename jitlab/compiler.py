@@ -194,6 +194,8 @@ def compile_passes(program: Program, opts: CompileOptions) -> tuple[Program, Com
     seconds = time.perf_counter() - start
     if cached is not None:
         return *cached, seconds
+    if opts.level != "O0":
+        opts.backend.prepare(program, opts.level, opts.backend_options())
     if opts.recompute:
         compiled, report = _passes_under_limit(program, opts)
     else:
@@ -388,7 +390,11 @@ def _compile_kernels(program: Program, groups: list, key: Callable[[Operation], 
     first: dict[str, Operation] = {}
     for op in groups:
         first.setdefault(key(op), op)
-    distinct = list(first.values())
+    by_backend: dict[int, tuple[Backend, list[Operation]]] = {}
+    for op in first.values():
+        backend = _backend_of(op, target)
+        by_backend.setdefault(id(backend), (backend, []))[1].append(op)
+    distinct = [op for backend, ops in by_backend.values() for op in backend.prepare_kernels(ops, options)]
 
     def compile_one(op) -> Kernel:
         return _backend_of(op, target).compile_group(op, options)

@@ -138,6 +138,15 @@ class Backend:
     def compile_group(self, group: Operation, options: dict[str, Any]) -> Kernel:
         raise CompileError(f"the {self.name} backend cannot compile groups")
 
+    def prepare(self, program, level: str, options: dict[str, Any]) -> None:
+        """Called before the passes run on `program` for `level` (the executable cache did not have
+        their result): may start work its compile will need, in the background."""
+
+    def prepare_kernels(self, groups: list[Operation], options: dict[str, Any]) -> list[Operation]:
+        """Called before these groups are compiled (not when the executable cache gives their
+        kernels): may start work they need in the background; returns them in the order to compile."""
+        return groups
+
     def kernel_variant(self, group: Operation) -> str:
         """What besides its key keeps a group from sharing another group's kernel: which operands
         arrive read-only (a kernel compiled for a writable array does not take a read-only one)."""

@@ -64,6 +64,11 @@ def library_path(folder: str, code: str) -> str:
     return os.path.join(folder, NATIVE_FOLDER, f"{code}-{host_cpu()}.so")
 
 
+# A split loop is cut into this many parts per thread, which the threads take as they come free
+# (native_call.c), so that a thread that starts late costs little.
+CHUNKS_PER_THREAD = 4
+
+
 @functools.cache
 def threads() -> int:
     """How many parts a parallel kernel is split into: numba's NUMBA_NUM_THREADS when set, else
@@ -154,22 +159,31 @@ class NativeLibrary:
             self._handle, self._fn, self._address = handle, _FFI.cast(_ENTRY_TYPE, address), address
         return self._fn
 
-    def call(self, arrays: list[np.ndarray], scalars: tuple[int, ...], parallel: bool) -> None:
+    def call(self, arrays: list[np.ndarray], scalars: tuple[int, ...], parallel: bool, parts: int = 0) -> None:
         """Runs the kernel on `arrays` (C-contiguous, of the dtypes it was built for) and the int
-        scalars (loop extents); split across threads when `parallel` and the kernel can be split."""
+        scalars (loop extents); split across threads when `parallel` and the kernel can be split,
+        into `parts` parts, or CHUNKS_PER_THREAD per thread when 0."""
         if self._fn is None:
             self.load()
-        parts = (threads() if parallel else 1) if self.chunked else 0
+        workers, parts = self.split(parallel, parts)
         if self._call is not None:
-            self._call(self._address, arrays, scalars, self._code, parts)
+            self._call(self._address, arrays, scalars, self._code, parts, workers)
             return
-        if parts < 2:
-            self._call_cffi(arrays, scalars, 0, parts)
+        if workers < 2 or parts < 2:
+            for part in range(max(parts, 1)):
+                self._call_cffi(arrays, scalars, part, parts)
             return
         futures = [pool().submit(self._call_cffi, arrays, scalars, k, parts) for k in range(1, parts)]
         self._call_cffi(arrays, scalars, 0, parts)
         for f in futures:
             f.result()
+
+    def split(self, parallel: bool, parts: int = 0) -> tuple[int, int]:
+        """(threads, parts) of a call: parts 0 where the entry is not split."""
+        if not self.chunked:
+            return 1, 0
+        workers = threads() if parallel else 1
+        return workers, parts or (workers * CHUNKS_PER_THREAD if workers > 1 else 1)
 
     def _call_cffi(self, arrays: list[np.ndarray], scalars: tuple[int, ...], part: int, parts: int) -> None:
         """Part `part` of native_call.c's call through cffi, where that caller could not be built."""
@@ -281,9 +295,9 @@ class NativeKernel:
             dims = layout.static_space
         else:
             return False
-        parts = (threads() if math.prod(dims) >= PARALLEL_THRESHOLD else 1) if library.chunked else 0
+        workers, parts = library.split(math.prod(dims) >= PARALLEL_THRESHOLD)
         w.line(f"{w.ref(library._call, 'call')}({library._address}, [{', '.join(names)}], "
-               f"{tuple(int(d) for d in dims)!r}, {w.ref(library._code, 'code')}, {parts})")
+               f"{tuple(int(d) for d in dims)!r}, {w.ref(library._code, 'code')}, {parts}, {workers})")
         return True
 
 
@@ -319,7 +333,7 @@ class NativeSegment:
         arrays = [a for a, is_array in zip(args, self.arrays) if is_array]
         scalars = "".join(f"{a}, " for a, is_array in zip(args, self.arrays) if not is_array)
         w.line(f"{w.ref(library._call, 'call')}({library._address}, [{', '.join(arrays)}], ({scalars}), "
-               f"{w.ref(library._code, 'code')}, {1 if library.chunked else 0})")
+               f"{w.ref(library._code, 'code')}, {1 if library.chunked else 0}, 1)")
         return True
 
     def __call__(self, *args) -> None:

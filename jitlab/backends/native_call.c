@@ -38,10 +38,10 @@ static PyObject *fail(const char *format, ...) {
    at a time; a call that finds them busy (another Python thread's) runs its parts one after
    another on its own thread.
 
-   A call cuts its loop into CHUNKS_PER_THREAD parts per thread, and every thread, the caller's
-   first, takes the next part left until none is: a worker that starts late (woken from its wait,
-   on a core the VM had parked) takes fewer, where with one part per thread the caller ran its
-   half and then waited for the other whole half. The caller waits only for parts taken, never
+   Every thread, the caller's first, takes the next part left until none is: a call cut into more
+   parts than threads (backends/native.py: 4 per thread for generated loops) loses little to a
+   worker that starts late (woken from its wait, on a core the VM had parked), where with one part
+   per thread the caller ran its half and then waited for the other whole half. The caller waits only for parts taken, never
    for a worker to wake: the next part is one counter tagged with the job's generation, so a
    worker that wakes after its job is over takes nothing of it, nor of the next. */
 typedef struct {
@@ -51,7 +51,6 @@ typedef struct {
     Py_ssize_t nints, parts;
 } job_t;
 
-#define CHUNKS_PER_THREAD 4
 #define PART_BITS 20           /* parts per job below 2**20; the generation in the bits above */
 #define PART_MASK ((UINT64_C(1) << PART_BITS) - 1)
 
@@ -151,18 +150,19 @@ static void run_split(const job_t *j, Py_ssize_t threads) {
     pthread_mutex_unlock(&pool_busy);
 }
 
-/* call(entry, arrays, scalars, kinds, parts): parts 0 for an entry that is not split, 1 to run a
-   split entry whole, more to run its parts at once. */
+/* call(entry, arrays, scalars, kinds, parts, threads): parts 0 for an entry that is not split,
+   else its loop in that many parts, run by up to `threads` threads. */
 static PyObject *call(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5)
-        return fail("native call: 5 arguments expected, got %zd", nargs);
+    if (nargs != 6)
+        return fail("native call: 6 arguments expected, got %zd", nargs);
     void *address = PyLong_AsVoidPtr(args[0]);
     PyObject *arrays = args[1], *scalars = args[2], *kinds = args[3];
-    Py_ssize_t parts = PyLong_AsSsize_t(args[4]);
+    Py_ssize_t parts = PyLong_AsSsize_t(args[4]), threads = PyLong_AsSsize_t(args[5]);
     if (PyErr_Occurred())
         return NULL;
-    if (!PyList_CheckExact(arrays) || !PyTuple_CheckExact(scalars) || !PyBytes_CheckExact(kinds) || parts < 0)
-        return fail("native call: arrays must be a list, scalars a tuple, kinds bytes and parts >= 0");
+    if (!PyList_CheckExact(arrays) || !PyTuple_CheckExact(scalars) || !PyBytes_CheckExact(kinds) || parts < 0
+            || parts > (Py_ssize_t)PART_MASK)
+        return fail("native call: arrays must be a list, scalars a tuple, kinds bytes and 0 <= parts < 2**20");
     Py_ssize_t n = PyList_GET_SIZE(arrays);
     if (2 * n != PyBytes_GET_SIZE(kinds) || n > MAX_ARRAYS)
         return fail("native kernel: %zd arrays passed, %zd expected (a jitlab bug)", n, PyBytes_GET_SIZE(kinds) / 2);
@@ -200,14 +200,15 @@ static PyObject *call(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         if (PyErr_Occurred())
             return NULL;
     }
-    job_t j = {(entry_fn)address, pointers, ints, at, parts > 1 ? parts * CHUNKS_PER_THREAD : parts};
+    job_t j = {(entry_fn)address, pointers, ints, at, parts};
     Py_BEGIN_ALLOW_THREADS
     if (parts == 0)
         j.fn(pointers, ints);
-    else if (parts == 1)
-        run_part(&j, 0);
+    else if (threads < 2 || parts == 1)
+        for (Py_ssize_t part = 0; part < parts; part++)
+            run_part(&j, part);
     else
-        run_split(&j, parts);
+        run_split(&j, threads < parts ? threads : parts);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import jitlab as jl
 from jitlab.backends import native, native_caller
 from jitlab.backends.kernel_cache import KernelCache
-from jitlab.backends.numba_cpu import native_build
+from jitlab.backends.numba_cpu import conv_native, native_build
 from jitlab.backends.numba_cpu.codegen import GeneratedKernel
 from jitlab.backends.numba_cpu.native_build import RUNTIME_C, compiler, kernel_chunk, split_loop
 from tests.autodiff.checks import op_fn
@@ -176,8 +176,23 @@ def test_convolutions_with_native_epilogues_equal_o0(strides, pads, dilations, g
     conv = op_fn("np.conv2d", strides=strides, pads=pads, dilations=dilations, groups=groups)
     program = jl.trace(lambda x, w: np.maximum(conv(x, w), 0.0), x, w)
     exe = jl.compile(program, level="O1", cache=KernelCache(str(tmp_path)), executable_cache=False)
-    assert exe.report.kernels and all("native library" in k.choice for k in exe.report.kernels)
+    assert exe.report.kernels and all("im2col + BLAS conv, native library" in k.choice for k in exe.report.kernels)
     np.testing.assert_allclose(exe(x, w)[0], jl.compile(program, level="O0")(x, w)[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_winograd_in_the_native_library_equals_o0(dtype, tmp_path):
+    x = RNG.standard_normal((2, 5, 16, 14)).astype(dtype)          # 56 tiles: Winograd's
+    w = RNG.standard_normal((7, 5, 3, 3)).astype(dtype) * 10        # a weight: its transform is kept
+    conv = op_fn("np.conv2d", pads=(1, 1, 1, 1))
+    program = jl.trace(lambda x: conv(x, w) + 1.0, x)
+    exe = jl.compile(program, level="O1", cache=KernelCache(str(tmp_path)), executable_cache=False)
+    (kernel,) = exe.report.kernels
+    assert "Winograd F(2x2,3x3) conv, 16 BLAS calls, native library" in kernel.choice
+    reference = jl.compile(program, level="O0")
+    for k in range(3):                                            # the second call reuses the filter's transform
+        np.testing.assert_allclose(exe(x * k)[0], reference(x * k)[0], rtol=1e-4, atol=1e-3)
+    assert not conv_native._building, "a child build was never waited for"
 
 
 SCRIPT = textwrap.dedent("""
@@ -193,16 +208,35 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def run_process(cache_dir, level="O1"):
+CONV_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import jitlab as jl
+    from tests.autodiff.checks import op_fn
+    rng = np.random.default_rng(0)
+    # each conv heavy enough that O2 calls its kernel rather than inline it into a segment (in numba)
+    x = rng.standard_normal((1, 32, 28, 28), dtype=np.float32)
+    w, v = rng.standard_normal((2, 32, 32, 3, 3), dtype=np.float32)
+    winograd, im2col = op_fn("np.conv2d", pads=(1, 1, 1, 1)), op_fn("np.conv2d")
+    exe = jl.compile(jl.trace(lambda x: im2col(np.maximum(winograd(x, w), 0.0), v), x), level=sys.argv[1])
+    out = exe(x)[0]
+    print(json.dumps({"hit": all(k.cache_hit for k in exe.report.kernels), "numba": "numba" in sys.modules,
+                      "kept": exe.report.stats.get("kernels_from_executable_cache", 0), "sum": float(out.sum())}))
+""")
+
+
+def run_process(cache_dir, level="O1", script=SCRIPT):
     env = dict(os.environ, JITLAB_CACHE_DIR=str(cache_dir), PYTHONPATH=os.getcwd(), JITLAB_EXECUTABLE_CACHE="1")
     env.pop("JITLAB_NATIVE", None)
-    out = subprocess.run([sys.executable, "-c", SCRIPT, level], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", script, level], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.parametrize("script", ["a loop nest", "convolutions"])
 @pytest.mark.parametrize("level", ["O1", "O2"])
-def test_a_warm_start_runs_without_importing_numba(tmp_path, level):
-    cold, warm = run_process(tmp_path, level), run_process(tmp_path, level)
+def test_a_warm_start_runs_without_importing_numba(tmp_path, level, script):
+    script = {"a loop nest": SCRIPT, "convolutions": CONV_SCRIPT}[script]
+    cold, warm = run_process(tmp_path, level, script), run_process(tmp_path, level, script)
     assert cold["numba"] and not cold["kept"]
     assert not warm["numba"] and warm["kept"] >= 1 and warm["hit"]
     assert warm["sum"] == cold["sum"]

@@ -46,6 +46,22 @@ class NumbaCPUBackend(Backend):
 
         return compile_group(group, options)
 
+    def prepare(self, program, level: str, options: dict[str, Any]) -> None:
+        # O1 runs every convolution with the native library; O2 inlines small ones into its
+        # segments and starts the library's build itself, once it knows (o2.compile_program)
+        if level == "O1":
+            from ..kernel_cache import default_cache
+            from .conv_native import prepare
+
+            prepare(program.body.ops, options.get("cache") or default_cache())
+
+    def prepare_kernels(self, groups: list[Operation], options: dict[str, Any]) -> list[Operation]:
+        from ..kernel_cache import default_cache
+        from .conv_native import convolutions_last, prepare
+
+        prepare(groups, options.get("cache") or default_cache())
+        return convolutions_last(groups)
+
 def fusion_kind(op: Operation) -> FusionKind:
     """How `op` takes part in fusion when groups become numba loop nests (on either device)."""
     if op.has(Trait.ELEMENTWISE):

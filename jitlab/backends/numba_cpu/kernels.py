@@ -24,10 +24,10 @@ from ..base import Kernel, KernelParam, ParamRole, is_readonly
 from ..kernel_cache import KernelCache, default_cache, support_hash
 from ..loopnest import ARGUMENT_LISTS, PARALLEL_THRESHOLD, reads_result_in_place
 from ..native import CallLayout, NativeKernel
-from . import helpers, native_build, winograd
+from . import conv_native, helpers, native_build, winograd
 from .backend import contraction_operands, epilogue_target, is_epilogue_op
 from .codegen import generate
-from .contraction import ContractionKernel, Conv, Matmul, Winograd
+from .contraction import ContractionKernel, Conv, Matmul, NativeConv, NativeWinograd, Winograd
 from .fastmath import TABLE as FASTMATH_TABLE
 from .scalar import fastmath_name
 from .selection import select
@@ -106,7 +106,7 @@ def generic_structure(group: Operation) -> str:
 # The modules generated kernels call into: their text is part of a kernel's cache key.
 SUPPORT_MODULES = tuple(f"jitlab.backends.{m}" for m in (
     "scalar_semantics", "numba_cpu.helpers", "numba_cpu.fastmath", "numba_cpu.bits", "numba_cpu.blas",
-    "numba_cpu.library", "numba_cpu.rows"))
+    "numba_cpu.library", "numba_cpu.rows", "numba_cpu.conv_parts"))
 
 
 def _key_parts_for(structure: str, signature: str, source: str) -> dict[str, str]:
@@ -257,14 +257,21 @@ def _choice(group: Operation) -> str:
 
 # -- contractions ------------------------------------------------------------------------
 
-def _library(group: Operation, con: Operation) -> tuple[Any, str]:
-    """The contraction's library product and its name for the record."""
+def _library(group: Operation, con: Operation, options: dict[str, Any]) -> tuple[Any, str, KernelTiming | None]:
+    """The contraction's library product, its name for the record and the time a native
+    convolution library's build took (None where none was looked for)."""
     if con.name == "np.matmul":
-        return Matmul(), "BLAS matmul"
+        return Matmul(), "BLAS matmul", None
+    timing = KernelTiming()
+    entries, why = conv_native.conv_library(con.result.type.dtype, options.get("cache") or default_cache(), timing)
+    where = "native library, split over threads" if entries else f"numba's threads ({why})"
     a = con.attrs
     if winograd.fits(con) and _reads_constant(group, con.operands[1]):
-        return Winograd(), "Winograd F(2x2,3x3) conv, 16 BLAS calls"
-    return Conv(tuple(a["strides"]), tuple(a["pads"]), tuple(a["dilations"]), a["groups"]), "im2col + BLAS conv"
+        kind = NativeWinograd(entries=entries) if entries else Winograd()
+        return kind, f"Winograd F(2x2,3x3) conv, 16 BLAS calls, {where}", timing
+    geometry = (tuple(a["strides"]), tuple(a["pads"]), tuple(a["dilations"]), a["groups"])
+    kind = NativeConv(*geometry, entries=entries) if entries else Conv(*geometry)
+    return kind, f"im2col + BLAS conv, {where}", timing
 
 
 def _reads_constant(group: Operation, arg: Value) -> bool:
@@ -285,7 +292,7 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
         gen.merge_last_two([op for op in block.ops if is_epilogue_op(op, con)])
     in_place = epilogue_target(con, outputs)
     product = outputs.index(con.result) if con.result in outputs else None
-    library, algorithm = _library(group, con)
+    library, algorithm, built = _library(group, con, options)
     run = ContractionKernel(library, contraction_operands(block, con), product,
                             in_place if product is None else None, con.result.type.shape, con.result.type.dtype,
                             gen.run if gen is not None else None)
@@ -295,9 +302,12 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
         if gen is not None else "")
     if gen is not None and gen.layout.merged is not None:
         choice += "; the epilogue loops over the last two dims as one"
-    return Kernel(group.attrs["key"], "numba_cpu", run, source, gen.seconds if gen else 0.0,
-                  gen.cache_hit if gen else True, gen.miss_reason if gen else "", choice,
-                  timing=gen.timing if gen else None, code=gen.code if gen else "",
+    timing = gen.timing if gen else KernelTiming()
+    if built is not None:
+        timing.add(built)           # the native convolution library's build, the first time
+    return Kernel(group.attrs["key"], "numba_cpu", run, source, (gen.seconds if gen else 0.0) + timing.sum() -
+                  (gen.timing.sum() if gen else 0.0), gen.cache_hit if gen else True,
+                  gen.miss_reason if gen else "", choice, timing=timing, code=gen.code if gen else "",
                   params=gen.params if gen else ())
 
 

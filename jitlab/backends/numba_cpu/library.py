@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit, prange
 
 from .blas import addresses, gemm_split, one_blas_thread
+from .conv_parts import im2col_part
 from .winograd import winograd_nb
 
 # conv2d_nb (and the O2 segments that call it) run the parallel _im2col from inside njit
@@ -22,18 +23,10 @@ numba.get_num_threads()
 
 @njit(parallel=True, cache=True)
 def _im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
-    """cols[(c*kh + i)*kw + j, y*ow + x] = padded x[c, y*sh + i*dh - ph, x*sw + j*dw - pw]."""
-    c_in, h, w = x.shape
-    for c in prange(c_in):
-        for i in range(kh):
-            for j in range(kw):
-                row = (c * kh + i) * kw + j
-                for y in range(oh):
-                    src_y = y * sh + i * dh - ph
-                    for xx in range(ow):
-                        src_x = xx * sw + j * dw - pw
-                        inside = 0 <= src_y < h and 0 <= src_x < w
-                        cols[row, y * ow + xx] = x[c, src_y, src_x] if inside else 0
+    """cols[(c*kh + i)*kw + j, y*ow + x] = padded x[c, y*sh + i*dh - ph, x*sw + j*dw - pw], a row each."""
+    rows = x.shape[0] * kh * kw
+    for r in prange(rows):
+        im2col_part(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, r, rows)
 
 
 @njit(cache=True)

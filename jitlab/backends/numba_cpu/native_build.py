@@ -1,4 +1,5 @@
-"""Building a generated kernel's native library (backends/native.py loads and calls it).
+"""Building a generated kernel's native library (backends/native.py loads and calls it). Importing
+this module imports no numba: finding a library needs none (conv_native.py looks before a compile).
 
 numba compiles the kernel's loop nest once more, as a plain function whose parallel loop runs
 over part `part_` of `parts_` (the caller's threads take the parts), behind a `cfunc` entry that
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...errors import JitlabError
 from ...report import KernelTiming
@@ -32,8 +34,9 @@ from ..base import KernelParam
 from ..kernel_cache import KernelCache, why_untrusted_folder, write_atomic
 from ..native import ENTRY, FORMAT, NativeLibrary, NativeLoadError, library_path
 from ..native_caller import compiler
-from .codegen import GeneratedKernel, raises
-from .timing import timed
+
+if TYPE_CHECKING:
+    from .codegen import GeneratedKernel
 
 ENV_VAR = "JITLAB_NATIVE"        # "0": every kernel runs as numba dispatchers
 
@@ -172,15 +175,12 @@ def libraries_for(text: str, entries: list[Entry], parts: dict[str, str], cache:
     """One shared library with an entry per `entries` function of the module `text` (without its
     entries' cfuncs), keyed by `parts`: from the cache folder, else built now. Returns (its
     entries, loaded; why it was not on disk; why there is none)."""
-    if os.environ.get(ENV_VAR, "1").strip() == "0":
+    if not enabled():
         return None, "", f"native kernels are off ({ENV_VAR}=0)"
-    # the module's source does not name its parameters' types (numba's dispatchers typed them per
-    # call): the entries' ABI is part of the key, or a float64 build serves a float32 program
-    parts = {**parts, "entries": ";".join(_abi(e) for e in entries), "runtime": _RUNTIME_CODE}
-    path = library_path(cache.directory, cache.full_key(parts))
-    failed = _failed(path)
-    if failed:
-        return None, "", failed
+    parts, path = located(entries, parts, cache)
+    why_failed = failed(path)
+    if why_failed:
+        return None, "", why_failed
     found = NativeLibrary.read(path)
     if found is not None:
         try:
@@ -203,12 +203,25 @@ def libraries_for(text: str, entries: list[Entry], parts: dict[str, str], cache:
         return None, "", str(e)
 
 
+def enabled() -> bool:
+    """Whether native libraries are wanted ($JITLAB_NATIVE is not "0")."""
+    return os.environ.get(ENV_VAR, "1").strip() != "0"
+
+
+def located(entries: list[Entry], parts: dict[str, str], cache: KernelCache) -> tuple[dict[str, str], str]:
+    """The whole key of the library with these entries and where it lives in the cache folder."""
+    # the module's source does not name its parameters' types (numba's dispatchers typed them per
+    # call): the entries' ABI is part of the key, or a float64 build serves a float32 program
+    parts = {**parts, "entries": ";".join(_abi(e) for e in entries), "runtime": _RUNTIME_CODE}
+    return parts, library_path(cache.directory, cache.full_key(parts))
+
+
 def _abi(entry: Entry) -> str:
     params = ",".join(f"{p.dtype.name}[{p.ndim}]" if p.is_array else "int64" for p in entry.params)
     return f"{entry.symbol}={entry.fn}({params}){'/parts' if entry.chunked else ''}"
 
 
-def _failed(path: str) -> str:
+def failed(path: str) -> str:
     """Why building the library at `path` failed before ("" if it did not, or was never tried)."""
     try:
         with open(path[:-3] + ".json") as f:
@@ -224,6 +237,8 @@ def _remember_failure(path: str, parts: dict[str, str], why: str) -> None:
 
 
 def _unsupported(chunk: str, params: tuple[KernelParam, ...], signature: tuple) -> str:
+    from .codegen import raises
+
     if raises(chunk):
         return "its code raises errors (bounds checks), which only numba's runtime reports"
     if any(not p.is_array and str(t) != "int64" for p, t in zip(params, signature)):
@@ -308,6 +323,8 @@ def _build(text: str, entries: list[Entry], parts: dict[str, str], path: str, ti
 
 def _import(path: str):
     """Imports the generated module (numba compiles its cfuncs there), timed as numba's work."""
+    from .timing import timed
+
     name = "jitlab_native_" + os.path.basename(path)[:-3].replace("-", "_")
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)

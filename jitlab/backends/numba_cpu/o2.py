@@ -11,7 +11,8 @@ from ...report import CompileReport, KernelRecord, KernelTiming
 from ..base import Kernel, ParamRole, get_backend, kernel_record
 from ..kernel_cache import default_cache
 from ..native import ENTRY, NativeSegment
-from . import native_build
+from . import conv_native, native_build
+from .codegen import raises
 from .kernels import _compile_or_recover, _key_parts_for, is_readonly, numba_type
 from .numpy_blas import addresses as blas_addresses
 from .o2_runner import KeptProgram, O2Runner, Planner, constants
@@ -56,6 +57,8 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
     timing = KernelTiming(codegen=generated - start)
     segments = [item for item in graph.items if isinstance(item, Segment)]
     cache = options.get("cache") or default_cache()
+    # the convolution library builds in a child process while the segments compile here
+    conv_native.prepare([item.op for item in graph.items if isinstance(item, KernelCall)], cache)
     hit, miss, how = _native_segments(graph.source, program, segments, parts, cache, timing)
     module = None
     if not how:         # what numba did (a build) is timed already: the rest is finding and loading the library
@@ -93,7 +96,7 @@ def _native_segments(source: str, program: Program, segments: list[Segment], par
     are kernel calls). Returns (hit, why it was not on disk, "") or (False, "", why there is none)."""
     if not segments:
         return True, "", ""
-    if native_build.raises(source):
+    if raises(source):
         return False, "", "numba dispatchers: a segment raises errors (bounds checks, negative integer powers)"
     if "conv2d_nb(" in source:
         # known before numba compiles the module: the build would fail at the link (ResNet-50: 3 s)
