@@ -31,6 +31,7 @@ import sys
 import time
 import warnings
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import numpy as np
@@ -314,14 +315,28 @@ def clear(cache: KernelCache) -> int:
 
 
 def weights_digest(weights: dict[str, np.ndarray]) -> str:
-    """A digest of the weights' names, types, shapes and values. SHA-256, which processors compute
-    in hardware: ResNet-50's 100 MB take 0.07 s (blake2b took 0.2 s of a 0.9 s warm start)."""
-    digest = hashlib.sha256()
-    for name in sorted(weights):
-        a = np.ascontiguousarray(weights[name])
-        digest.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
+    """A digest of the weights' names, types, shapes and values: SHA-256 of each weight's, which
+    processors compute in hardware, on the cores at once (hashlib lets go of the GIL). ResNet-50's
+    100 MB took 0.07 s on one core (blake2b took 0.2 s of a 0.9 s warm start)."""
+    def one(item: tuple[str, np.ndarray]) -> bytes:
+        name, a = item
+        a = np.ascontiguousarray(a)
+        digest = hashlib.sha256(f"{name}:{a.dtype.str}:{a.shape}".encode())
         digest.update(a.data if a.size else b"")
-    return digest.hexdigest()[:32]
+        return digest.digest()
+
+    return hashlib.sha256(b"".join(_threads().map(one, sorted(weights.items())))).hexdigest()[:32]
+
+
+@functools.cache
+def _threads() -> ThreadPoolExecutor:
+    """Threads that checksum and hash an entry's parts side by side."""
+    return ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="jitlab-digest")
+
+
+# a forked child has none of its parent's threads: it starts its own
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_threads.cache_clear)
 
 
 def _mapped(path: str):
@@ -354,7 +369,7 @@ def _split(data) -> tuple[dict, memoryview, bytes, list[memoryview]]:
     if max(stop for _, stop in spans) != len(body) or len(crcs) != len(spans):
         raise ValueError(f"{len(body)} bytes after the header, {max(stop for _, stop in spans)} expected (truncated?)")
     parts = [body[start:stop] for start, stop in spans]
-    if [zlib.crc32(part) for part in parts] != crcs:
+    if list(_threads().map(zlib.crc32, parts)) != crcs:
         raise ValueError("checksum mismatch")
     return header, parts[0], bytes(parts[1]), parts[2:]
 
