@@ -180,6 +180,20 @@ def test_convolutions_with_native_epilogues_equal_o0(strides, pads, dilations, g
     np.testing.assert_allclose(exe(x, w)[0], jl.compile(program, level="O0")(x, w)[0], rtol=1e-4, atol=1e-4)
 
 
+def test_without_native_libraries_convolutions_run_numbas_threads_and_say_why(tmp_path, monkeypatch):
+    monkeypatch.setenv(native_build.ENV_VAR, "0")
+    x = RNG.standard_normal((1, 4, 16, 16), dtype=np.float32)
+    w, v = RNG.standard_normal((2, 4, 4, 3, 3), dtype=np.float32)
+    winograd, im2col = op_fn("np.conv2d", pads=(1, 1, 1, 1)), op_fn("np.conv2d", strides=(2, 2))
+    program = jl.trace(lambda x: im2col(winograd(x, w), v), x)
+    exe = jl.compile(program, level="O1", cache=KernelCache(str(tmp_path)), executable_cache=False)
+    choices = [k.choice for k in exe.report.kernels]
+    assert len(choices) == 2 and all("numba's threads (native kernels are off" in c for c in choices)
+    assert any("Winograd" in c for c in choices)
+    np.testing.assert_allclose(exe(x)[0], jl.compile(program, level="O0")(x)[0], rtol=1e-4, atol=1e-4)
+    assert not list((tmp_path / "native").glob("*.so"))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_winograd_in_the_native_library_equals_o0(dtype, tmp_path):
     x = RNG.standard_normal((2, 5, 16, 14)).astype(dtype)          # 56 tiles: Winograd's
