@@ -38,7 +38,7 @@ from ..passes.manager import PassContext
 from .graph import Graph, T, check_dims
 from .node import Node, StaticInputNeeded, tag
 from .reader import Source, dtype_of, read_model, tensor_to_array
-from .registry import HANDLERS, canonical_domain, lookup
+from .registry import HANDLERS, Handler, canonical_domain, lookup
 from .scopes import node_scopes
 
 _TOO_BIG = ("array is too big", "Maximum allowed size exceeded", "Maximum allowed dimension exceeded")
@@ -80,6 +80,7 @@ class Importer:
         self.env: dict[str, T] = {}
         self.opsets = {canonical_domain(o.domain): o.version for o in self.model.opset_import}
         self._unknown = 0
+        self._handlers: dict[tuple[str, str, int], Handler] = {}     # by (op type, domain, opset), this model's
 
     def run(self) -> Program:
         """Inputs, weights, every node in order, outputs; then unused ops and weights are dropped."""
@@ -183,7 +184,11 @@ class Importer:
         self.g.builder.loc = Location(self.source.label, index, node.label, self.scopes[index])
         self.g.weight_hint = next((o for o in proto.output if o), proto.op_type) + "_const"
         try:
-            outputs = lookup(proto.op_type, domain, node.opset)(node)
+            key = (proto.op_type, domain, node.opset)
+            handler = self._handlers.get(key)
+            if handler is None:           # ResNet-50 looks up 418 nodes of 10 kinds
+                handler = self._handlers[key] = lookup(*key)
+            outputs = handler(node)
             node.check_all_read()
             self._bind_outputs(node, outputs)
         except StaticInputNeeded:
