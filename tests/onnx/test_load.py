@@ -135,3 +135,28 @@ def test_import_does_not_load_onnx_until_asked():
 
     code = "import sys, jitlab; assert 'onnx' not in sys.modules; jitlab.onnx; assert 'onnx' in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def filled_product(value: float) -> onnx.ModelProto:
+    """y = x @ W + 1 for W = ConstantOfShape([40, 30], value): a light model's kind of weight."""
+    fill = helper.make_tensor("v", onnx.TensorProto.FLOAT, [1], [value])
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["w"], value=fill),
+             helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "one"], ["y"])]
+    return model(nodes, [tensor("x", np.float32, [2, 40])], [tensor("y", np.float32, [2, 30])],
+                 {"shape": np.array([40, 30], np.int64), "one": np.array(1, np.float32)})
+
+
+@pytest.mark.parametrize("level", ["O0", "O1", "O2"])
+def test_a_fill_stays_a_broadcast_weight_and_computes_as_numpy(level):
+    from jitlab.runtime.executable_cache import weights_digest
+
+    program = jl.onnx.load(filled_product(0.25))
+    (w,) = [a for a in program.weights.values() if a.shape == (40, 30)]
+    assert not any(w.strides) and not w.flags.writeable           # no bytes until something computes with it
+    x = rng.standard_normal((2, 40)).astype(np.float32)
+    np.testing.assert_allclose(jl.compile(program, level=level, target="cpu")(x)[0], x @ np.full((40, 30), 0.25,
+                               np.float32) + 1, rtol=1e-5)
+    # the executable cache's check of folded weights tells fills of other values apart
+    other = jl.onnx.load(filled_product(0.5)).weights
+    assert weights_digest(program.weights) != weights_digest(other)
+    assert weights_digest(program.weights) == weights_digest(jl.onnx.load(filled_product(0.25)).weights)
