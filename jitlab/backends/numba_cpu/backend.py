@@ -47,13 +47,18 @@ class NumbaCPUBackend(Backend):
         return compile_group(group, options)
 
     def prepare(self, program, level: str, options: dict[str, Any]) -> None:
-        # O1 runs every convolution with the native library; O2 inlines small ones into its
-        # segments and starts the library's build itself, once it knows (o2.compile_program)
-        if level == "O1":
-            from ..kernel_cache import default_cache
-            from .conv_native import prepare
+        # O1 runs every convolution with the native library; O2 those heavy enough to be called
+        # between its segments (the others are inlined into them)
+        from ..kernel_cache import default_cache
+        from .conv_native import prepare
 
-            prepare(program.body.ops, options.get("cache") or default_cache())
+        convs = [op for op in program.body.ops if op.name == "np.conv2d"]
+        if level == "O2":
+            from .whole_graph import HEAVY_MACS, contraction_macs
+
+            convs = [op for op in convs if all(v.type.is_static for v in op.operands)
+                     and contraction_macs(op) >= HEAVY_MACS]
+        prepare(convs, options.get("cache") or default_cache())
 
     def prepare_kernels(self, groups: list[Operation], options: dict[str, Any]) -> list[Operation]:
         from ..kernel_cache import default_cache

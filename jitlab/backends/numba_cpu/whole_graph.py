@@ -82,7 +82,7 @@ def heavy_group(op: Operation) -> str | None:
         return None
     con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
     if con is not None and all(v.type.is_static for v in con.operands):
-        macs = _macs(con)
+        macs = contraction_macs(con)
         if macs >= HEAVY_MACS:
             return f"{con.name} of {macs:,} multiply-adds"
     elements = max(math.prod(t.shape) for t in results)
@@ -91,7 +91,7 @@ def heavy_group(op: Operation) -> str | None:
     return None
 
 
-def _macs(con: Operation) -> int:
+def contraction_macs(con: Operation) -> int:
     """Multiply-adds of a static matmul or convolution: its result's size times the reduced length."""
     out = math.prod(con.result.type.shape)
     if con.name == "np.conv2d":
