@@ -194,6 +194,16 @@ def test_without_native_libraries_convolutions_run_numbas_threads_and_say_why(tm
     assert not list((tmp_path / "native").glob("*.so"))
 
 
+def test_where_no_child_can_start_the_compile_builds_the_convolution_library_itself(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))     # starting it is an OSError
+    x, w = RNG.standard_normal((1, 3, 12, 12), dtype=np.float32), RNG.standard_normal((5, 3, 3, 3), dtype=np.float32)
+    conv = op_fn("np.conv2d", strides=(2, 2))
+    program = jl.trace(lambda x, w: conv(x, w), x, w)
+    exe = jl.compile(program, level="O1", cache=KernelCache(str(tmp_path)), executable_cache=False)
+    assert "im2col + BLAS conv, native library" in exe.report.kernels[0].choice
+    np.testing.assert_allclose(exe(x, w)[0], jl.compile(program, level="O0")(x, w)[0], rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_winograd_in_the_native_library_equals_o0(dtype, tmp_path):
     x = RNG.standard_normal((2, 5, 16, 14)).astype(dtype)          # 56 tiles: Winograd's

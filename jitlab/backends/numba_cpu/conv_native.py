@@ -89,8 +89,12 @@ def start(dtype: np.dtype, cache: KernelCache) -> None:
     if path in _building or NativeLibrary.read(path) is not None or native_build.failed(path):
         return
     code = "from jitlab.backends.numba_cpu.conv_native import _child; _child()"
-    _building[path] = subprocess.Popen([sys.executable, "-c", code, np.dtype(dtype).name, cache.directory],
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _building[path] = subprocess.Popen([sys.executable, "-c", code, np.dtype(dtype).name, cache.directory],
+                                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL)
+    except OSError:         # no interpreter to start (an embedded Python): the compile builds it itself
+        pass
 
 
 def _child() -> None:
