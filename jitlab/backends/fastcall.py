@@ -18,8 +18,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..ir.types import TensorType
+    from .host import OutputBuffers
 
 # An output this small comes from np.empty, which reuses the allocator's free memory: cheaper than
 # the runners' recycling of kept buffers, which only pays where fresh pages would fault in.
@@ -56,6 +61,15 @@ class FunctionWriter:
         name = self.local("o")
         self.line(f"{name} = empty({tuple(shape)!r}, {self.ref(np.dtype(dtype), 'dt')})")
         return name
+
+    def outputs(self, types: Sequence[TensorType], buffers: OutputBuffers) -> list[str]:
+        """Locals for a step's results of these static types: new arrays where every one is at most
+        SMALL_OUTPUT_BYTES, else the step's `buffers` kept between calls."""
+        if all(t.nbytes() <= SMALL_OUTPUT_BYTES for t in types):
+            return [self.allocate(t.shape, t.dtype) for t in types]
+        names = [self.local("o") for _ in types]
+        self.line(f"{''.join(o + ', ' for o in names)}= {self.ref(buffers, 'buffers')}.get(EMPTY)")
+        return names
 
 
 def compile_fast_call(static: Sequence[tuple[np.dtype, tuple[int, ...]]], need_plain: bool, lock,

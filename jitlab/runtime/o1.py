@@ -87,13 +87,7 @@ class GroupStep(Step):
         # keeps the pool's paged-in memory: the general path
         if any(temp and t.nbytes() > SMALL_OUTPUT_BYTES for temp, t in zip(temps, types)):
             return False
-        kept = [t for temp, t in zip(temps, types) if not temp]
-        if all(t.nbytes() <= SMALL_OUTPUT_BYTES for t in kept):
-            names = [w.allocate(t.shape, t.dtype) for t in kept]
-        else:
-            names = [w.local("o") for _ in kept]
-            w.line(f"{''.join(o + ', ' for o in names)}= {w.ref(self.buffers, 'buffers')}.get(EMPTY)")
-        kept_names = iter(names)
+        kept_names = iter(w.outputs([t for temp, t in zip(temps, types) if not temp], self.buffers))
         outs = [w.allocate(t.shape, t.dtype) if temp else next(kept_names) for temp, t in zip(temps, types)]
         ins = [env[i] for i in self.ins]
         run = self.kernel.run

@@ -58,6 +58,7 @@ def test_a_static_call_takes_the_fast_path_from_its_third_call(level):
     first, second = f(x, y), f(x, y)
     exe = f.last
     assert exe.fast is not None and "def fast(args)" in exe.fast.source
+    assert ".get(EMPTY)" not in exe.fast.source           # a small result is a new array (FunctionWriter.outputs)
     third = exe.fast((x, y))
     assert third is not None
     np.testing.assert_allclose(third[0], np.tanh(x) * y + 1.0, rtol=1e-6)
@@ -103,7 +104,7 @@ def test_large_results_are_recycled_only_when_the_caller_let_them_go(level):
     f = jl.jit(lambda x: np.exp(x) - 1.0, level=level, target="cpu")
     x = np.linspace(-1, 1, 1 << 15, dtype=np.float32)        # 128 KiB: a kept, recycled buffer
     kept = [f(x) for _ in range(4)]
-    assert f.last.fast is not None
+    assert f.last.fast is not None and ".get(EMPTY)" in f.last.fast.source
     assert all(not np.may_share_memory(a, b) for i, a in enumerate(kept) for b in kept[i + 1:])
     for r in kept:
         np.testing.assert_allclose(r, np.expm1(x), rtol=1e-5, atol=1e-6)

@@ -22,7 +22,6 @@ from ...ir.program import Program
 from ...ir.shapes import evaluate_shape
 from ...report import KernelTiming, MemoryPlan
 from ..base import KernelParam, ParamRole
-from ..fastcall import SMALL_OUTPUT_BYTES
 from ..host import OutputBuffers, detached, safe_to_donate
 from .numpy_blas import addresses as blas_addresses
 
@@ -268,13 +267,7 @@ class O2Runner:
         env.update(zip(self.input_names, inputs))
         env[_ARENA], env[_OFFSETS], env[_BLAS] = w.ref(layout.arena, "arena"), w.ref(layout.offsets, "offsets"), \
             w.ref(self._blas, "blas")
-        types = [self.values[n].type for n in self.owned]
-        if all(t.nbytes() <= SMALL_OUTPUT_BYTES for t in types):
-            env.update((n, w.allocate(t.shape, t.dtype)) for n, t in zip(self.owned, types))
-        elif self.owned:
-            outs = [w.local("o") for _ in self.owned]
-            w.line(f"{''.join(o + ', ' for o in outs)}= {w.ref(self.out_buffers, 'buffers')}.get(EMPTY)")
-            env.update(zip(self.owned, outs))
+        env.update(zip(self.owned, w.outputs([self.values[n].type for n in self.owned], self.out_buffers)))
         for step, keys in zip(self.steps, self._keys):
             args = []
             for key, param in zip(keys, step.params):
