@@ -119,19 +119,30 @@ def _pool(x, kernel, strides, pads, dilations, ceil_mode, reduce, fill):
     extra_w = max(0, (ow - 1) * strides[1] + dilations[1] * (kernel[1] - 1) + 1 - (x.shape[3] + pads[1] + pads[3]))
     xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2] + extra_h), (pads[1], pads[3] + extra_w)),
                 constant_values=fill)
+    # Reduced window by window into one array rather than stacked first: the stack was 9 copies
+    # of the output for a 3x3 window (ResNet-50's max pool took 2.2 ms at O1, where it runs this).
     parts = [_windows(xp, kh, kw, oh, ow, strides, dilations)
              for kh in range(kernel[0]) for kw in range(kernel[1])]
-    return reduce(np.stack(parts), oh, ow)
+    return reduce(parts, oh, ow)
+
+
+def _running(combine, parts, dtype):
+    """combine(...combine(parts[0], parts[1])..., parts[-1]) in one array of `dtype`, in order."""
+    out = parts[0].astype(dtype)
+    for p in parts[1:]:
+        combine(out, p, out=out)
+    return out
 
 
 def _max_pool(x, kernel, strides, pads, dilations, ceil_mode):
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    return _pool(x, kernel, strides, pads, dilations, ceil_mode, lambda p, oh, ow: p.max(axis=0), fill)
+    return _pool(x, kernel, strides, pads, dilations, ceil_mode,
+                 lambda parts, oh, ow: _running(np.maximum, parts, x.dtype), fill)
 
 
 def _avg_pool(x, kernel, strides, pads, dilations, ceil_mode, count_include_pad):
     def average(parts, oh, ow):
-        total = parts.astype(np.float64).sum(axis=0)
+        total = _running(np.add, parts, np.float64)
         h_lo = -pads[0] if count_include_pad else 0
         h_hi = x.shape[2] + (pads[2] if count_include_pad else 0)
         w_lo = -pads[1] if count_include_pad else 0
