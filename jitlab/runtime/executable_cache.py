@@ -27,6 +27,7 @@ import json
 import mmap
 import os
 import pickle
+import re
 import sys
 import time
 import warnings
@@ -46,6 +47,9 @@ ALIGN = 64                                # where each array's bytes start in an
 FOLDER = "executables"
 LAZY_FIELDS = ("passes", "graph")        # report fields only the explorer reads, unpickled on first access
 UNKEYED_OPTIONS = ("cache", "progress")  # options that do not change what the passes produce
+# IPython runs a notebook cell as <tmp>/ipykernel_<pid>/<hash of the cell's code>.py: the folder
+# changes with every kernel, the file name only with the code.
+CELL_FOLDER = re.compile(r"(?<=[/\\])ipykernel_\d+(?=[/\\])")
 
 
 def enabled(options: dict) -> bool:
@@ -90,7 +94,10 @@ def key_parts(program, level: str, target: str, pipeline: str, options: dict) ->
     from ..ir.printer import print_program
 
     keyed = {k: v for k, v in sorted(options.items()) if k not in UNKEYED_OPTIONS}
-    return {"structure": hashlib.sha256(print_program(program, locs=True).encode()).hexdigest()[:24],
+    # Locations are keyed (the cached program shows them) but not a notebook kernel's process
+    # id, so a notebook's warm start hits in a new kernel; load() moves them into this one's folder.
+    text = CELL_FOLDER.sub("ipykernel", print_program(program, locs=True))
+    return {"structure": hashlib.sha256(text.encode()).hexdigest()[:24],
             "level": level, "target": target, "pipeline": pipeline, "options": repr(keyed),
             "versions": versions(), "extensions": extensions_hash(target)}
 
@@ -187,6 +194,7 @@ def load(entry: Entry, source) -> tuple | None:
         with _gc_paused():
             stored = pickle.loads(core, buffers=buffers)
         program = _with_weights(stored["program"], stored["weights"], source)
+        _into_this_kernel(program, source)
     except Exception as e:  # a damaged pickle can raise almost any exception type
         return _unusable(entry, f"corrupt ({type(e).__name__}: {e})")
     report = _lazy_report(stored["report"], lazy)
@@ -392,6 +400,18 @@ def _with_weights(program, own: dict, source):
         raise ValueError(f"the program has no weight {missing[0]!r}")
     program.weights = {n: source.weights[n] if w is None else w for n, w in own.items()}
     return program
+
+
+def _into_this_kernel(program, source) -> None:
+    """Moves the loaded program's notebook-cell locations into the cell folder of this process's
+    source program (the key matched them up to the folder)."""
+    folder = next((m.group() for op in source.walk() if op.loc is not None
+                   for m in [CELL_FOLDER.search(op.loc.file)] if m), None)
+    if folder is None:
+        return
+    for op in program.walk():
+        if op.loc is not None and CELL_FOLDER.search(op.loc.file):
+            op.loc = dataclasses.replace(op.loc, file=CELL_FOLDER.sub(folder, op.loc.file))
 
 
 @contextmanager

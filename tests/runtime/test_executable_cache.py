@@ -107,6 +107,30 @@ def test_a_hit_behaves_as_the_compile_that_stored_it(cache, level):
     assert str(warm_error.value) == str(cold_error.value)
 
 
+def _cell(folder: str, above: str = ""):
+    """A function as IPython runs a notebook cell: compiled as <tmp>/ipykernel_<pid>/<hash>.py."""
+    scope = {"np": np}
+    code = above + "def g(x, y):\n    return np.exp(x) * y + 1.0\n"
+    exec(compile(code, f"/tmp/{folder}/4032.py", "exec"), scope)
+    return scope["g"]
+
+
+def test_a_notebook_cell_hits_in_a_new_kernel_and_shows_its_own_locations(cache):
+    kernels, runs = cache
+
+    def compile_cell(folder, above=""):
+        return jl.compile(jl.trace(_cell(folder, above), *XY), level="O1", target="cpu", cache=kernels)
+
+    assert not compile_cell("ipykernel_111").report.executable_cache.hit
+    n = len(runs)
+    warm = compile_cell("ipykernel_222")
+    assert len(runs) == n and warm.report.executable_cache.hit
+    assert {op.loc.file for op in warm.program.walk() if op.loc is not None} == {"/tmp/ipykernel_222/4032.py"}
+    np.testing.assert_allclose(warm(*XY)[0], np.exp(XY[0]) * XY[1] + 1.0, rtol=1e-6)
+    moved = compile_cell("ipykernel_222", above="\n")       # the locations differ: the passes run again
+    assert len(runs) > n and not moved.report.executable_cache.hit
+
+
 def test_donated_inputs_are_written_as_before(cache):
     kernels, _ = cache
 
