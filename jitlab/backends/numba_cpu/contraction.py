@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -75,6 +76,31 @@ class Winograd:
         winograd_into(x, self.transformed(w), out)
 
 
+class ConvViews(NamedTuple):
+    """A convolution's GEMM operands (conv_views). Integer indices [b, g] on the leading dims of
+    these C-contiguous reshapes give image b's group g, contiguous: no copies."""
+
+    images: np.ndarray      # (n, groups, cg, h, w): what im2col reads
+    flat: np.ndarray        # (n, groups, cg, h * w): the images as matrices, for a direct convolution
+    filters: np.ndarray     # (groups, o / groups, cg * kh * kw)
+    results: np.ndarray     # (n, groups, o / groups, oh * ow)
+    geometry: tuple         # im2col's (kh, kw, sh, sw, ph, pw, dh, dw, oh, ow)
+    direct: bool            # a 1x1 kernel at stride 1 without padding: each image is its own im2col
+
+
+def conv_views(x, w, out, sh, sw, ph, pw, dh, dw, groups) -> ConvViews:
+    """The GEMM operands of the NCHW convolution `out` = conv(x, w), pads symmetric, every array
+    C-contiguous. Plain Python that library.py compiles with numba too, so that NativeConv and
+    conv2d_nb (numba's, which O2's segments call) read one geometry."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh, ow = out.shape[2], out.shape[3]
+    direct = kh == 1 and kw == 1 and sh == 1 and sw == 1 and ph == 0 and pw == 0
+    return ConvViews(x.reshape(n, groups, cg, h, wd), x.reshape(n, groups, cg, h * wd),
+                     w.reshape(groups, o // groups, cg * kh * kw), out.reshape(n, groups, o // groups, oh * ow),
+                     (kh, kw, sh, sw, ph, pw, dh, dw, oh, ow), direct)
+
+
 @dataclass
 class Conv:
     """NCHW convolution written into `out` by im2col and a GEMM per image and group, split between
@@ -89,10 +115,21 @@ class Conv:
     def load(self) -> None:
         """Nothing to load."""
 
+    def operands(self, x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+        """x and w C-contiguous, and the scalars conv_views takes after x, w and out; pads that
+        differ from side to side are applied to x here (im2col pads both sides of an axis alike)."""
+        p = self.pads
+        if p[0] != p[2] or p[1] != p[3]:
+            x = np.pad(x, ((0, 0), (0, 0), (p[0], p[2]), (p[1], p[3])))
+            p = (0, 0, 0, 0)
+        return np.ascontiguousarray(x), np.ascontiguousarray(w), (*self.strides, p[0], p[1], *self.dilations,
+                                                                    self.groups)
+
     def __call__(self, x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
         from .library import conv2d_into
 
-        conv2d_into(x, w, out, self.strides, self.pads, self.dilations, self.groups)
+        x, w, scalars = self.operands(x, w)
+        conv2d_into(x, w, out, scalars)
 
 
 @dataclass
@@ -110,31 +147,18 @@ class NativeConv(Conv):
             library.load()
 
     def __call__(self, x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
-        pads = self.pads
-        if pads[0] != pads[2] or pads[1] != pads[3]:
-            x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
-            pads = (0, 0, 0, 0)
-        x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
-        n, c, h, wd = x.shape
-        o, cg, kh, kw = w.shape
-        oh, ow = out.shape[2], out.shape[3]
-        g_n = self.groups
-        (sh, sw), (dh, dw) = self.strides, self.dilations
-        direct = kh == kw == sh == sw == 1 and pads == (0, 0, 0, 0)
-        wmat = w.reshape(g_n, o // g_n, cg * kh * kw)
-        results = out.reshape(n, g_n, o // g_n, oh * ow)
-        images = x.reshape(n, g_n, cg, h * wd) if direct else x.reshape(n, g_n, cg, h, wd)
-        cols = None if direct else np.empty((cg * kh * kw, oh * ow), x.dtype)
-        geometry = (kh, kw, sh, sw, pads[0], pads[1], dh, dw, oh, ow)
+        x, w, scalars = self.operands(x, w)
+        v = conv_views(x, w, out, *scalars)
+        cols = None if v.direct else np.empty((v.filters.shape[2], v.results.shape[3]), x.dtype)
         blas, im2col, gemm = addresses(), self.entries["im2col_part"], self.entries["gemm_rows_part"]
         with one_blas_thread():
-            for b in range(n):
-                for g in range(g_n):
-                    if direct:
-                        gemm.call([wmat[g], images[b, g], results[b, g], blas], (), True, threads())
+            for b in range(x.shape[0]):
+                for g in range(self.groups):
+                    if v.direct:
+                        gemm.call([v.filters[g], v.flat[b, g], v.results[b, g], blas], (), True, threads())
                     else:
-                        im2col.call([images[b, g], cols], geometry, True)
-                        gemm.call([wmat[g], cols, results[b, g], blas], (), True, threads())
+                        im2col.call([v.images[b, g], cols], v.geometry, True)
+                        gemm.call([v.filters[g], cols, v.results[b, g], blas], (), True, threads())
 
 
 @dataclass

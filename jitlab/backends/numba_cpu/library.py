@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit, prange
 
 from .blas import addresses, gemm_split, one_blas_thread
+from .contraction import conv_views
 from .conv_parts import im2col_part
 from .winograd import winograd_nb
 
@@ -21,9 +22,14 @@ from .winograd import winograd_nb
 numba.get_num_threads()
 
 
+_views = njit(cache=True)(conv_views)
+
+
 @njit(parallel=True, cache=True)
-def _im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
-    """cols[(c*kh + i)*kw + j, y*ow + x] = padded x[c, y*sh + i*dh - ph, x*sw + j*dw - pw], a row each."""
+def _im2col(x, geometry, cols):
+    """cols[(c*kh + i)*kw + j, y*ow + x] = padded x[c, y*sh + i*dh - ph, x*sw + j*dw - pw], a row each;
+    `geometry`: (kh, kw, sh, sw, ph, pw, dh, dw, oh, ow)."""
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geometry
     rows = x.shape[0] * kh * kw
     for r in prange(rows):
         im2col_part(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, r, rows)
@@ -31,37 +37,23 @@ def _im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
 
 @njit(cache=True)
 def conv2d_nb(x, w, out, sh, sw, ph, pw, dh, dw, groups, blas, parts=1):
-    """NCHW convolution by im2col + one GEMM per image and group, written into `out`, each GEMM
-    split into `parts` row blocks (blas.gemm_split); a 1x1 kernel with stride 1 and no padding
-    reads the image directly. `blas`: blas.addresses()."""
-    n, c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
-    oh, ow = out.shape[2], out.shape[3]
-    og = o // groups
-    direct = kh == 1 and kw == 1 and sh == 1 and sw == 1 and ph == 0 and pw == 0
-    cols = np.empty((cg * kh * kw, oh * ow), x.dtype)
-    # Integer indices on leading dims of C-contiguous reshapes keep every operand contiguous: no copies.
-    images = x.reshape(n, groups, cg, h, wd)
-    flat_images = x.reshape(n, groups, cg, h * wd)
-    wmat = w.reshape(groups, og, cg * kh * kw)
-    results = out.reshape(n, groups, og, oh * ow)
-    for b in range(n):
+    """NCHW convolution by im2col + one GEMM per image and group (contraction.conv_views), written
+    into `out`, each GEMM split into `parts` row blocks (blas.gemm_split). `blas`: blas.addresses()."""
+    v = _views(x, w, out, sh, sw, ph, pw, dh, dw, groups)
+    cols = np.empty((v.filters.shape[2], v.results.shape[3]), x.dtype)
+    for b in range(x.shape[0]):
         for g in range(groups):
-            if direct:
-                gemm_split(blas, wmat[g], flat_images[b, g], results[b, g], parts)
+            if v.direct:
+                gemm_split(blas, v.filters[g], v.flat[b, g], v.results[b, g], parts)
             else:
-                _im2col(images[b, g], kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols)
-                gemm_split(blas, wmat[g], cols, results[b, g], parts)
+                _im2col(v.images[b, g], v.geometry, cols)
+                gemm_split(blas, v.filters[g], cols, v.results[b, g], parts)
 
 
-def conv2d_into(x: np.ndarray, w: np.ndarray, out: np.ndarray, strides, pads, dilations, groups: int) -> None:
-    """The conv2d library kernel; pads are (top, left, bottom, right) and must be symmetric here."""
-    if pads[0] != pads[2] or pads[1] != pads[3]:
-        x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
-        pads = (0, 0, 0, 0)
+def conv2d_into(x: np.ndarray, w: np.ndarray, out: np.ndarray, scalars: tuple[int, ...]) -> None:
+    """The conv2d library kernel on numba's threads; `scalars` as Conv.operands gives them."""
     with one_blas_thread() as split:
-        conv2d_nb(x, np.ascontiguousarray(w), out, strides[0], strides[1], pads[0], pads[1], dilations[0],
-                  dilations[1], groups, addresses(), numba.get_num_threads() if split else 1)
+        conv2d_nb(x, w, out, *scalars, addresses(), numba.get_num_threads() if split else 1)
 
 
 def winograd_into(x: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
