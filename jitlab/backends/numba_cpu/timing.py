@@ -24,8 +24,11 @@ class NumbaClock(event.Listener):
         self.stack: list[list] = []          # [category, start, seconds of nested events]
         self.seconds = {"typing": 0.0, "llvm": 0.0, "numba_other": 0.0}
         self.compiling = 0                   # numba:compile events open
-        self.first_compile: float | None = None
-        self.last_compile: float | None = None
+        # the start of the first counted event and the end of the last: numba's passes also run
+        # outside compile events (a cfunc compiles at its decoration), and what lies before and
+        # after these, not counted again, is numba's cache
+        self.first: float | None = None
+        self.last: float | None = None
 
     def on_start(self, ev: event.Event) -> None:
         if threading.get_ident() != self.thread:
@@ -33,9 +36,10 @@ class NumbaClock(event.Listener):
         now = time.perf_counter()
         if ev.kind == "numba:compile":
             self.compiling += 1
-            if self.first_compile is None:
-                self.first_compile = now
-        self.stack.append([self._category(ev), now, 0.0])
+        category = self._category(ev)
+        if category is not None and self.first is None:
+            self.first = now
+        self.stack.append([category, now, 0.0])
 
     def on_end(self, ev: event.Event) -> None:
         if threading.get_ident() != self.thread or not self.stack:
@@ -44,11 +48,11 @@ class NumbaClock(event.Listener):
         category, start, nested = self.stack.pop()
         if category is not None:
             self.seconds[category] += now - start - nested
+            self.last = now
         if self.stack:
             self.stack[-1][2] += now - start
         if ev.kind == "numba:compile":
             self.compiling -= 1
-            self.last_compile = now
 
     def _category(self, ev: event.Event) -> str | None:
         if ev.kind == "numba:llvm_lock":
@@ -68,8 +72,8 @@ def timed_compile(dispatcher, signature: tuple) -> KernelTiming:
 def timed(work: Callable[[], object]) -> KernelTiming:
     """Runs `work` (numba compiling something) and says where the time went. Readying numba's
     contexts comes first (the first compile of a process pays it, cache hit or not); then time
-    outside numba's compile events is its disk cache: before the first, the lookup and load,
-    after the last, the save."""
+    outside numba's events (NumbaClock.first, .last) is its disk cache: before the first, the
+    lookup and load, after the last, the save."""
     from numba.core.registry import cpu_target
 
     begin = time.perf_counter()
@@ -82,7 +86,7 @@ def timed(work: Callable[[], object]) -> KernelTiming:
         start = time.perf_counter()
         work()
         end = time.perf_counter()
-    first = clock.first_compile if clock.first_compile is not None else end
-    last = clock.last_compile if clock.last_compile is not None else end
+    first = clock.first if clock.first is not None else end
+    last = clock.last if clock.last is not None else end
     return KernelTiming(numba_init=start - begin, numba_cache_read=first - start, numba_cache_write=end - last,
                         **clock.seconds)
