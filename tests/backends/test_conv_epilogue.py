@@ -1,6 +1,6 @@
-"""A contraction's generated epilogue loops over the last two dims as one where every value it
-touches spans both or is broadcast over both (backend.py, `_Generated.merge_last_two`), and
-equals O0 either way. (O2 calls a heavy group's kernel, the same one: test_winograd.py's O2
+"""A contraction's generated epilogue, and a generated elementwise kernel, loops over the last two
+dims as one where every value it touches spans both or is broadcast over both
+(kernels.py, `_Generated.merge_last_two`), and equals O0 either way. (O2 calls a heavy group's kernel, the same one: test_winograd.py's O2
 cases run merged epilogues.)"""
 
 import numpy as np
@@ -30,13 +30,16 @@ def conv_then(extra_shape: tuple[int, ...]) -> jl.Program:
 }}""")
 
 
-@pytest.mark.parametrize("extra_shape, merged", [
+SHAPES = [
     ((1, 6, 5, 7), True),       # a residual: full in every dim
     ((6, 1, 1), True),          # per channel: broadcast over both
     ((5, 7), True),             # one map for every channel: spans both
     ((7,), False),              # per column: merging would read it at the wrong index
     ((6, 5, 1), False),         # per row
-])
+]
+
+
+@pytest.mark.parametrize("extra_shape, merged", SHAPES)
 def test_epilogue_merges_the_last_two_dims_only_where_it_reads_the_same_elements(extra_shape, merged):
     program = conv_then(extra_shape)
     inputs = [RNG.standard_normal(s).astype(np.float32) for s in ((1, 3, 5, 7), (6, 3, 1, 1), (6, 1, 1), extra_shape)]
@@ -44,4 +47,23 @@ def test_epilogue_merges_the_last_two_dims_only_where_it_reads_the_same_elements
     choice = next(k.choice for k in exe.report.kernels if "conv" in k.choice)
     assert (MERGED in choice) is merged, choice
     for _ in range(2):
+        assert_same(exe(*inputs), jl.compile(program, level="O0")(*inputs), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("extra_shape, merged", SHAPES)
+def test_an_elementwise_kernel_merges_them_alike(extra_shape, merged):
+    # a bias broadcast over 7x7 maps left an inner loop of 7 and a division per row of it: 2048
+    # channels of it ran 4x slower than merged
+    r = ",".join(map(str, extra_shape))
+    program = jl.parse(f"""func @f(%x: f32[1,6,5,7], %b: f32[6,1,1], %r: f32[{r}]) -> (f32[1,6,5,7]) {{
+  %s = np.add(%x, %b) : f32[1,6,5,7]
+  %t = np.add(%s, %r) : f32[1,6,5,7]
+  %y = np.relu(%t) : f32[1,6,5,7]
+  func.return(%y)
+}}""")
+    inputs = [RNG.standard_normal(s).astype(np.float32) for s in ((1, 6, 5, 7), (6, 1, 1), extra_shape)]
+    exe = jl.compile(program, level="O1", target="cpu")
+    (choice,) = [k.choice for k in exe.report.kernels]
+    assert choice.startswith("generated") and (MERGED in choice) is merged, choice
+    for _ in range(3):          # the third call takes the fast path
         assert_same(exe(*inputs), jl.compile(program, level="O0")(*inputs), rtol=1e-6, atol=1e-6)

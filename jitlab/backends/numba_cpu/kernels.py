@@ -170,7 +170,7 @@ class _Generated:
         inner loop is long enough to vectorize (ResNet-50's conv epilogues with a per-channel bias
         ran 3-8x faster on its 56x56 to 7x7 maps)."""
         space = self.layout.static_space
-        if space is None or len(space) < 3 or self.reductions or 1 in space[-2:]:
+        if space is None or len(space) < 3 or self.reductions or self.layout.flat or 1 in space[-2:]:
             return
         if all(op.has(Trait.ELEMENTWISE) or op.has(Trait.CONSTANT) for op in ops) and all(
                 _full_or_broadcast(v.type.shape, space[-2:]) for op in ops for v in (*op.operands, *op.results)):
@@ -240,10 +240,15 @@ def _compile_or_recover(fn, signature: tuple, path: str) -> KernelTiming:
 
 def _compile_generated(group: Operation, options: dict[str, Any]) -> Kernel:
     gen = _Generated(group, group.body, (), options)
+    gen.merge_last_two([op for op in group.body.ops if not op.has(Trait.TERMINATOR)])
     return Kernel(group.attrs["key"], "numba_cpu", gen.run, gen.source, gen.seconds, gen.cache_hit,
                   # codegen's store_all reads every input before writing an output at an index
-                  gen.miss_reason, choice=f"{_choice(group)}; {gen.how}", reads_before_writes=True,
+                  gen.miss_reason, choice=f"{_choice(group)}; {gen.how}{_merged(gen, 'it')}", reads_before_writes=True,
                   timing=gen.timing, code=gen.code, params=gen.params)
+
+
+def _merged(gen: _Generated, subject: str) -> str:
+    return f"; {subject} loops over the last two dims as one" if gen.layout.merged is not None else ""
 
 
 def _choice(group: Operation) -> str:
@@ -300,8 +305,8 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
     choice = f"library {algorithm}" + (
         " with a generated epilogue" + _epilogue_place(con, outputs, in_place) + f" ({gen.how})"
         if gen is not None else "")
-    if gen is not None and gen.layout.merged is not None:
-        choice += "; the epilogue loops over the last two dims as one"
+    if gen is not None:
+        choice += _merged(gen, "the epilogue")
     timing = gen.timing if gen else KernelTiming()
     if built is not None:
         timing.add(built)           # the native convolution library's build, the first time
