@@ -143,8 +143,9 @@ class Backend:
         their result): may start work its compile will need, in the background."""
 
     def prepare_kernels(self, groups: list[Operation], options: dict[str, Any]) -> list[Operation]:
-        """Called before these groups are compiled (not when the executable cache gives their
-        kernels): may start work they need in the background; returns them in the order to compile."""
+        """Called before these groups are compiled (O1's, or those O2 calls between its segments; not
+        when the executable cache gives their kernels): may start work they need in the background;
+        returns them in the order to compile."""
         return groups
 
     def kernel_variant(self, group: Operation) -> str:

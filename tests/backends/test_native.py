@@ -204,6 +204,35 @@ def test_where_no_child_can_start_the_compile_builds_the_convolution_library_its
     np.testing.assert_allclose(exe(x, w)[0], jl.compile(program, level="O0")(x, w)[0], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_where_the_passes_come_from_the_executable_cache_the_kernels_start_the_library_build(level, tmp_path,
+                                                                                             monkeypatch):
+    # Backend.prepare runs before passes that run; with the kernels to compile again and the
+    # library gone since, prepare_kernels (O1's groups, O2's kernel calls) starts its build in a
+    # child before they compile
+    x = RNG.standard_normal((1, 32, 28, 28), dtype=np.float32)
+    w = RNG.standard_normal((32, 32, 3, 3), dtype=np.float32)
+    conv = op_fn("np.conv2d")                               # heavy enough for an O2 kernel call
+    program = jl.trace(lambda x: np.maximum(conv(x, w), 0.0), x)
+    cache = KernelCache(str(tmp_path))
+    first = jl.compile(program, level=level, cache=cache, executable_cache=True)
+    os.unlink(first.report.executable_cache.path + ".kernels")
+    dtype = np.dtype(np.float32)
+    os.unlink(native_build.located(conv_native._entries(dtype), conv_native._parts(dtype), cache)[1])
+    started, start = [], conv_native.start
+
+    def recording(dtype, cache):
+        before = set(conv_native._building)
+        start(dtype, cache)
+        started.extend(set(conv_native._building) - before)
+
+    monkeypatch.setattr(conv_native, "start", recording)
+    exe = jl.compile(program, level=level, cache=cache, executable_cache=True)
+    assert exe.report.executable_cache.hit and len(started) == 1 and not conv_native._building
+    assert any("im2col + BLAS conv, native library" in k.choice for k in exe.report.kernels)
+    np.testing.assert_allclose(exe(x)[0], jl.compile(program, level="O0")(x)[0], rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_winograd_in_the_native_library_equals_o0(dtype, tmp_path):
     x = RNG.standard_normal((2, 5, 16, 14)).astype(dtype)          # 56 tiles: Winograd's

@@ -47,8 +47,10 @@ class NumbaCPUBackend(Backend):
         return compile_group(group, options)
 
     def prepare(self, program, level: str, options: dict[str, Any]) -> None:
-        # O1 runs every convolution with the native library; O2 those heavy enough to be called
-        # between its segments (the others are inlined into them)
+        # Starts the native convolution library's build before the passes, so that it overlaps them
+        # on a cold compile; which convolutions will need it is a guess from the source program: O1
+        # runs every convolution with it, O2 those heavy enough to be called between its segments
+        # (the others are inlined into them). prepare_kernels starts it from the groups themselves.
         from ..kernel_cache import default_cache
         from .conv_native import prepare
 
@@ -61,6 +63,10 @@ class NumbaCPUBackend(Backend):
         prepare(convs, options.get("cache") or default_cache())
 
     def prepare_kernels(self, groups: list[Operation], options: dict[str, Any]) -> list[Operation]:
+        # A second hook because `prepare` guesses, and only before passes that run: from the groups
+        # that will convolve (O1's, or O2's kernel calls, o2.compile_program) a build it did not start
+        # (the passes came from the executable cache, changed a dtype, or O2 fell back to O1's
+        # runner) starts here; conv_native.start keys builds by library path, so none starts twice.
         from ..kernel_cache import default_cache
         from .conv_native import convolutions_last, prepare
 

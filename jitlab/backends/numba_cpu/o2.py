@@ -6,12 +6,13 @@ import hashlib
 import time
 from typing import Any
 
+from ...ir.core import Operation
 from ...ir.program import Program
 from ...report import CompileReport, KernelRecord, KernelTiming
 from ..base import Kernel, ParamRole, get_backend, kernel_record
 from ..kernel_cache import default_cache
 from ..native import ENTRY, NativeSegment
-from . import conv_native, native_build
+from . import native_build
 from .codegen import raises
 from .kernels import _compile_or_recover, _key_parts_for, is_readonly, numba_type
 from .numpy_blas import addresses as blas_addresses
@@ -26,22 +27,27 @@ def _signature(program: Program, seg: Segment) -> tuple:
     return tuple(numba_type(p, p.role is ParamRole.VALUE and is_readonly(values[p.value])) for p in seg.params)
 
 
-def _compile_calls(calls: list[KernelCall], report: CompileReport, options: dict[str, Any]) -> None:
+def _compile_calls(calls: list[KernelCall], order: list[Operation], report: CompileReport,
+                   options: dict[str, Any]) -> None:
     """Compiles the kernel of each heavy group (the O1 kernel: one compile per structure, shared
-    across sizes and with O1) and records it; groups as O1 shares them share one kernel and record."""
+    across sizes and with O1) in `order`, Backend.prepare_kernels' (convolutions last), and records
+    it in the program's order; groups as O1 shares them share one kernel and record."""
     backend = get_backend("numba_cpu")
-    shared: dict[str, tuple[Kernel, KernelRecord]] = {}
+    kernels: dict[str, Kernel] = {}
+    for op in order:
+        key = backend.sharing_key(op)
+        if key not in kernels:
+            kernels[key] = backend.compile_group(op, options)
+    records: dict[str, KernelRecord] = {}
     for call in calls:
         key = backend.sharing_key(call.op)
-        if key not in shared:
-            kernel = backend.compile_group(call.op, options)
-            record = kernel_record(kernel, call.op, choice=f"{kernel.choice}; O2 calls it from Python between "
-                                                           f"segments ({call.reason})")
-            shared[key] = kernel, record
-            report.kernels.append(record)
+        if key in records:
+            records[key].reused_by.append(call.op.attrs["id"])
         else:
-            shared[key][1].reused_by.append(call.op.attrs["id"])
-        call.run = shared[key][0].run
+            records[key] = kernel_record(kernels[key], call.op, choice=f"{kernels[key].choice}; O2 calls it from "
+                                                                       f"Python between segments ({call.reason})")
+            report.kernels.append(records[key])
+        call.run = kernels[key].run
 
 
 def compile_program(program: Program, report: CompileReport, options: dict[str, Any],
@@ -57,8 +63,9 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
     timing = KernelTiming(codegen=generated - start)
     segments = [item for item in graph.items if isinstance(item, Segment)]
     cache = options.get("cache") or default_cache()
-    # the convolution library builds in a child process while the segments compile here
-    conv_native.prepare([item.op for item in graph.items if isinstance(item, KernelCall)], cache)
+    calls = [item for item in graph.items if isinstance(item, KernelCall)]
+    # before the segments compile: a convolution library's build this starts overlaps them
+    order = get_backend("numba_cpu").prepare_kernels([call.op for call in calls], options)
     hit, miss, how = _native_segments(graph.source, program, segments, parts, cache, timing)
     module = None
     if not how:         # what numba did (a build) is timed already: the rest is finding and loading the library
@@ -70,7 +77,6 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
             timing.add(_compile_or_recover(getattr(entry.module, seg.name), _signature(program, seg),
                                            entry.module.__file__))
         module, hit, miss = entry.module, entry.hit, entry.miss_reason
-    calls = [item for item in graph.items if isinstance(item, KernelCall)]
     fallbacks = [item for item in graph.items if isinstance(item, Fallback)]
     for item in fallbacks:
         report.warnings.append(f"O2: {item.op.name} (%{item.op.results[0].name}) falls back to numpy: {item.reason}")
@@ -83,7 +89,7 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
         choice=f"O2: {len(segments)} compiled segment(s) ({how or 'one native library'}), {len(calls)} group(s) "
                f"calling their own kernel, {len(fallbacks)} numpy fallback(s)", group_lines=graph.group_lines,
         timing=timing))
-    _compile_calls(calls, report, options)
+    _compile_calls(calls, order, report, options)
     runner = O2Runner(program, graph.items, module, graph.buffer_index, report.memory,
                       Planner(program, report.memory), constants(program))
     runner.kept = KeptProgram.of(program, graph.items, graph.buffer_index, report)
