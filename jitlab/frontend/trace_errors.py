@@ -30,6 +30,10 @@ SETITEM_ADVICE = ("writes into traced arrays are recorded, but this array is a n
                   "traced function (a global, or made by a helper in another module): create it inside the "
                   "function (np.zeros, np.empty...) or pass it as an argument; or build the result from its "
                   "parts with np.stack, np.concatenate or np.where")
+SCATTER_ADVICE = ("writes are recorded at indices known while tracing; to write or add at traced indices "
+                  "keep them an integer array (i = x.astype(np.int64)) and write h[i] = v, np.add.at(h, i, v), "
+                  "or np.bincount(i, minlength=n) for counts")
+_CONVERSIONS = frozenset({"int", "float", "round", "floor", "ceil", "trunc"})
 _NO_VALUE = ("has no value while tracing", "is not known while tracing")   # a tracer turned into a number
 GENERIC_ADVICE = ("traced arrays have a shape and a dtype but no values: keep values in numpy functions "
                   "(np.where for choices, np.stack to build arrays), or pass values that decide shapes or "
@@ -68,16 +72,25 @@ def _statement(frame: traceback.FrameSummary) -> ast.stmt | None:
     return None
 
 
-def assigns_into_an_element(frame: traceback.FrameSummary) -> bool:
-    """Whether the frame's statement is `a[...] = v` or `a[...] += v`."""
+def element_targets(frame: traceback.FrameSummary) -> list[ast.Subscript]:
+    """The `a[...]` targets of the frame's statement when it is `a[...] = v` or `a[...] += v`."""
     stmt = _statement(frame)
     if isinstance(stmt, ast.Assign):
         targets = stmt.targets
     elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
         targets = [stmt.target]
     else:
-        return False
-    return any(isinstance(t, ast.Subscript) for t in targets)
+        return []
+    return [t for t in targets if isinstance(t, ast.Subscript)]
+
+
+def _converts_in_index(targets: list[ast.Subscript]) -> bool:
+    """Whether an index of these targets turns something into a Python number (`h[int(v * 7)]`)."""
+    def name(fn: ast.expr) -> str:
+        return fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+
+    return any(isinstance(node, ast.Call) and name(node.func) in _CONVERSIONS
+               for t in targets for node in ast.walk(t.slice))
 
 
 def _where(frame: traceback.FrameSummary | None, fn_name: str) -> str:
@@ -112,8 +125,12 @@ def located(e: Exception, fn) -> Exception:
     frame = user_frame(e.__traceback__)
     if frame is None:
         fn_name += defined_at(fn)
-    if _NUMPY_SETITEM in str(e) or frame is not None and assigns_into_an_element(frame) and \
-            isinstance(e, TraceError) and any(words in str(e) for words in _NO_VALUE) and \
+    targets = element_targets(frame) if frame is not None else []
+    no_value = isinstance(e, TraceError) and any(words in str(e) for words in _NO_VALUE)
+    if no_value and _converts_in_index(targets):
+        out = TraceError(f"the index of this write is a traced value, not known while tracing "
+                         f"({_where(frame, fn_name)}):{_source(frame)}\n{SCATTER_ADVICE}")
+    elif _NUMPY_SETITEM in str(e) or targets and no_value and \
             "the truth value" not in str(e):         # `a[i] = max(p, q)`: the max, not the write, needs a value
         out = TraceError(f"a traced value cannot be written into a numpy array "
                          f"({_where(frame, fn_name)}):{_source(frame)}\n{SETITEM_ADVICE}")

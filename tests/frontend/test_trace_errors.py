@@ -38,6 +38,13 @@ def write_a_traced_mask(x):
     return x
 
 
+def histogram_in_a_loop(x):
+    h = np.zeros(3, np.int64)
+    for v in x[0]:
+        h[int(v * 3) % 3] += 1  # BAD
+    return h
+
+
 def python_if(x):
     if x.sum() > 0:  # BAD
         return x
@@ -83,6 +90,7 @@ CASES = [  # function, error, words of the advice
     (write_a_row, TraceError, "np.stack"),
     (add_into_a_slice, TraceError, "write into an argument"),
     (write_a_traced_mask, jl.UnsupportedOp, "np.where(mask, values, x)"),
+    (histogram_in_a_loop, TraceError, "np.add.at(h, i, v)"),
     (python_if, TraceError, "np.where"),
     (python_float, TraceError, "np.sqrt"),
     (python_range, TraceError, "static_argnums"),
