@@ -174,3 +174,20 @@ def test_key_changes_with_the_modules_kernels_call_into(tmp_path, monkeypatch):
     support_hash.cache_clear()
     assert support_hash("kernel_support_mod") != before
     assert _key_parts_for("g", "", "src")["support"] == support_hash(*SUPPORT_MODULES)
+
+
+def test_the_key_covers_every_module_the_kernels_reach():
+    # library.conv2d_nb reads contraction.conv_views: a module imported by a listed one (within the
+    # package) is code a cached kernel may run, so it must be in the key as well
+    import ast
+    import importlib
+
+    from jitlab.backends.numba_cpu.kernels import SUPPORT_MODULES
+
+    listed = set(SUPPORT_MODULES)
+    for name in SUPPORT_MODULES:
+        module = importlib.import_module(name)
+        tree = ast.parse(open(module.__file__).read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                assert f"{module.__package__}.{node.module}" in listed, (name, node.module)

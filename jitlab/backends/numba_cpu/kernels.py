@@ -104,9 +104,12 @@ def generic_structure(group: Operation) -> str:
 
 
 # The modules generated kernels call into: their text is part of a kernel's cache key.
+# every module whose functions or constants a generated module reaches, directly or not: numba's
+# cache of that module checks only its own source (library.conv2d_nb calls contraction.conv_views)
 SUPPORT_MODULES = tuple(f"jitlab.backends.{m}" for m in (
     "scalar_semantics", "numba_cpu.helpers", "numba_cpu.fastmath", "numba_cpu.bits", "numba_cpu.blas",
-    "numba_cpu.library", "numba_cpu.rows", "numba_cpu.conv_parts"))
+    "numba_cpu.library", "numba_cpu.rows", "numba_cpu.conv_parts", "numba_cpu.contraction",
+    "numba_cpu.winograd", "numba_cpu.numpy_blas"))
 
 
 def _key_parts_for(structure: str, signature: str, source: str) -> dict[str, str]:
