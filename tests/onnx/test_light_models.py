@@ -2,8 +2,8 @@
 weights replaced) through onnx's own backend test runner: the runner feeds its dummy input
 and compares with the expected outputs stored beside the model, as it does for any backend.
 
-The tests are parametrized by level; O1 and O2 run through the O0 interpreter until
-fusion and code generation land, so they are marked slow for now.
+The tests are parametrized by level; O1 and O2 compile every model's kernels, so they are
+marked slow.
 """
 
 import io
@@ -32,13 +32,22 @@ def backend_at(level: str) -> type[JitlabBackend]:
     return type(f"Jitlab{level}", (JitlabBackend,), {"level": level})
 
 
+# SqueezeNet's logits on the dummy input are all 9.4757e9 (its weights are random), where a float32
+# ulp is 1024: a softmax over them turns each ulp of summation-order rounding into a factor e**-1024.
+# The stored outputs (uniform 0.001) are what one order gives; O1 and O2 reduce in another and give
+# 1/984 and 16 zeros. test_squeezenet_logits_match_onnxruntime checks what comes before the softmax.
+ILL_CONDITIONED = {"squeezenet"}
+
+
 def model_params(names):
     return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_MODELS else n for n in names]
 
 
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("name", model_params(MODELS))
-def test_light_model_through_onnx_runner(name, level, tmp_path, monkeypatch):
+def test_light_model_through_onnx_runner(name, level, tmp_path, monkeypatch, request):
+    if name in ILL_CONDITIONED and level != "O0":
+        request.applymarker(pytest.mark.xfail(reason="a softmax of equal logits near 1e10 (ILL_CONDITIONED)"))
     monkeypatch.setenv("ONNX_HOME", str(tmp_path))
     runner = BackendTest(backend_at(level), __name__).include(f"^test_{name}_cpu$")
     result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(runner.test_suite)
@@ -92,3 +101,20 @@ def test_a_batch_size_the_model_hard_codes_is_an_input_error():
     exe = jl.compile(jl.onnx.load(with_dynamic_batch("resnet50")), level="O0")
     with pytest.raises(jl.InputError, match=r"requires 2048\*N == 2048"):
         exe(np.zeros((2, 3, 224, 224), np.float32))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_squeezenet_logits_match_onnxruntime(level):
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    m = onnx.load(os.path.join(LIGHT, "light_squeezenet.onnx"))
+    softmax = next(n for n in m.graph.node if n.op_type == "Softmax")
+    m.graph.output.append(helper.make_tensor_value_info(softmax.input[0], TensorProto.FLOAT, [1, 1000, 1, 1]))
+    feed = dummy_feed(m)
+    session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, feed)[1]
+    logits = jl.compile(jl.onnx.load(m), level=level)(*feed.values())[1]
+    assert expected.min() > 1e9             # the ill-conditioning ILL_CONDITIONED describes
+    np.testing.assert_allclose(logits, expected, rtol=1e-5)
