@@ -243,7 +243,8 @@ class CallLayout:
         if self.merged is not None:
             # arrays the kernel does not index (a conv's input and filter) may merge or not alike
             tail = self.static_space[-2:]
-            args = [a.reshape(a.shape[:-2] + (1, -1)) if a.shape[-2:] == tail else a for a in args]
+            # the merged length spelled out: an empty array cannot infer a -1
+            args = [a.reshape(a.shape[:-2] + (1, tail[0] * tail[1])) if a.shape[-2:] == tail else a for a in args]
             return args, self.merged, math.prod(self.merged)
         if self.static_space is not None:
             return args, self.static_space, self.static_size
@@ -288,7 +289,7 @@ class NativeKernel:
                 names = [n if len(s) == 1 else f"{n}.reshape(-1)" for n, s in zip(names, shapes)]
         elif layout.merged is not None:
             tail = tuple(layout.static_space[-2:])
-            names = [f"{n}.reshape({tuple(s[:-2]) + (1, -1)!r})" if tuple(s[-2:]) == tail else n
+            names = [f"{n}.reshape({tuple(s[:-2]) + (1, tail[0] * tail[1])!r})" if tuple(s[-2:]) == tail else n
                      for n, s in zip(names, shapes)]
             dims = layout.merged
         elif layout.static_space is not None:

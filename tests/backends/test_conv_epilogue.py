@@ -67,3 +67,17 @@ def test_an_elementwise_kernel_merges_them_alike(extra_shape, merged):
     assert choice.startswith("generated") and (MERGED in choice) is merged, choice
     for _ in range(3):          # the third call takes the fast path
         assert_same(exe(*inputs), jl.compile(program, level="O0")(*inputs), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_merged_loops_take_empty_arrays(level):
+    # an empty array cannot reshape with a -1 (jitlab fuzz, seed 777359: a matmul epilogue over
+    # (0, 0, 0)); a bias over an empty batch is the elementwise case
+    def program(a0, x, b):
+        v1 = np.concatenate([a0, a0, a0], axis=-1)
+        return np.fabs(a0.mean(axis=2) @ v1.T), np.maximum(x + b, 0)
+
+    inputs = (np.zeros((0, 3, 0)), np.ones((0, 3, 4), np.float32), np.ones((0, 1, 1), np.float32))
+    fn = jl.jit(program, level=level, target="cpu")
+    for _ in range(3):
+        assert_same(fn(*inputs), program(*inputs), rtol=0, atol=0)
