@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import DTypeError, TraceError, UnsupportedOp
+from ..errors import DTypeError, ShapeError, TraceError, UnsupportedOp
 from ..ir.dtypes import as_dtype
 from ..ir.shapes import Dim, Sym, exact_div, num_elements
 from ..registry import Registry
@@ -641,11 +641,47 @@ def round_(a, decimals=0, out=None):
 def dot(a, b, out=None):
     ctx = context_of(a, b)
     x, y = ctx.lift(a), ctx.lift(b)
-    if out is not None or x.ndim > 2 or y.ndim > 2:
-        raise UnsupportedOp(f"np.dot of arrays of rank > 2 is not supported; use np.matmul ({ctx.where()})")
+    if out is not None:
+        raise UnsupportedOp(f"np.dot with out= is not supported ({ctx.where()})")
     if x.ndim == 0 or y.ndim == 0:
         return x * y
+    if x.ndim > 2 or y.ndim > 2:       # a sum over x's last axis and y's second to last
+        return tensordot(x, y, ([x.ndim - 1], [max(y.ndim - 2, 0)]))
     return np.matmul(x, y)
+
+
+@implements(np.tensordot)
+def tensordot(a, b, axes=2):
+    """The sum over `axes` of a and b, as np.einsum (a's free axes, then b's)."""
+    from .einsum import trace_einsum
+
+    ctx = context_of(a, b)
+    x, y = ctx.lift(a), ctx.lift(b)
+    if isinstance(axes, (int, np.integer)):
+        if not 0 <= axes <= min(x.ndim, y.ndim):
+            raise ShapeError(f"np.tensordot: axes={axes} for operands of rank {x.ndim} and {y.ndim} ({ctx.where()})")
+        on_x, on_y = list(range(x.ndim - axes, x.ndim)), list(range(axes))
+    else:
+        on_x, on_y = ([d] if isinstance(d, (int, np.integer)) else list(d) for d in axes)
+    try:
+        on_x = [int(d) + x.ndim if d < 0 else int(d) for d in on_x]
+        on_y = [int(d) + y.ndim if d < 0 else int(d) for d in on_y]
+    except TypeError:
+        raise ShapeError(f"np.tensordot: axes must be ints, got {axes!r} ({ctx.where()})") from None
+    if len(on_x) != len(on_y) or any(not 0 <= d < n for ds, n in ((on_x, x.ndim), (on_y, y.ndim)) for d in ds) \
+            or len(set(on_x)) != len(on_x) or len(set(on_y)) != len(on_y) \
+            or any(x.shape[i] != y.shape[j] for i, j in zip(on_x, on_y)):
+        raise ShapeError(f"np.tensordot: axes {axes!r} do not pair dims of equal size in {x.shape} and "
+                         f"{y.shape} ({ctx.where()})")
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    if x.ndim + y.ndim > 52:
+        raise UnsupportedOp(f"np.tensordot of ranks {x.ndim} and {y.ndim}: at most 52 dims in all ({ctx.where()})")
+    tx = [next(letters) for _ in range(x.ndim)]
+    ty = [next(letters) for _ in range(y.ndim)]
+    for i, j in zip(on_x, on_y):
+        ty[j] = tx[i]
+    out = [c for i, c in enumerate(tx) if i not in on_x] + [c for j, c in enumerate(ty) if j not in on_y]
+    return trace_einsum(f"{''.join(tx)},{''.join(ty)}->{''.join(out)}", [x, y], {})
 
 
 @implements(np.outer)

@@ -235,6 +235,21 @@ def test_einsum():
     check(lambda a, b: np.einsum("bij,bjk", a, b), a, b)
 
 
+def test_tensordot_and_dot_beyond_matrices():
+    rng = np.random.default_rng(6)
+    x, w = rand(rng, (2, 3, 3, 4), "float64"), rand(rng, (3, 3, 4, 5), "float64")
+    check(lambda x, w: np.tensordot(x, w, axes=([1, 2, 3], [0, 1, 2])), x, w)     # a window times a filter
+    check(lambda x, w: np.tensordot(x, w, axes=([-1, 1], [2, 0])), x, w)
+    check(lambda x, w: np.tensordot(x, w), x, rand(rng, (3, 4, 2), "float64"))    # axes=2
+    check(lambda x, w: np.tensordot(x, w, axes=0), rand(rng, (2, 3), "float64"), rand(rng, (4,), "float64"))
+    check(lambda x, w: np.tensordot(x, w, axes=1), rand(rng, (2, 3), "int32"), rand(rng, (3, 2), "int32"))
+    check(lambda x, w: np.dot(x, w), x, rand(rng, (3, 4, 2), "float64"))
+    check(lambda x, w: np.dot(x, w), x, rand(rng, (4,), "float64"))
+    check(lambda x, w: np.dot(x, w), rand(rng, (3,), "float64"), rand(rng, (2, 3, 5), "float64"))
+    for bad in (([1], [1]), ([1, 1], [0, 0]), 5, ([4], [0])):                      # numpy raises: so does jitlab
+        check(lambda x, w, bad=bad: np.tensordot(x, w, axes=bad), x, w)
+
+
 def test_where_clip_astype_round():
     rng = np.random.default_rng(5)
     x, y = rand(rng, (3, 4), "float32"), rand(rng, (4,), "float32")
