@@ -744,3 +744,4 @@ def view_of(x: Tracer, derive, write, what: str) -> Tracer:
 
 
 from . import inplace, numpy_functions  # noqa: E402,F401  (register np.copyto, np.diff, ... and ufunc methods)
+from .order import argsort, sort  # noqa: E402,F401  (register np.sort, np.median ...; Tracer.argsort and .sort call them)

@@ -366,6 +366,11 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
     def fill(self, value):
         self[...] = value
 
+    def sort(self, axis=-1, kind=None, order=None, *, stable=None):
+        from . import numpy_api
+
+        self[...] = numpy_api.sort(self, axis, kind, order, stable=stable)
+
 
 def _forward(name: str, impl_name: str):
     def method(self, *args, **kwargs):
@@ -381,5 +386,6 @@ for _name, _impl in [("sum", "reduce_sum"), ("prod", "reduce_prod"), ("max", "re
                      ("min", "reduce_min"), ("any", "reduce_any"), ("all", "reduce_all"),
                      ("mean", "mean"), ("argmax", "argmax"), ("argmin", "argmin"), ("var", "var"),
                      ("std", "std"), ("squeeze", "squeeze"), ("swapaxes", "swapaxes"), ("clip", "clip"),
-                     ("dot", "dot"), ("round", "round_"), ("cumsum", "cumsum"), ("repeat", "repeat")]:
+                     ("dot", "dot"), ("round", "round_"), ("cumsum", "cumsum"), ("repeat", "repeat"),
+                     ("argsort", "argsort")]:
     setattr(Tracer, _name, _forward(_name, _impl))

@@ -1,0 +1,162 @@
+"""numpy's sorting and order statistics traced through np.topk, a stable sort of a whole axis:
+np.sort, np.argsort, np.median, np.quantile and np.percentile (numpy's default, linear method).
+
+NaN sorts last, as in numpy. Among equal values argsort keeps index order, as numpy's
+kind="stable" does; its default introsort may order ties otherwise on axes longer than 16.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TraceError, UnsupportedOp
+from .numpy_api import _as_dtype, concatenate, context_of, implements, mean, normalize_axis, reshape
+from .tracer import Tracer
+
+
+def _along(a, axis, name: str) -> tuple[Tracer, int]:
+    """The operand (flattened for axis=None) and its sorted axis, made non-negative."""
+    ctx = context_of(a)
+    x = ctx.lift(a)
+    if x.dtype.kind == "c":
+        raise UnsupportedOp(f"{name} of complex dtype {x.dtype} is not supported by jitlab ({ctx.where()})")
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    if not isinstance(axis, (int, np.integer)):
+        raise UnsupportedOp(f"{name} over several axes is not supported; sort one axis ({ctx.where()})")
+    axis = normalize_axis(x, int(axis))
+    if not isinstance(x.shape[axis], int):
+        raise UnsupportedOp(f"{name} along a dim of symbolic size {x.shape[axis]} is not supported "
+                            f"({ctx.where()})")
+    return x, axis
+
+
+def _sorted(x: Tracer, axis: int) -> tuple[Tracer, Tracer]:
+    """x sorted along axis and the int64 order that sorts it (bools sort as 0 and 1)."""
+    keys = _as_dtype(x, np.uint8) if x.dtype.kind == "b" else x
+    values, order = x.ctx.emit("np.topk", [keys.value], k=x.shape[axis], axis=axis, largest=False)
+    return (_as_dtype(values, x.dtype) if x.dtype.kind == "b" else values), order
+
+
+def _refuse_order(ctx, name: str, order) -> None:
+    if order is not None:
+        raise UnsupportedOp(f"{name} with order= (fields of a structured array) is not supported ({ctx.where()})")
+
+
+@implements(np.sort)
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    _refuse_order(context_of(a), "np.sort", order)
+    return _sorted(*_along(a, axis, "np.sort"))[0]
+
+
+@implements(np.argsort)
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    _refuse_order(context_of(a), "np.argsort", order)
+    return _sorted(*_along(a, axis, "np.argsort"))[1]
+
+
+def _take(x: Tracer, axis: int, index: int) -> Tracer:
+    """x[..., index:index + 1, ...] along axis: the axis kept, of length 1."""
+    key = tuple(slice(index, index + 1) if d == axis else slice(None) for d in range(x.ndim))
+    return x[key]
+
+
+def _nan_where_any(result: Tracer, last: Tracer) -> Tracer:
+    """NaN where the sorted slice ends in NaN (it holds one), as numpy's median and quantiles give."""
+    if result.dtype.kind != "f":
+        return result
+    return np.where(np.isnan(last), np.asarray(np.nan, result.dtype), result)
+
+
+def _keep(x: Tracer, axis: int, keepdims: bool, rank: int, flat: bool) -> Tracer:
+    """A result with axis kept at length 1, shaped as numpy's for keepdims (all axes of length 1 when
+    axis was None) or with that axis gone."""
+    if keepdims:
+        return reshape(x, (1,) * rank) if flat else x
+    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i != axis))
+
+
+@implements(np.median)
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    ctx = context_of(a)
+    if out is not None:
+        raise UnsupportedOp(f"np.median with out= is not supported ({ctx.where()})")
+    rank = ctx.lift(a).ndim
+    x, axis_ = _along(a, axis, "np.median")
+    n = x.shape[axis_]
+    if n == 0:
+        raise UnsupportedOp(f"np.median of an empty axis (numpy gives NaN with a warning) is not supported "
+                            f"({ctx.where()})")
+    s, _ = _sorted(x, axis_)
+    middle = [_take(s, axis_, n // 2)] if n % 2 else [_take(s, axis_, n // 2 - 1), _take(s, axis_, n // 2)]
+    # numpy takes the mean of the one or two middle values: its dtype, its rounding
+    result = mean(concatenate(middle, axis=axis_), axis=axis_, keepdims=True)
+    result = _nan_where_any(result, _take(s, axis_, n - 1))
+    return _keep(result, axis_, keepdims, rank, axis is None)
+
+
+def _lerp(a: Tracer, b: Tracer, t: float, dtype) -> Tracer:
+    """numpy's _lerp: b - a in the operand's dtype, then a + (b - a) t in `dtype`, or b - (b - a) (1 - t)
+    from t = 0.5 on (exact at t = 1)."""
+    diff = _as_dtype(b - a, dtype)
+    a, b = _as_dtype(a, dtype), _as_dtype(b, dtype)
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
+
+
+def _quantile(a, q, weak: bool, axis, keepdims, method: str, name: str):
+    """numpy's linear quantiles: a weak q (a Python number) keeps a float operand's dtype, an array
+    of q promotes with it; an integer operand gives float64."""
+    ctx = context_of(a)
+    if method != "linear":
+        raise UnsupportedOp(f"{name} with method={method!r} is not supported; the default 'linear' is "
+                            f"({ctx.where()})")
+    if isinstance(q, Tracer):
+        raise UnsupportedOp(f"{name} needs q known while tracing: a number or a list of numbers "
+                            f"({ctx.where()})")
+    qs = np.asanyarray(q)
+    if qs.ndim > 1 or qs.dtype.kind not in "iuf":
+        raise UnsupportedOp(f"{name} needs q as a number or a list of numbers ({ctx.where()})")
+    if not ((qs >= 0) & (qs <= 1)).all():
+        raise TraceError(f"{name}: quantiles must be in [0, 1] (percentiles in [0, 100]), got {q!r} "
+                         f"({ctx.where()})")
+    rank = ctx.lift(a).ndim
+    x, axis_ = _along(a, axis, name)
+    n = x.shape[axis_]
+    if n == 0:
+        raise UnsupportedOp(f"{name} of an empty axis is not supported ({ctx.where()})")
+    if x.dtype.kind != "f":
+        dtype = np.dtype(np.float64)
+    else:
+        dtype = x.dtype if weak else np.result_type(x.dtype, qs.dtype)
+    s, _ = _sorted(x, axis_)
+    last = _take(s, axis_, n - 1)
+    virtual = np.atleast_1d((n - 1) * qs)          # numpy's linear index, in q's dtype
+    results = []
+    for v in virtual:
+        below = int(np.floor(v))
+        lower, upper = _take(s, axis_, below), _take(s, axis_, min(below + 1, n - 1))
+        one = _nan_where_any(_lerp(lower, upper, float(v - np.floor(v)), dtype), _as_dtype(last, dtype))
+        results.append(_keep(one, axis_, keepdims, rank, axis is None))
+    if qs.ndim == 0:
+        return results[0]
+    return concatenate([reshape(r, (1,) + r.shape) for r in results], axis=0)
+
+
+@implements(np.quantile)
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
+             weights=None, interpolation=None):
+    if out is not None or weights is not None or interpolation is not None:
+        raise UnsupportedOp(f"np.quantile with out=, weights= or interpolation= is not supported "
+                            f"({context_of(a).where()})")
+    return _quantile(a, q, type(q) in (int, float), axis, keepdims, method, "np.quantile")
+
+
+@implements(np.percentile)
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
+               weights=None, interpolation=None):
+    if out is not None or weights is not None or interpolation is not None:
+        raise UnsupportedOp(f"np.percentile with out=, weights= or interpolation= is not supported "
+                            f"({context_of(a).where()})")
+    weak = type(q) in (int, float)
+    return _quantile(a, q if isinstance(q, Tracer) else np.true_divide(q, 100), weak, axis, keepdims, method,
+                     "np.percentile")
