@@ -744,4 +744,5 @@ def view_of(x: Tracer, derive, write, what: str) -> Tracer:
 
 
 from . import inplace, numpy_functions  # noqa: E402,F401  (register np.copyto, np.diff, ... and ufunc methods)
+from .numpy_more import cumprod  # noqa: E402,F401  (register np.cumprod, np.isclose, np.nansum ...; Tracer.cumprod calls it)
 from .order import argsort, sort  # noqa: E402,F401  (register np.sort, np.median ...; Tracer.argsort and .sort call them)

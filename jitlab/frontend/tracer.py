@@ -386,6 +386,6 @@ for _name, _impl in [("sum", "reduce_sum"), ("prod", "reduce_prod"), ("max", "re
                      ("min", "reduce_min"), ("any", "reduce_any"), ("all", "reduce_all"),
                      ("mean", "mean"), ("argmax", "argmax"), ("argmin", "argmin"), ("var", "var"),
                      ("std", "std"), ("squeeze", "squeeze"), ("swapaxes", "swapaxes"), ("clip", "clip"),
-                     ("dot", "dot"), ("round", "round_"), ("cumsum", "cumsum"), ("repeat", "repeat"),
-                     ("argsort", "argsort")]:
+                     ("dot", "dot"), ("round", "round_"), ("cumsum", "cumsum"), ("cumprod", "cumprod"),
+                     ("repeat", "repeat"), ("argsort", "argsort")]:
     setattr(Tracer, _name, _forward(_name, _impl))
