@@ -34,15 +34,8 @@ from .numpy_api import (
     transpose,
     zeros_like,
 )
+from .numpy_functions import _no_complex, _static
 from .tracer import Tracer
-
-
-def _static_len(x: Tracer, axis: int, name: str) -> int:
-    n = x.shape[axis]
-    if isinstance(n, Sym):
-        raise UnsupportedOp(f"{name} along the symbolic dim {n} is not supported ({x.ctx.where()}); "
-                            "give that dim a fixed size")
-    return int(n)
 
 
 def _refuse(ctx, name: str, **given) -> None:
@@ -50,12 +43,6 @@ def _refuse(ctx, name: str, **given) -> None:
     used = [k for k, v in given.items() if v is not None and v is not np._NoValue and not (k == "where" and v is True)]
     if used:
         raise UnsupportedOp(f"{name} with {', '.join(k + '=' for k in used)} is not supported ({ctx.where()})")
-
-
-def _no_complex(x: Tracer, name: str) -> Tracer:
-    if x.dtype.kind == "c":
-        raise UnsupportedOp(f"{name} of complex dtype {x.dtype} is not supported by jitlab ({x.ctx.where()})")
-    return x
 
 
 def _scalar(ctx, value, dtype) -> Tracer:
@@ -296,7 +283,7 @@ def polyval(p, x):
         if p.ndim != 1:
             raise UnsupportedOp(f"np.polyval needs p as a 1-d array or a list of numbers, got {p.value.type} "
                                 f"({ctx.where()})")
-        coefficients = [p[i] for i in range(_static_len(p, 0, "np.polyval"))]
+        coefficients = [p[i] for i in range(_static(p, 0, "np.polyval"))]
     else:
         values = np.asarray(p)
         if values.ndim != 1:
@@ -313,7 +300,7 @@ def polyval(p, x):
 def _correlated(ctx, long: Tracer, short: Tracer, mode: str, name: str) -> Tracer:
     """numpy's _pyarray_correlate: out[k] = sum_j long[k + j - left] * short[j] over the j that fall
     inside `long` (the others are left out, not multiplied by zero: an inf there stays out of the sum)."""
-    n1, n2 = _static_len(long, 0, name), _static_len(short, 0, name)
+    n1, n2 = _static(long, 0, name), _static(short, 0, name)
     if mode == "valid":
         length, left = n1 - n2 + 1, 0
     elif mode == "same":
@@ -344,7 +331,7 @@ def _conv_operands(a, v, name: str, mode) -> tuple[Tracer, Tracer]:
     dtype = np.result_type(x.dtype, y.dtype)
     x, y = _as_dtype(x, dtype), _as_dtype(y, dtype)
     for operand, which in ((x, "first"), (y, "second")):
-        if _static_len(operand, 0, name) == 0:
+        if _static(operand, 0, name) == 0:
             raise TraceError(f"{name}: the {which} array argument cannot be empty ({ctx.where()})")
     return x, y
 
@@ -392,7 +379,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if xs.ndim != 1 or fs.ndim != 1 or xs.shape != fs.shape:
         raise TraceError(f"np.interp: xp and fp must be 1-d sequences of the same length, got "
                          f"{xs.value.type} and {fs.value.type} ({ctx.where()})")
-    m = _static_len(xs, 0, "np.interp")
+    m = _static(xs, 0, "np.interp")
     if m == 0:
         raise TraceError(f"np.interp: array of sample points is empty ({ctx.where()})")
     lval, rval = _interp_end(ctx, left, fs[0]), _interp_end(ctx, right, fs[m - 1])

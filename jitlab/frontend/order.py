@@ -103,10 +103,13 @@ def _lerp(a: Tracer, b: Tracer, t: float, dtype) -> Tracer:
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
-def _quantile(a, q, weak: bool, axis, keepdims, method: str, name: str):
+def _quantile(a, q, weak: bool, axis, keepdims, method: str, name: str, unsupported: dict):
     """numpy's linear quantiles: a weak q (a Python number) keeps a float operand's dtype, an array
     of q promotes with it; an integer operand gives float64."""
     ctx = context_of(a)
+    used = [k for k, v in unsupported.items() if v is not None]
+    if used:
+        raise UnsupportedOp(f"{name} with {'=, '.join(used)}= is not supported ({ctx.where()})")
     if method != "linear":
         raise UnsupportedOp(f"{name} with method={method!r} is not supported; the default 'linear' is "
                             f"({ctx.where()})")
@@ -145,18 +148,13 @@ def _quantile(a, q, weak: bool, axis, keepdims, method: str, name: str):
 @implements(np.quantile)
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
              weights=None, interpolation=None):
-    if out is not None or weights is not None or interpolation is not None:
-        raise UnsupportedOp(f"np.quantile with out=, weights= or interpolation= is not supported "
-                            f"({context_of(a).where()})")
-    return _quantile(a, q, type(q) in (int, float), axis, keepdims, method, "np.quantile")
+    return _quantile(a, q, type(q) in (int, float), axis, keepdims, method, "np.quantile",
+                     {"out": out, "weights": weights, "interpolation": interpolation})
 
 
 @implements(np.percentile)
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
                weights=None, interpolation=None):
-    if out is not None or weights is not None or interpolation is not None:
-        raise UnsupportedOp(f"np.percentile with out=, weights= or interpolation= is not supported "
-                            f"({context_of(a).where()})")
-    weak = type(q) in (int, float)
-    return _quantile(a, q if isinstance(q, Tracer) else np.true_divide(q, 100), weak, axis, keepdims, method,
-                     "np.percentile")
+    fraction = q if isinstance(q, Tracer) else np.true_divide(q, 100)
+    return _quantile(a, fraction, type(q) in (int, float), axis, keepdims, method, "np.percentile",
+                     {"out": out, "weights": weights, "interpolation": interpolation})
