@@ -177,7 +177,7 @@ def test_key_changes_with_the_modules_kernels_call_into(tmp_path, monkeypatch):
 
 
 def test_the_key_covers_every_module_the_kernels_reach():
-    # library.conv2d_nb reads contraction.conv_views: a module imported by a listed one (within the
+    # library.conv2d_nb reads conv_operands.conv_views: a module imported by a listed one (within the
     # package) is code a cached kernel may run, so it must be in the key as well
     import ast
     import importlib

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jitlab as jl
-from jitlab.backends.numba_cpu import contraction, winograd
+from jitlab.backends.numba_cpu import conv_operands, winograd
 from jitlab.backends.numba_cpu.blas import addresses, one_blas_thread
 from jitlab.backends.numba_cpu.library import conv2d_nb
 from tests.programs import assert_same
@@ -94,7 +94,7 @@ def test_a_filter_that_is_an_input_keeps_im2col():
 
 
 def test_filter_cache_transforms_each_weight_once():
-    cache = contraction.FilterCache()
+    cache = conv_operands.FilterCache()
     a, b = RNG.standard_normal((2, 3, 4, 3, 3)).astype(np.float32)
     first = cache(a)
     assert cache(a) is first and cache(b) is not first and cache(a) is first
@@ -109,7 +109,7 @@ def test_winograd_kernel_equals_im2col_on_a_resnet_stage_shape(split):
     expected, out = np.empty((1, 64, 56, 56), np.float32), np.empty((1, 64, 56, 56), np.float32)
     conv2d_nb(x, w, expected, 1, 1, 1, 1, 1, 1, 1, addresses())
     with one_blas_thread() as parallel:
-        winograd.winograd_nb(x, contraction.filter_transform(w), out, addresses(), parallel and split)
+        winograd.winograd_nb(x, conv_operands.filter_transform(w), out, addresses(), parallel and split)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=2e-5 * np.abs(expected).max())
 
 

@@ -103,12 +103,12 @@ def generic_structure(group: Operation) -> str:
     return "s" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-# The modules generated kernels call into: their text is part of a kernel's cache key.
-# every module whose functions or constants a generated module reaches, directly or not: numba's
-# cache of that module checks only its own source (library.conv2d_nb calls contraction.conv_views)
+# Every module whose functions or constants a generated kernel reaches, directly or not: their text
+# is part of a kernel's cache key, since numba's cache of a module checks only its own source
+# (library.conv2d_nb calls conv_operands.conv_views).
 SUPPORT_MODULES = tuple(f"jitlab.backends.{m}" for m in (
     "scalar_semantics", "numba_cpu.helpers", "numba_cpu.fastmath", "numba_cpu.bits", "numba_cpu.blas",
-    "numba_cpu.library", "numba_cpu.rows", "numba_cpu.conv_parts", "numba_cpu.contraction",
+    "numba_cpu.library", "numba_cpu.rows", "numba_cpu.conv_parts", "numba_cpu.conv_operands",
     "numba_cpu.winograd", "numba_cpu.numpy_blas"))
 
 
@@ -311,10 +311,11 @@ def _compile_contraction(group: Operation, con: Operation, options: dict[str, An
     if gen is not None:
         choice += _merged(gen, "the epilogue")
     timing = gen.timing if gen else KernelTiming()
+    waited = built.sum() if built is not None else 0.0      # for the native convolution library's build
     if built is not None:
-        timing.add(built)           # the native convolution library's build, the first time
-    return Kernel(group.attrs["key"], "numba_cpu", run, source, (gen.seconds if gen else 0.0) + timing.sum() -
-                  (gen.timing.sum() if gen else 0.0), gen.cache_hit if gen else True,
+        timing.add(built)
+    return Kernel(group.attrs["key"], "numba_cpu", run, source, (gen.seconds if gen else 0.0) + waited,
+                  gen.cache_hit if gen else True,
                   gen.miss_reason if gen else "", choice, timing=timing, code=gen.code if gen else "",
                   params=gen.params if gen else ())
 

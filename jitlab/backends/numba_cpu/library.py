@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit, prange
 
 from .blas import addresses, gemm_split, one_blas_thread
-from .contraction import conv_views
+from .conv_operands import conv_views
 from .conv_parts import im2col_part
 from .winograd import winograd_nb
 
@@ -37,7 +37,7 @@ def _im2col(x, geometry, cols):
 
 @njit(cache=True)
 def conv2d_nb(x, w, out, sh, sw, ph, pw, dh, dw, groups, blas, parts=1):
-    """NCHW convolution by im2col + one GEMM per image and group (contraction.conv_views), written
+    """NCHW convolution by im2col + one GEMM per image and group (conv_operands.conv_views), written
     into `out`, each GEMM split into `parts` row blocks (blas.gemm_split). `blas`: blas.addresses()."""
     v = _views(x, w, out, sh, sw, ph, pw, dh, dw, groups)
     cols = np.empty((v.filters.shape[2], v.results.shape[3]), x.dtype)
