@@ -39,6 +39,13 @@ def _no_complex(x: Tracer, name: str) -> Tracer:
     return x
 
 
+def _refuse(ctx, name: str, **given) -> None:
+    """Refuses the named parameters given a value other than their default (None, np._NoValue, where=True)."""
+    used = [k for k, v in given.items() if v is not None and v is not np._NoValue and not (k == "where" and v is True)]
+    if used:
+        raise UnsupportedOp(f"{name} with {', '.join(k + '=' for k in used)} is not supported ({ctx.where()})")
+
+
 def _static(x: Tracer, axis: int, name: str) -> int:
     n = x.shape[axis]
     if isinstance(n, Sym):

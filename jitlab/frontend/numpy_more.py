@@ -34,15 +34,8 @@ from .numpy_api import (
     transpose,
     zeros_like,
 )
-from .numpy_functions import _no_complex, _static
+from .numpy_functions import _no_complex, _refuse, _static
 from .tracer import Tracer
-
-
-def _refuse(ctx, name: str, **given) -> None:
-    """Refuses the named parameters that were given a value other than their default (None)."""
-    used = [k for k, v in given.items() if v is not None and v is not np._NoValue and not (k == "where" and v is True)]
-    if used:
-        raise UnsupportedOp(f"{name} with {', '.join(k + '=' for k in used)} is not supported ({ctx.where()})")
 
 
 def _scalar(ctx, value, dtype) -> Tracer:

@@ -11,23 +11,20 @@ import numpy as np
 
 from ..errors import TraceError, UnsupportedOp
 from .numpy_api import _as_dtype, concatenate, context_of, implements, mean, normalize_axis, reshape
+from .numpy_functions import _no_complex, _refuse, _static
 from .tracer import Tracer
 
 
 def _along(a, axis, name: str) -> tuple[Tracer, int]:
     """The operand (flattened for axis=None) and its sorted axis, made non-negative."""
     ctx = context_of(a)
-    x = ctx.lift(a)
-    if x.dtype.kind == "c":
-        raise UnsupportedOp(f"{name} of complex dtype {x.dtype} is not supported by jitlab ({ctx.where()})")
+    x = _no_complex(ctx.lift(a), name)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     if not isinstance(axis, (int, np.integer)):
         raise UnsupportedOp(f"{name} over several axes is not supported; sort one axis ({ctx.where()})")
     axis = normalize_axis(x, int(axis))
-    if not isinstance(x.shape[axis], int):
-        raise UnsupportedOp(f"{name} along a dim of symbolic size {x.shape[axis]} is not supported "
-                            f"({ctx.where()})")
+    _static(x, axis, name)
     return x, axis
 
 
@@ -38,20 +35,15 @@ def _sorted(x: Tracer, axis: int) -> tuple[Tracer, Tracer]:
     return (_as_dtype(values, x.dtype) if x.dtype.kind == "b" else values), order
 
 
-def _refuse_order(ctx, name: str, order) -> None:
-    if order is not None:
-        raise UnsupportedOp(f"{name} with order= (fields of a structured array) is not supported ({ctx.where()})")
-
-
 @implements(np.sort)
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
-    _refuse_order(context_of(a), "np.sort", order)
+    _refuse(context_of(a), "np.sort", order=order)
     return _sorted(*_along(a, axis, "np.sort"))[0]
 
 
 @implements(np.argsort)
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
-    _refuse_order(context_of(a), "np.argsort", order)
+    _refuse(context_of(a), "np.argsort", order=order)
     return _sorted(*_along(a, axis, "np.argsort"))[1]
 
 
@@ -79,8 +71,7 @@ def _keep(x: Tracer, axis: int, keepdims: bool, rank: int, flat: bool) -> Tracer
 @implements(np.median)
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     ctx = context_of(a)
-    if out is not None:
-        raise UnsupportedOp(f"np.median with out= is not supported ({ctx.where()})")
+    _refuse(ctx, "np.median", out=out)
     rank = ctx.lift(a).ndim
     x, axis_ = _along(a, axis, "np.median")
     n = x.shape[axis_]
@@ -103,13 +94,10 @@ def _lerp(a: Tracer, b: Tracer, t: float, dtype) -> Tracer:
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
-def _quantile(a, q, weak: bool, axis, keepdims, method: str, name: str, unsupported: dict):
+def _quantile(a, q, weak: bool, axis, keepdims, method: str, name: str):
     """numpy's linear quantiles: a weak q (a Python number) keeps a float operand's dtype, an array
     of q promotes with it; an integer operand gives float64."""
     ctx = context_of(a)
-    used = [k for k, v in unsupported.items() if v is not None]
-    if used:
-        raise UnsupportedOp(f"{name} with {'=, '.join(used)}= is not supported ({ctx.where()})")
     if method != "linear":
         raise UnsupportedOp(f"{name} with method={method!r} is not supported; the default 'linear' is "
                             f"({ctx.where()})")
@@ -148,13 +136,13 @@ def _quantile(a, q, weak: bool, axis, keepdims, method: str, name: str, unsuppor
 @implements(np.quantile)
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
              weights=None, interpolation=None):
-    return _quantile(a, q, type(q) in (int, float), axis, keepdims, method, "np.quantile",
-                     {"out": out, "weights": weights, "interpolation": interpolation})
+    _refuse(context_of(a), "np.quantile", out=out, weights=weights, interpolation=interpolation)
+    return _quantile(a, q, type(q) in (int, float), axis, keepdims, method, "np.quantile")
 
 
 @implements(np.percentile)
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
                weights=None, interpolation=None):
+    _refuse(context_of(a), "np.percentile", out=out, weights=weights, interpolation=interpolation)
     fraction = q if isinstance(q, Tracer) else np.true_divide(q, 100)
-    return _quantile(a, fraction, type(q) in (int, float), axis, keepdims, method, "np.percentile",
-                     {"out": out, "weights": weights, "interpolation": interpolation})
+    return _quantile(a, fraction, type(q) in (int, float), axis, keepdims, method, "np.percentile")
