@@ -15,7 +15,8 @@ from ..ir.shapes import Dim, Sym
 from .tracer import Tracer
 
 
-def _expand_key(x: Tracer, key) -> tuple:
+def expand_key(x: Tracer, key) -> tuple:
+    """`key` as a tuple with an entry for each dim of x (the ellipsis spelled out as slices), new axes (None) kept."""
     if not isinstance(key, tuple):
         key = (key,)
     consuming = sum(1 for k in key if k is not None and k is not Ellipsis)
@@ -34,7 +35,8 @@ def _expand_key(x: Tracer, key) -> tuple:
     return tuple(out)
 
 
-def _is_array_index(k) -> bool:
+def is_array_index(k) -> bool:
+    """Whether the index entry `k` is an integer array (advanced indexing), not a slice or an int."""
     return isinstance(k, (Tracer, np.ndarray, list))
 
 
@@ -59,7 +61,8 @@ def _symbolic_slice(x: Tracer, k: slice, n: Sym) -> tuple[Dim, Dim, int]:
     return start, (n if stop is n else n + stop), 1
 
 
-def _array_index(x: Tracer, k) -> Tracer:
+def array_index(x: Tracer, k) -> Tracer:
+    """The array index `k` into x as a traced integer array (a constant bool mask as its positions)."""
     if isinstance(k, list):
         k = np.asarray(k)
     if isinstance(k, np.ndarray) and k.dtype == np.bool_:
@@ -85,18 +88,18 @@ def getitem(x: Tracer, key) -> Tracer:
         if not all(k is Ellipsis or isinstance(k, slice) and k == slice(None) for k in rest):
             raise UnsupportedOp(f"a traced bool mask is supported as the only index (x[mask]) ({x.ctx.where()})")
         return select(x, x.ctx.lift(mask))
-    key = _expand_key(x, key)
-    arrays = sum(1 for k in key if _is_array_index(k))
+    key = expand_key(x, key)
+    arrays = sum(1 for k in key if is_array_index(k))
     if arrays > 1 or arrays and any(isinstance(k, (int, np.integer)) for k in key):
         from .inplace import gathered
 
         return gathered(x, key)
-    out = _getitem(x, key)
+    out = apply_key(x, key)
     if arrays or all(isinstance(k, (int, np.integer)) for k in key):
         return out          # numpy copies: advanced indexing, or a scalar picked by integers
     from .inplace import make_view, write_basic
 
-    return make_view(out, x, lambda base: _getitem(base, key), lambda base, new: write_basic(base, key, new),
+    return make_view(out, x, lambda base: apply_key(base, key), lambda base, new: write_basic(base, key, new),
                      f"x[{key_text(key)}]", key)
 
 
@@ -112,7 +115,7 @@ def key_text(key: tuple) -> str:
         if isinstance(k, slice):
             return ":".join("" if v is None else str(v) for v in (k.start, k.stop)) + \
                 ("" if k.step is None else f":{k.step}")
-        return "None" if k is None else "array" if _is_array_index(k) else str(k)
+        return "None" if k is None else "array" if is_array_index(k) else str(k)
 
     return ", ".join(one(k) for k in key)
 
@@ -121,7 +124,7 @@ def bounds(x: Tracer, key: tuple) -> tuple[list, list, list, list]:
     """Per dim of x its slice (start, stop, step); and per result dim group its layout entry."""
     ctx = x.ctx
     consuming = [k for k in key if k is not None]
-    n_arrays = sum(1 for k in consuming if _is_array_index(k))
+    n_arrays = sum(1 for k in consuming if is_array_index(k))
     if n_arrays > 1:
         raise UnsupportedOp(f"indexing with more than one integer array is not supported ({ctx.where()})")
     if n_arrays and any(isinstance(k, (int, np.integer)) for k in consuming):
@@ -149,9 +152,9 @@ def bounds(x: Tracer, key: tuple) -> tuple[list, list, list, list]:
         elif isinstance(k, slice):
             b = _symbolic_slice(x, k, n) if isinstance(n, Sym) else _static_slice(x, k, n)
             layout.append(("keep", dim))
-        elif _is_array_index(k):
+        elif is_array_index(k):
             b = (0, n, 1)
-            layout.append(("take", dim, _array_index(x, k)))
+            layout.append(("take", dim, array_index(x, k)))
         else:
             raise TraceError(f"cannot index with a {type(k).__name__} ({ctx.where()})")
         starts.append(b[0]), stops.append(b[1]), steps.append(b[2])
@@ -159,7 +162,8 @@ def bounds(x: Tracer, key: tuple) -> tuple[list, list, list, list]:
     return starts, stops, steps, layout
 
 
-def _getitem(x: Tracer, key: tuple) -> Tracer:
+def apply_key(x: Tracer, key: tuple) -> Tracer:
+    """x[key] for an expanded key, as one np.slice, np.take and reshape: no view, no mask."""
     starts, stops, steps, layout = bounds(x, key)
     out = x
     if (starts, stops, steps) != ([0] * x.ndim, list(x.shape), [1] * x.ndim):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import DTypeError, TraceError, UnsupportedOp
 from ..ir.shapes import num_elements
-from .indexing import _array_index, _expand_key, _getitem, _is_array_index, bounds
+from .indexing import apply_key, array_index, bounds, expand_key, is_array_index
 from .numpy_api import context_of, implements, warn_complex_to_real
 from .tracer import TraceContext, Tracer, weak_dtype
 
@@ -83,8 +83,8 @@ def setitem(x: Tracer, key, v) -> None:
     if any(_is_mask(k) for k in key):
         rebind(x, _masked(x, key, v))
         return
-    key = _expand_key(x, key)
-    if any(_is_array_index(k) for k in key):
+    key = expand_key(x, key)
+    if any(is_array_index(k) for k in key):
         rebind(x, scattered(x, key, v))
     elif not _writes_itself(x, key, v):
         rebind(x, write_basic(x, key, v))
@@ -171,9 +171,9 @@ def _advanced(x: Tracer, key: tuple, what: str) -> _Advanced:
     if any(k is None for k in key):
         raise UnsupportedOp(f"{what} through an index that mixes integer arrays with None is not supported "
                             f"({ctx.where()})")
-    advanced = [d for d, k in enumerate(key) if _is_array_index(k) or isinstance(k, (int, np.integer))]
+    advanced = [d for d, k in enumerate(key) if is_array_index(k) or isinstance(k, (int, np.integer))]
     region_key = tuple(slice(None) if d in advanced else k for d, k in enumerate(key))
-    region = _getitem(x, region_key)
+    region = apply_key(x, region_key)
     indices = [_index(region, d, k) for d, k in enumerate(key) if d in advanced]
     if any(not isinstance(d, int) for i in indices for d in i.shape):
         raise UnsupportedOp(f"{what} at traced indices of a symbolic shape is not supported ({ctx.where()})")
@@ -215,7 +215,7 @@ def _index(region: Tracer, dim: int, k) -> Tracer:
         if isinstance(n, int) and not -n <= k < n:
             raise TraceError(f"index {k} is out of bounds for dim {dim} of size {n} ({ctx.where()})")
         return ctx.constant(int(k), np.int64)
-    i = _array_index(region, k)
+    i = array_index(region, k)
     return i if i.dtype == np.int64 else ctx.op("np.cast", i.value, dtype=np.dtype(np.int64))
 
 
@@ -238,7 +238,7 @@ def _masked(x: Tracer, key: tuple, v) -> Tracer:
         return written(x, ctx.lift(mask), v)
     scalar = not isinstance(v, (Tracer, np.ndarray, list)) or int(np.prod(np.shape(v))) == 1
     if not isinstance(mask, Tracer) and not scalar:
-        return scattered(x, _expand_key(x, np.nonzero(np.asarray(mask))), v)
+        return scattered(x, expand_key(x, np.nonzero(np.asarray(mask))), v)
     if not scalar:
         raise UnsupportedOp(f"x[mask] = values with a traced mask: how many values are taken depends on the mask "
                             f"({ctx.where()}); write x = np.where(mask, values, x) with values of x's shape")
@@ -285,8 +285,8 @@ def ufunc_at(ctx: TraceContext, ufunc: np.ufunc, inputs) -> None:
     reductions = {np.add: "add", np.subtract: "add", np.multiply: "mul", np.maximum: "max", np.minimum: "min"}
     a = writable(ctx, inputs[0], f"np.{ufunc.__name__}.at")
     b = inputs[2] if len(inputs) > 2 else None
-    key = _expand_key(a, inputs[1] if isinstance(inputs[1], tuple) else (inputs[1],))
-    if not any(_is_array_index(k) for k in key):
+    key = expand_key(a, inputs[1] if isinstance(inputs[1], tuple) else (inputs[1],))
+    if not any(is_array_index(k) for k in key):
         view = a[key]              # no index repeats: the buffered and unbuffered forms agree
         setitem(a, key, ufunc(view) if b is None else ufunc(view, b))
         return

@@ -18,6 +18,7 @@ from ..ir.dtypes import as_dtype
 from ..ir.shapes import Dim, Sym, exact_div, num_elements
 from ..registry import Registry
 from .creation import fill
+from .operands import cast, float_of, promoted
 from .tracer import TraceContext, Tracer
 from .ufunc_dtypes import RULES
 
@@ -46,7 +47,8 @@ _BOOL_UFUNCS = {np.add: "np.logical_or", np.multiply: "np.logical_and", np.maxim
                 np.minimum: "np.logical_and", np.invert: "np.logical_not", np.not_equal: "np.logical_xor",
                 np.bitwise_and: "np.logical_and", np.bitwise_or: "np.logical_or",
                 np.bitwise_xor: "np.logical_xor"}
-_REDUCE_UFUNCS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
+# the reduction each ufunc's .reduce is
+REDUCE_UFUNCS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
                   np.logical_and: "all", np.logical_or: "any"}
 
 FUNCTIONS: Registry[Callable, Callable] = Registry("numpy function", describe=lambda f: _qualname(f))
@@ -132,13 +134,13 @@ def _apply_ufunc(ctx: TraceContext, ufunc: np.ufunc, method: str, inputs, kwargs
         loop = ufunc.resolve_dtypes(tuple(_input_dtype(x) for x in inputs) + (None,) * ufunc.nout)
     except (TypeError, np._core._exceptions._UFuncNoLoopError) as e:
         raise TraceError(f"np.{name} has no loop for these dtypes: {e} ({ctx.where()})") from None
-    operands = [_as_dtype(ctx.lift(x, _Typed(dt)), dt) for x, dt in zip(inputs, loop)]
+    operands = [cast(ctx.lift(x, _Typed(dt)), dt) for x, dt in zip(inputs, loop)]
     result = RULES[ufunc](ctx, operands, loop) if ufunc in RULES else None
     if result is None:
         op_name = _BOOL_UFUNCS.get(ufunc, UFUNCS[ufunc]) if loop[0].kind == "b" else UFUNCS[ufunc]
         result = ctx.op(op_name, *(t.value for t in operands))
     out = kwargs.get("dtype")
-    result = astype(result, out) if out is not None else _as_dtype(result, loop[-1])
+    result = astype(result, out) if out is not None else cast(result, loop[-1])
     return Tracer(result.value, ctx) if any(result is x for x in inputs) else result   # a new array, as numpy's
 
 
@@ -149,11 +151,6 @@ class _Typed:
         self.dtype = dtype
 
 
-def _as_dtype(x: Tracer, dtype) -> Tracer:
-    dtype = np.dtype(dtype)
-    return x if x.dtype == dtype else x.ctx.op("np.cast", x.value, dtype=dtype)
-
-
 # -- dtype conversion -----------------------------------------------------------
 @implements(np.astype)
 def astype(x, dtype, copy=True):
@@ -161,7 +158,7 @@ def astype(x, dtype, copy=True):
     x, dtype = ctx.lift(x), as_dtype(dtype, "astype")
     if x.dtype.kind == "c" and dtype.kind in "iuf":
         warn_complex_to_real(ctx)
-    out = _as_dtype(x, dtype)
+    out = cast(x, dtype)
     return Tracer(out.value, ctx) if out is x else out      # numpy copies: a write to it leaves x alone
 
 
@@ -170,10 +167,6 @@ def warn_complex_to_real(ctx: TraceContext) -> None:
     loc = ctx.location()
     warnings.warn_explicit("Casting complex values to real discards the imaginary part",
                            np.exceptions.ComplexWarning, loc.file if loc else "<traced>", loc.line if loc else 0)
-
-
-def _float_of(x: Tracer) -> Tracer:
-    return x if x.dtype.kind in "fc" else _as_dtype(x, np.float64)
 
 
 # -- reductions -------------------------------------------------------------------
@@ -198,11 +191,12 @@ def normalize_axis(x: Tracer, axis: int, rank: int | None = None) -> int:
     return int(axis) % rank
 
 
-def _reduce(kind: str, x: Tracer, axis, keepdims, dtype=None) -> Tracer:
+def reduce_over(kind: str, x: Tracer, axis, keepdims, dtype=None) -> Tracer:
+    """np.<kind> of x over `axis`, with numpy's dtypes: small ints summed in 64 bits, logic on bools."""
     if dtype is not None:
         x = astype(x, dtype)
     elif kind in ("sum", "prod") and x.dtype.kind in "biu" and x.dtype.itemsize < 8:
-        x = _as_dtype(x, np.uint64 if x.dtype.kind == "u" else np.int64)
+        x = cast(x, np.uint64 if x.dtype.kind == "u" else np.int64)
     elif kind in ("any", "all") and x.dtype.kind != "b":
         x = x != 0
     return x.ctx.op(f"np.{kind}", x.value, axes=normalize_axes(x, axis), keepdims=bool(keepdims))
@@ -218,7 +212,7 @@ def _reduction(kind: str, *numpy_functions):
     def reduce(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
         ctx = context_of(a)
         _no_out(ctx, kind, out, where, initial)
-        return _reduce(kind, ctx.lift(a), axis, keepdims, dtype if kind in ("sum", "prod") else None)
+        return reduce_over(kind, ctx.lift(a), axis, keepdims, dtype if kind in ("sum", "prod") else None)
 
     return reduce
 
@@ -236,7 +230,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     ctx = context_of(a)
     _no_out(ctx, "mean", out, where)
     x = ctx.lift(a)
-    x = astype(x, dtype) if dtype is not None else _float_of(x)
+    x = astype(x, dtype) if dtype is not None else float_of(x)
     return ctx.op("np.mean", x.value, axes=normalize_axes(x, axis), keepdims=bool(keepdims))
 
 
@@ -244,7 +238,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True, mean=None, correction=None):
     ctx = context_of(a)
     _no_out(ctx, "var", out, where)
-    x = _float_of(ctx.lift(a)) if dtype is None else astype(ctx.lift(a), dtype)
+    x = float_of(ctx.lift(a)) if dtype is None else astype(ctx.lift(a), dtype)
     axes = normalize_axes(x, axis)
     centered = x - ctx.op("np.mean", x.value, axes=axes, keepdims=True)
     # numpy's variance of complex numbers is that of their magnitudes: real, of the parts' dtype
@@ -288,7 +282,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
     if dtype is not None:
         x = astype(x, dtype)
     elif x.dtype.kind in "biu" and x.dtype.itemsize < 8:
-        x = _as_dtype(x, np.uint64 if x.dtype.kind == "u" else np.int64)
+        x = cast(x, np.uint64 if x.dtype.kind == "u" else np.int64)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     return ctx.op("np.cumsum", x.value, axis=normalize_axis(x, axis))
@@ -408,14 +402,9 @@ def _lift_all(arrays) -> list[Tracer]:
     return [ctx.lift(a) for a in arrays]
 
 
-def _promote(xs: list[Tracer]) -> list[Tracer]:
-    dtype = np.result_type(*(x.dtype for x in xs))
-    return [_as_dtype(x, dtype) for x in xs]
-
-
 @implements(np.concatenate)
 def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
-    xs = _promote(_lift_all(arrays))
+    xs = promoted(_lift_all(arrays))
     if out is not None:
         raise UnsupportedOp(f"np.concatenate(out=...) is not supported ({xs[0].ctx.where()})")
     if axis is None:
@@ -427,7 +416,7 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
 
 @implements(np.stack)
 def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
-    xs = _promote(_lift_all(arrays))
+    xs = promoted(_lift_all(arrays))
     if dtype is not None:
         xs = [astype(x, dtype) for x in xs]
     return xs[0].ctx.op("np.stack", *(x.value for x in xs), axis=normalize_axis(xs[0], axis, xs[0].ndim + 1))
@@ -556,7 +545,7 @@ def imag(val):
 def angle(z, deg=False):
     x = context_of(z).lift(z)
     # numpy's angle of a real array is arctan2(0, x): 0 or pi, in the float dtype arctan2 gives
-    a = x.ctx.op("np.angle", x.value) if x.dtype.kind == "c" else np.arctan2(0, _float_of(x))
+    a = x.ctx.op("np.angle", x.value) if x.dtype.kind == "c" else np.arctan2(0, float_of(x))
     return a * (180 / np.pi) if deg else a
 
 
@@ -585,7 +574,7 @@ def where(condition, x=None, y=None):
     if cond.dtype.kind != "b":
         cond = cond != 0
     dtype = np.result_type(*(v.dtype if hasattr(v, "dtype") else v for v in (x, y)))
-    a, b = (_as_dtype(ctx.lift(v, _Typed(dtype)), dtype) for v in (x, y))
+    a, b = (cast(ctx.lift(v, _Typed(dtype)), dtype) for v in (x, y))
     return ctx.op("np.where", cond.value, a.value, b.value)
 
 
@@ -599,7 +588,7 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, 
     x = ctx.lift(a)
     if all_scalar(lo, hi) and x.dtype.kind in "iuf":
         dtype = np.result_type(x.dtype, *[v for v in (lo, hi) if v is not None])
-        x = _as_dtype(x, dtype)
+        x = cast(x, dtype)
         return ctx.op("np.clip", x.value, min=None if lo is None else float(lo),
                       max=None if hi is None else float(hi))
     out_ = x
@@ -624,13 +613,13 @@ def round_(a, decimals=0, out=None):
         if decimals != 0:
             raise DTypeError(f"np.round of a bool array with decimals={decimals}: numpy has no loop for it "
                              f"({ctx.where()})")
-        return _as_dtype(x, np.float16)          # numpy rounds bools in its float16 loop
+        return cast(x, np.float16)          # numpy rounds bools in its float16 loop
     if x.dtype.kind == "c":
         raise UnsupportedOp(f"np.round of complex dtype {x.dtype} is not supported by jitlab ({ctx.where()}); "
                             "round the parts: np.round(z.real) + 1j * np.round(z.imag)")
     if x.dtype.kind != "f":
         # integers round to tens, hundreds... in float64, half to even, as numpy does
-        return Tracer(x.value, ctx) if decimals >= 0 else _as_dtype(round_(_as_dtype(x, np.float64), decimals), x.dtype)
+        return Tracer(x.value, ctx) if decimals >= 0 else cast(round_(cast(x, np.float64), decimals), x.dtype)
     if decimals == 0:
         return ctx.op("np.round", x.value)
     scale = 10.0 ** decimals

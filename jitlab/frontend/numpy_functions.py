@@ -14,44 +14,20 @@ import builtins
 import numpy as np
 
 from ..errors import TraceError, UnsupportedOp
-from ..ir.shapes import Sym
 from .numpy_api import (
-    _REDUCE_UFUNCS,
-    _as_dtype,
-    _promote,
-    _reduce,
+    REDUCE_UFUNCS,
     astype,
     concatenate,
     context_of,
     implements,
     normalize_axes,
     normalize_axis,
+    reduce_over,
     reshape,
     transpose,
 )
+from .operands import cast, no_complex, promoted, static_length
 from .tracer import Tracer
-
-
-def _no_complex(x: Tracer, name: str) -> Tracer:
-    """Refuses a complex operand where the traced version would compute something else than numpy."""
-    if x.dtype.kind == "c":
-        raise UnsupportedOp(f"{name} of complex dtype {x.dtype} is not supported by jitlab ({x.ctx.where()})")
-    return x
-
-
-def _refuse(ctx, name: str, **given) -> None:
-    """Refuses the named parameters given a value other than their default (None, np._NoValue, where=True)."""
-    used = [k for k, v in given.items() if v is not None and v is not np._NoValue and not (k == "where" and v is True)]
-    if used:
-        raise UnsupportedOp(f"{name} with {', '.join(k + '=' for k in used)} is not supported ({ctx.where()})")
-
-
-def _static(x: Tracer, axis: int, name: str) -> int:
-    n = x.shape[axis]
-    if isinstance(n, Sym):
-        raise UnsupportedOp(f"{name} along the symbolic dim {n} is not supported ({x.ctx.where()}); "
-                            "give that dim a fixed size")
-    return int(n)
 
 
 def _along(x: Tracer, axis: int, index) -> Tracer:
@@ -101,7 +77,7 @@ def roll(a, shift, axis=None):
         total[ax] = total.get(ax, 0) + int(s)
     out = x
     for ax, s in total.items():
-        n = _static(x, ax, "np.roll")
+        n = static_length(x, ax, "np.roll")
         s = s % n if n else 0
         if s:
             out = concatenate([_along(out, ax, slice(n - s, None)), _along(out, ax, slice(None, n - s))], axis=ax)
@@ -110,7 +86,7 @@ def roll(a, shift, axis=None):
 
 # -- matrices ----------------------------------------------------------------------------
 def _tri_mask(x: Tracer, k: int, lower: bool) -> Tracer:
-    n, m = _static(x, x.ndim - 2, "np.tril/np.triu"), _static(x, x.ndim - 1, "np.tril/np.triu")
+    n, m = static_length(x, x.ndim - 2, "np.tril/np.triu"), static_length(x, x.ndim - 1, "np.tril/np.triu")
     mask = np.tri(n, m, k, dtype=bool)
     return x.ctx.constant(mask if lower else ~mask)
 
@@ -138,7 +114,7 @@ def triu(m, k=0):
 
 def _diagonal(x: Tracer, offset: int, name: str = "np.diagonal") -> Tracer:
     """The diagonal of the last two axes, gathered by constant index arrays."""
-    n, m = _static(x, x.ndim - 2, name), _static(x, x.ndim - 1, name)
+    n, m = static_length(x, x.ndim - 2, name), static_length(x, x.ndim - 1, name)
     rows = builtins.max(0, builtins.min(n, m - offset) if offset >= 0 else builtins.min(n + offset, m))
     start = np.arange(rows) + builtins.max(0, -offset)
     if rows == 0:
@@ -164,7 +140,7 @@ def diag(v, k=0):
         return _diagonal(x, int(k), "np.diag")
     if x.ndim != 1:
         raise TraceError(f"np.diag: input must be 1- or 2-d, got rank {x.ndim} ({x.ctx.where()})")
-    n, k = _static(x, 0, "np.diag"), int(k)
+    n, k = static_length(x, 0, "np.diag"), int(k)
     size = n + abs(k)
     # row i of the result holds v at column i + k: each column j takes v[j - k] (v[j] below the diagonal)
     row = np.pad(x, (builtins.max(k, 0), builtins.max(-k, 0)))
@@ -189,7 +165,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 @implements(np.cross)
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     ctx = context_of(a, b)
-    x, y = _promote([ctx.lift(a), ctx.lift(b)])
+    x, y = promoted([ctx.lift(a), ctx.lift(b)])
     if axis is not None:
         axisa = axisb = axisc = axis
     x, y = np.moveaxis(x, axisa, -1), np.moveaxis(y, axisb, -1)
@@ -230,7 +206,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
             z = z.T
         x = concatenate([x, z], axis=0)
     ddof = (0 if bias else 1) if ddof is None else ddof
-    n = _static(x, 1, "np.cov")
+    n = static_length(x, 1, "np.cov")
     centered = x - np.mean(x, axis=1, keepdims=True)
     c = np.matmul(centered, np.conj(centered).T) / builtins.max(n - ddof, 0)
     return np.squeeze(c)
@@ -238,7 +214,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
 
 @implements(np.corrcoef)
 def corrcoef(x, y=None, rowvar=True, *, dtype=None):
-    c = _no_complex(cov(x, y, rowvar, dtype=dtype), "np.corrcoef")
+    c = no_complex(cov(x, y, rowvar, dtype=dtype), "np.corrcoef")
     if c.ndim == 0:
         return c / c
     stddev = np.sqrt(_diagonal(c, 0))
@@ -254,7 +230,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         matrix = (axis is None and v.ndim == 2 and ord is not None) or (axis is not None and np.ndim(axis) == 1
                                                                         and len(axis) == 2)
         if matrix and ord in (2, -2, "nuc"):
-            _no_complex(v, f"np.linalg.norm(ord={ord!r}) of a matrix")
+            no_complex(v, f"np.linalg.norm(ord={ord!r}) of a matrix")
         v = np.abs(v)       # every other norm is that of the magnitudes
     if v.dtype.kind not in "f":
         v = astype(v, np.float64)
@@ -327,12 +303,12 @@ def bincount(x, weights=None, minlength=0):
     # numpy would lengthen the result for a value >= N and refuses negatives; with a static
     # length both must fail, not go uncounted: the scatter's bounds check makes them an
     # InputError at run time (negatives sent to N first, since a scatter wraps them).
-    v = _as_dtype(v, np.int64)
+    v = cast(v, np.int64)
     checked = np.where(v < 0, n, v)
     if weights is None:
         return _scatter_add(ctx, n, checked, None, np.int64)
-    w = _no_complex(ctx.lift(weights), "np.bincount's weights")
-    return _scatter_add(ctx, n, checked, _as_dtype(w, np.result_type(w.dtype, np.float64)), np.float64)
+    w = no_complex(ctx.lift(weights), "np.bincount's weights")
+    return _scatter_add(ctx, n, checked, cast(w, np.result_type(w.dtype, np.float64)), np.float64)
 
 
 def _outer_edges(ctx, x: Tracer, range_):
@@ -361,7 +337,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         raise UnsupportedOp(f"np.histogram with explicit bin edges is not supported ({ctx.where()}); "
                             "pass bins=<positive int>, and range=(lo, hi) or none")
     n = int(bins)
-    x = reshape(_no_complex(ctx.lift(a), "np.histogram"), (-1,))
+    x = reshape(no_complex(ctx.lift(a), "np.histogram"), (-1,))
     lo, hi = _outer_edges(ctx, x, range)
     static = isinstance(lo, float)
     bin_dtype = np.result_type(lo, hi, x.dtype) if static else np.result_type(lo.dtype, x.dtype)
@@ -370,12 +346,12 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         edges = ctx.constant(np.linspace(lo, hi, n + 1, dtype=bin_dtype))
         denom = hi - lo                                     # numpy divides by the Python float
     else:
-        lo, hi = _as_dtype(lo, bin_dtype), _as_dtype(hi, bin_dtype)
+        lo, hi = cast(lo, bin_dtype), cast(hi, bin_dtype)
         steps = ctx.constant(np.arange(n + 1, dtype=bin_dtype))
         edges = np.concatenate([(steps * ((hi - lo) / n) + lo)[:n], hi[None]])
         denom = hi - lo
     keep = (x >= lo) & (x <= hi)
-    xf = _as_dtype(x, bin_dtype)
+    xf = cast(x, bin_dtype)
     f = (xf - lo) / denom * n
     index = np.where(keep, f, 0).astype(np.int64)
     index = np.where(index == n, n - 1, index)
@@ -385,11 +361,11 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     if weights is None:
         counts = _scatter_add(ctx, n + 1, index, None, np.int64)[:n]
     else:
-        w = reshape(_no_complex(ctx.lift(weights), "np.histogram's weights"), (-1,))
-        counts = _scatter_add(ctx, n + 1, index, _as_dtype(w, np.float64), np.float64)[:n]
-        counts = _as_dtype(counts, w.dtype)
+        w = reshape(no_complex(ctx.lift(weights), "np.histogram's weights"), (-1,))
+        counts = _scatter_add(ctx, n + 1, index, cast(w, np.float64), np.float64)[:n]
+        counts = cast(counts, w.dtype)
     if density:
-        widths = _as_dtype(edges[1:] - edges[:-1], np.float64)
+        widths = cast(edges[1:] - edges[:-1], np.float64)
         counts = counts / widths / np.sum(counts)
     return counts, edges
 
@@ -401,7 +377,7 @@ def searchsorted(a, v, side="left", sorter=None):
         raise UnsupportedOp(f"np.searchsorted(sorter=...) is not supported ({ctx.where()}); pass a[sorter]")
     if side not in ("left", "right"):
         raise TraceError(f"np.searchsorted: side must be 'left' or 'right', got {side!r} ({ctx.where()})")
-    xs, vs = _promote([ctx.lift(a), ctx.lift(v)])
+    xs, vs = promoted([ctx.lift(a), ctx.lift(v)])
     if xs.ndim != 1:
         raise TraceError(f"np.searchsorted needs a 1-d sorted array, got {xs.value.type} ({ctx.where()})")
     # on a sorted array, the insertion point is the number of elements before it
@@ -423,7 +399,7 @@ def ufunc_outer(ctx, ufunc: np.ufunc, inputs, kwargs):
 
 def _scan_steps(x: Tracer, axis: int, ufunc: np.ufunc) -> Tracer:
     """An inclusive scan by doubling strides (Hillis-Steele): exact for max, min and logic."""
-    n = _static(x, axis, f"np.{ufunc.__name__}.accumulate")
+    n = static_length(x, axis, f"np.{ufunc.__name__}.accumulate")
     step = 1
     while step < n:
         shifted = _along(x, axis, slice(None, n - step))
@@ -450,7 +426,7 @@ def ufunc_accumulate(ctx, ufunc: np.ufunc, inputs, kwargs):
         x = astype(x, dtype)
     if ufunc in (np.add, np.multiply):
         if dtype is None and x.dtype.kind in "biu" and x.dtype.itemsize < 8:   # numpy widens as np.sum does
-            x = _as_dtype(x, np.uint64 if x.dtype.kind == "u" else np.int64)
+            x = cast(x, np.uint64 if x.dtype.kind == "u" else np.int64)
         return ctx.op("np.cumsum" if ufunc is np.add else "np.cumprod", x.value, axis=axis)
     if ufunc in _SCANNED:
         return _scan_steps(x, axis, ufunc)
@@ -462,7 +438,7 @@ def ufunc_reduce(ctx, ufunc: np.ufunc, inputs, kwargs):
     """ufunc.reduce as the matching reduction; where= fills the left-out elements with the
     identity (or initial), and initial joins the result as one more element."""
     name = ufunc.__name__
-    if ufunc not in _REDUCE_UFUNCS:
+    if ufunc not in REDUCE_UFUNCS:
         raise UnsupportedOp(f"np.{name}.reduce is not supported ({ctx.where()}); jitlab reduces add, multiply, "
                             "maximum, minimum, logical_and and logical_or")
     initial, where = kwargs.get("initial", np._NoValue), kwargs.get("where", True)
@@ -471,12 +447,12 @@ def ufunc_reduce(ctx, ufunc: np.ufunc, inputs, kwargs):
         fill = ufunc.identity if initial is np._NoValue else initial
         if fill is None:
             raise TraceError(f"np.{name}.reduce(where=...) needs initial=, as numpy does ({ctx.where()})")
-        x = np.where(where, x, _as_dtype(ctx.lift(fill, x), x.dtype))
-    result = _reduce(_REDUCE_UFUNCS[ufunc], x, kwargs.get("axis", 0), kwargs.get("keepdims", False),
+        x = np.where(where, x, cast(ctx.lift(fill, x), x.dtype))
+    result = reduce_over(REDUCE_UFUNCS[ufunc], x, kwargs.get("axis", 0), kwargs.get("keepdims", False),
                      kwargs.get("dtype"))
     if initial is np._NoValue or initial is None:
         return result
-    return _as_dtype(ufunc(result, initial), result.dtype)
+    return cast(ufunc(result, initial), result.dtype)
 
 
 UFUNC_METHODS = {"outer": ufunc_outer, "accumulate": ufunc_accumulate, "reduce": ufunc_reduce}
@@ -487,11 +463,11 @@ def _linalg_operand(a, name: str, complex_ok: bool = False) -> Tracer:
     """a as LAPACK takes it: float32/64 (complex too where the result keeps numpy's dtype), at least 2-d."""
     x = context_of(a).lift(a)
     if not complex_ok:
-        _no_complex(x, name)
+        no_complex(x, name)
     if x.dtype.kind == "f" and x.dtype.itemsize < 4:
         raise TraceError(f"{name}: array type {x.dtype} is unsupported in linalg ({x.ctx.where()})")
     if x.dtype.kind not in "fc":
-        x = _as_dtype(x, np.float64)     # numpy solves integer and bool matrices in float64
+        x = cast(x, np.float64)     # numpy solves integer and bool matrices in float64
     if x.ndim < 2:
         raise TraceError(f"{name}: {x.ndim}-dimensional array given; it must be at least two-dimensional "
                          f"({x.ctx.where()})")
@@ -522,7 +498,7 @@ def solve(a, b):
     ctx = context_of(a, b)
     x = _linalg_operand(a, "np.linalg.solve", complex_ok=True)
     y = ctx.lift(b)
-    x, y = _promote([x, y if y.dtype.kind in "fc" else _as_dtype(y, np.float64)])
+    x, y = promoted([x, y if y.dtype.kind in "fc" else cast(y, np.float64)])
     if y.ndim == 1:             # numpy 2: a 1-d b is one vector, solved against every matrix of a
         if x.ndim == 2:
             return ctx.op("np.solve", x.value, y.value)

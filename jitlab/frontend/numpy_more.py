@@ -20,8 +20,6 @@ import numpy as np
 from ..errors import TraceError, UnsupportedOp
 from ..ir.shapes import Sym
 from .numpy_api import (
-    _as_dtype,
-    _reduce,
     astype,
     broadcast_to,
     context_of,
@@ -29,30 +27,26 @@ from .numpy_api import (
     mean,
     normalize_axes,
     normalize_axis,
+    reduce_over,
     reshape,
     take,
     transpose,
     zeros_like,
 )
-from .numpy_functions import _no_complex, _refuse, _static
+from .operands import cast, no_complex, refuse, scalar_constant, static_length
 from .tracer import Tracer
-
-
-def _scalar(ctx, value, dtype) -> Tracer:
-    """A Python number as a 0-d constant of `dtype`, as numpy's copyto casts it."""
-    return ctx.constant(np.asarray(value).astype(dtype))
 
 
 # -- running product ------------------------------------------------------------------------
 @implements(np.cumprod)
 def cumprod(a, axis=None, dtype=None, out=None):
     ctx = context_of(a)
-    _refuse(ctx, "np.cumprod", out=out)
+    refuse(ctx, "np.cumprod", out=out)
     x = ctx.lift(a)
     if dtype is not None:
         x = astype(x, dtype)
     elif x.dtype.kind in "biu" and x.dtype.itemsize < 8:     # as np.cumsum and np.prod: ints widen
-        x = _as_dtype(x, np.uint64 if x.dtype.kind == "u" else np.int64)
+        x = cast(x, np.uint64 if x.dtype.kind == "u" else np.int64)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     return ctx.op("np.cumprod", x.value, axis=normalize_axis(x, axis))
@@ -70,7 +64,7 @@ def isclose(a, b, rtol=1.e-5, atol=1.e-8, equal_nan=False):
     x, y = _close_operand(ctx, a), _close_operand(ctx, b)
     rtol, atol = _close_operand(ctx, rtol), _close_operand(ctx, atol)
     if isinstance(y, Tracer):
-        y = _as_dtype(y, np.result_type(y.dtype, 1.0))      # numpy compares in at least a float dtype
+        y = cast(y, np.result_type(y.dtype, 1.0))      # numpy compares in at least a float dtype
     elif isinstance(y, int):
         y = float(y)
     # numpy's formula: infinities are close only to an equal infinity (isfinite(y), then x == y)
@@ -96,12 +90,12 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
                             "pass Python numbers")
     if v.dtype.kind not in "fc":
         return v if copy is False else Tracer(v.value, ctx)      # numpy leaves ints and bools alone
-    _no_complex(v, "np.nan_to_num")
+    no_complex(v, "np.nan_to_num")
     info = np.finfo(v.dtype)
     hi, lo = info.max if posinf is None else posinf, info.min if neginf is None else neginf
-    out = np.where(np.isnan(v), _scalar(ctx, nan, v.dtype), v)
-    out = np.where(np.isinf(v) & (v > 0), _scalar(ctx, hi, v.dtype), out)
-    out = np.where(np.isinf(v) & (v < 0), _scalar(ctx, lo, v.dtype), out)
+    out = np.where(np.isnan(v), scalar_constant(ctx, nan, v.dtype), v)
+    out = np.where(np.isinf(v) & (v > 0), scalar_constant(ctx, hi, v.dtype), out)
+    out = np.where(np.isinf(v) & (v < 0), scalar_constant(ctx, lo, v.dtype), out)
     if copy is False:               # numpy replaces in place and returns x (only x dispatches here: a Tracer)
         x[...] = out
         return x
@@ -113,9 +107,9 @@ def _nan_replaced(a, value, name: str) -> tuple[Tracer, Tracer | None]:
     x = context_of(a).lift(a)
     if x.dtype.kind not in "fc":
         return x, None
-    _no_complex(x, name)
+    no_complex(x, name)
     mask = np.isnan(x)
-    return np.where(mask, _scalar(x.ctx, value, x.dtype), x), mask
+    return np.where(mask, scalar_constant(x.ctx, value, x.dtype), x), mask
 
 
 def _nan_reduction(kind: str, fill, numpy_function):
@@ -124,9 +118,9 @@ def _nan_reduction(kind: str, fill, numpy_function):
     @implements(numpy_function)
     def reduce(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
         ctx = context_of(a)
-        _refuse(ctx, name, out=out, initial=initial, where=where)
+        refuse(ctx, name, out=out, initial=initial, where=where)
         x, _ = _nan_replaced(a, fill, name)
-        return _reduce(kind, x, axis, keepdims, dtype)
+        return reduce_over(kind, x, axis, keepdims, dtype)
 
     reduce.__name__ = numpy_function.__name__
     return reduce
@@ -141,13 +135,13 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """numpy's: the sum of the numbers over their count, divided as numpy does (in the quotient's loop
     dtype, then cast back); an all-NaN slice is 0 / 0, NaN (numpy warns)."""
     ctx = context_of(a)
-    _refuse(ctx, "np.nanmean", out=out, where=where)
+    refuse(ctx, "np.nanmean", out=out, where=where)
     x, mask = _nan_replaced(a, 0, "np.nanmean")
     if mask is None:
         return mean(x, axis=axis, dtype=dtype, keepdims=keepdims)
-    count = _reduce("sum", ~mask, axis, keepdims, np.int64)
-    total = _reduce("sum", x, axis, keepdims, dtype)
-    return _as_dtype(np.true_divide(total, count), total.dtype)
+    count = reduce_over("sum", ~mask, axis, keepdims, np.int64)
+    total = reduce_over("sum", x, axis, keepdims, dtype)
+    return cast(np.true_divide(total, count), total.dtype)
 
 
 def _nan_extreme(kind: str, numpy_function):
@@ -159,16 +153,16 @@ def _nan_extreme(kind: str, numpy_function):
         """numpy's fmin/fmax reduction: NaN replaced by the infinity that never wins, NaN again
         where the whole slice is NaN (numpy warns there; the traced version cannot)."""
         ctx = context_of(a)
-        _refuse(ctx, name, out=out, initial=initial, where=where)
+        refuse(ctx, name, out=out, initial=initial, where=where)
         x, mask = _nan_replaced(a, fill, name)
         if any(x.shape[i] == 0 for i in normalize_axes(x, axis)):
             raise TraceError(f"{name}: zero-size array to reduction operation which has no identity "
                              f"({ctx.where()})")
-        result = _reduce(kind, x, axis, keepdims)
+        result = reduce_over(kind, x, axis, keepdims)
         if mask is None:
             return result
-        all_nan = _reduce("all", mask, axis, keepdims)
-        return np.where(all_nan, _scalar(ctx, np.nan, x.dtype), result)
+        all_nan = reduce_over("all", mask, axis, keepdims)
+        return np.where(all_nan, scalar_constant(ctx, np.nan, x.dtype), result)
 
     extreme.__name__ = numpy_function.__name__
     return extreme
@@ -206,11 +200,11 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         if not returned:
             return avg
         size, kept = _static_size(ctx, x.shape), _static_size(ctx, avg.shape)
-        return avg, Tracer(broadcast_to(_scalar(ctx, size / kept, avg.dtype), avg.shape).value, ctx)
+        return avg, Tracer(broadcast_to(scalar_constant(ctx, size / kept, avg.dtype), avg.shape).value, ctx)
     w = _weights_along(ctx, x, ctx.lift(weights), axes)
     dtype = np.result_type(x.dtype, w.dtype, "f8") if x.dtype.kind in "biu" else np.result_type(x.dtype, w.dtype)
-    scale = _reduce("sum", w, keep, keepdims, dtype)
-    avg = _reduce("sum", np.multiply(_as_dtype(x, dtype), _as_dtype(w, dtype)), keep, keepdims) / scale
+    scale = reduce_over("sum", w, keep, keepdims, dtype)
+    avg = reduce_over("sum", np.multiply(cast(x, dtype), cast(w, dtype)), keep, keepdims) / scale
     if not returned:
         return avg
     return avg, (scale if scale.shape == avg.shape else Tracer(broadcast_to(scale, avg.shape).value, ctx))
@@ -276,7 +270,7 @@ def polyval(p, x):
         if p.ndim != 1:
             raise UnsupportedOp(f"np.polyval needs p as a 1-d array or a list of numbers, got {p.value.type} "
                                 f"({ctx.where()})")
-        coefficients = [p[i] for i in range(_static(p, 0, "np.polyval"))]
+        coefficients = [p[i] for i in range(static_length(p, 0, "np.polyval"))]
     else:
         values = np.asarray(p)
         if values.ndim != 1:
@@ -293,7 +287,7 @@ def polyval(p, x):
 def _correlated(ctx, long: Tracer, short: Tracer, mode: str, name: str) -> Tracer:
     """numpy's _pyarray_correlate: out[k] = sum_j long[k + j - left] * short[j] over the j that fall
     inside `long` (the others are left out, not multiplied by zero: an inf there stays out of the sum)."""
-    n1, n2 = _static(long, 0, name), _static(short, 0, name)
+    n1, n2 = static_length(long, 0, name), static_length(short, 0, name)
     if mode == "valid":
         length, left = n1 - n2 + 1, 0
     elif mode == "same":
@@ -322,9 +316,9 @@ def _conv_operands(a, v, name: str, mode) -> tuple[Tracer, Tracer]:
                          f"{x.value.type} and {y.value.type} ({ctx.where()})")
     x, y = reshape(x, (-1,)), reshape(y, (-1,))
     dtype = np.result_type(x.dtype, y.dtype)
-    x, y = _as_dtype(x, dtype), _as_dtype(y, dtype)
+    x, y = cast(x, dtype), cast(y, dtype)
     for operand, which in ((x, "first"), (y, "second")):
-        if _static(operand, 0, name) == 0:
+        if static_length(operand, 0, name) == 0:
             raise TraceError(f"{name}: the {which} array argument cannot be empty ({ctx.where()})")
     return x, y
 
@@ -357,7 +351,7 @@ def _interp_end(ctx, value, default: Tracer) -> Tracer:
     end = ctx.lift(value)
     if end.ndim != 0:
         raise TraceError(f"np.interp: left and right must be numbers ({ctx.where()})")
-    return _as_dtype(_no_complex(end, "np.interp's left/right"), np.float64)
+    return cast(no_complex(end, "np.interp's left/right"), np.float64)
 
 
 @implements(np.interp)
@@ -366,13 +360,13 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     slope * (x - xp[j]) + fp[j] (from xp[j + 1] when that is NaN). xp must be increasing, as numpy
     asks; the interval is the count of xp at or below x (len(x) * len(xp) comparisons)."""
     ctx = context_of(x, xp, fp, left, right)
-    _refuse(ctx, "np.interp", period=period)
-    z, xs, fs = (_no_complex(ctx.lift(v), "np.interp") for v in (x, xp, fp))
-    z, xs, fs = (_as_dtype(v, np.float64) for v in (z, xs, fs))
+    refuse(ctx, "np.interp", period=period)
+    z, xs, fs = (no_complex(ctx.lift(v), "np.interp") for v in (x, xp, fp))
+    z, xs, fs = (cast(v, np.float64) for v in (z, xs, fs))
     if xs.ndim != 1 or fs.ndim != 1 or xs.shape != fs.shape:
         raise TraceError(f"np.interp: xp and fp must be 1-d sequences of the same length, got "
                          f"{xs.value.type} and {fs.value.type} ({ctx.where()})")
-    m = _static(xs, 0, "np.interp")
+    m = static_length(xs, 0, "np.interp")
     if m == 0:
         raise TraceError(f"np.interp: array of sample points is empty ({ctx.where()})")
     lval, rval = _interp_end(ctx, left, fs[0]), _interp_end(ctx, right, fs[m - 1])

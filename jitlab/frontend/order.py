@@ -10,40 +10,40 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TraceError, UnsupportedOp
-from .numpy_api import _as_dtype, concatenate, context_of, implements, mean, normalize_axis, reshape
-from .numpy_functions import _no_complex, _refuse, _static
+from .numpy_api import concatenate, context_of, implements, mean, normalize_axis, reshape
+from .operands import cast, no_complex, refuse, static_length
 from .tracer import Tracer
 
 
 def _along(a, axis, name: str) -> tuple[Tracer, int]:
     """The operand (flattened for axis=None) and its sorted axis, made non-negative."""
     ctx = context_of(a)
-    x = _no_complex(ctx.lift(a), name)
+    x = no_complex(ctx.lift(a), name)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     if not isinstance(axis, (int, np.integer)):
         raise UnsupportedOp(f"{name} over several axes is not supported; sort one axis ({ctx.where()})")
     axis = normalize_axis(x, int(axis))
-    _static(x, axis, name)
+    static_length(x, axis, name)
     return x, axis
 
 
 def _sorted(x: Tracer, axis: int) -> tuple[Tracer, Tracer]:
     """x sorted along axis and the int64 order that sorts it (bools sort as 0 and 1)."""
-    keys = _as_dtype(x, np.uint8) if x.dtype.kind == "b" else x
+    keys = cast(x, np.uint8) if x.dtype.kind == "b" else x
     values, order = x.ctx.emit("np.topk", [keys.value], k=x.shape[axis], axis=axis, largest=False)
-    return (_as_dtype(values, x.dtype) if x.dtype.kind == "b" else values), order
+    return (cast(values, x.dtype) if x.dtype.kind == "b" else values), order
 
 
 @implements(np.sort)
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
-    _refuse(context_of(a), "np.sort", order=order)
+    refuse(context_of(a), "np.sort", order=order)
     return _sorted(*_along(a, axis, "np.sort"))[0]
 
 
 @implements(np.argsort)
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
-    _refuse(context_of(a), "np.argsort", order=order)
+    refuse(context_of(a), "np.argsort", order=order)
     return _sorted(*_along(a, axis, "np.argsort"))[1]
 
 
@@ -71,7 +71,7 @@ def _keep(x: Tracer, axis: int, keepdims: bool, rank: int, flat: bool) -> Tracer
 @implements(np.median)
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     ctx = context_of(a)
-    _refuse(ctx, "np.median", out=out)
+    refuse(ctx, "np.median", out=out)
     rank = ctx.lift(a).ndim
     x, axis_ = _along(a, axis, "np.median")
     n = x.shape[axis_]
@@ -89,8 +89,8 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 def _lerp(a: Tracer, b: Tracer, t: float, dtype) -> Tracer:
     """numpy's _lerp: b - a in the operand's dtype, then a + (b - a) t in `dtype`, or b - (b - a) (1 - t)
     from t = 0.5 on (exact at t = 1)."""
-    diff = _as_dtype(b - a, dtype)
-    a, b = _as_dtype(a, dtype), _as_dtype(b, dtype)
+    diff = cast(b - a, dtype)
+    a, b = cast(a, dtype), cast(b, dtype)
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
@@ -126,7 +126,7 @@ def _quantile(a, q, weak: bool, axis, keepdims, method: str, name: str):
     for v in virtual:
         below = int(np.floor(v))
         lower, upper = _take(s, axis_, below), _take(s, axis_, min(below + 1, n - 1))
-        one = _nan_where_any(_lerp(lower, upper, float(v - np.floor(v)), dtype), _as_dtype(last, dtype))
+        one = _nan_where_any(_lerp(lower, upper, float(v - np.floor(v)), dtype), cast(last, dtype))
         results.append(_keep(one, axis_, keepdims, rank, axis is None))
     if qs.ndim == 0:
         return results[0]
@@ -136,13 +136,13 @@ def _quantile(a, q, weak: bool, axis, keepdims, method: str, name: str):
 @implements(np.quantile)
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
              weights=None, interpolation=None):
-    _refuse(context_of(a), "np.quantile", out=out, weights=weights, interpolation=interpolation)
+    refuse(context_of(a), "np.quantile", out=out, weights=weights, interpolation=interpolation)
     return _quantile(a, q, type(q) in (int, float), axis, keepdims, method, "np.quantile")
 
 
 @implements(np.percentile)
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
                weights=None, interpolation=None):
-    _refuse(context_of(a), "np.percentile", out=out, weights=weights, interpolation=interpolation)
+    refuse(context_of(a), "np.percentile", out=out, weights=weights, interpolation=interpolation)
     fraction = q if isinstance(q, Tracer) else np.true_divide(q, 100)
     return _quantile(a, fraction, type(q) in (int, float), axis, keepdims, method, "np.percentile")

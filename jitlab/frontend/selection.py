@@ -140,9 +140,10 @@ class Selection(np.lib.mixins.NDArrayOperatorsMixin):
 
     def mean(self, axis=None, dtype=None):
         """numpy's mean (np.mean's dtype rule: integers in float64; f16 summed in f32); nan when empty."""
-        from .numpy_api import _float_of, astype
+        from .numpy_api import astype
+        from .operands import float_of
 
-        x = astype(self.full, dtype) if dtype is not None else _float_of(self.full)
+        x = astype(self.full, dtype) if dtype is not None else float_of(self.full)
         wide = x.astype(np.float32) if x.dtype == np.float16 else x
         axes = self._axes(axis, "mean")
         spread = self._spread()
