@@ -2,6 +2,7 @@
 way on grimp's import graph, no two of jitlab's packages import each other; the page's recipes name
 files and functions that exist."""
 
+import ast
 import itertools
 import pathlib
 import re
@@ -79,3 +80,68 @@ def test_the_architecture_page_names_what_exists():
 
 
 DEFINITION = r"(?:def|class|const|function)\s+{0}\b|^\s*{0}\s*[:=(]|^\s*\w+\s*=\s*{0}\b|\b{0}\s*=\s"
+
+
+
+def _imported_modules(tree: ast.Module, package: str) -> dict[str, str]:
+    """The names a module binds to jitlab's modules by its imports, with the module each is."""
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound.update({a.asname: a.name for a in node.names if a.asname and a.name.startswith("jitlab.")})
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, package)
+            for a in node.names:
+                if base.startswith("jitlab") and _is_module(f"{base}.{a.name}"):
+                    bound[a.asname or a.name] = f"{base}.{a.name}"
+    return bound
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    parts = package.split(".")
+    base = parts[:len(parts) - node.level + 1] if node.level else []
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_names_taken(path: str, source: str) -> list[str]:
+    """`from .m import _name` and `m._name` in the module at `path` (under ROOT), m another of jitlab's."""
+    parts = pathlib.PurePosixPath(path).with_suffix("").parts
+    package = ".".join(parts[:-1])                 # an __init__.py's package is its folder, as a module's
+    tree = ast.parse(source)
+    taken = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and _absolute(node, package).startswith("jitlab"):
+            taken += [f"from {_absolute(node, package)} import {a.name}" for a in node.names if _private(a.name)]
+    modules = _imported_modules(tree, package)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name) \
+                and node.value.id in modules:
+            taken.append(f"{modules[node.value.id]}.{node.attr}")
+    return [f"{path}: {name}" for name in taken]
+
+
+def test_no_module_takes_another_modules_private_names():
+    """A helper one module shares with others has a public name: a leading underscore means 'only here'."""
+    taken = [t for path in sorted((ROOT / "jitlab").rglob("*.py"))
+             for t in _private_names_taken(path.relative_to(ROOT).as_posix(), path.read_text())]
+    assert taken == [], "\n".join(taken)
+
+
+def test_the_private_name_check_sees_both_spellings():
+    source = ("from .indexing import _hidden, shown\nfrom . import tracer\nfrom ..ir import shapes as s\n"
+              "import jitlab.frontend.inplace as inplace\n"
+              "x = tracer._state, s._sym, inplace._own, tracer.public, shown._field, self._mine\n")
+    assert _private_names_taken("jitlab/frontend/probe.py", source) == [
+        "jitlab/frontend/probe.py: from jitlab.frontend.indexing import _hidden",
+        "jitlab/frontend/probe.py: jitlab.frontend.tracer._state",
+        "jitlab/frontend/probe.py: jitlab.ir.shapes._sym",
+        "jitlab/frontend/probe.py: jitlab.frontend.inplace._own"]

@@ -103,8 +103,8 @@ def ptx_check(arch: tuple[int, int] = (9, 0)) -> bool:
         fused = PassManager.parse("mark-subgraphs,fuse").run(program, ctx)
         for group in (op for op in fused.body.ops if op.name == "jit.group"):
             con = next((op for op in group.body.ops if op.name in ("np.matmul", "np.conv2d")), None)
-            parts = (backend._contraction_parts(group, con, policy) if con is not None
-                     else backend._generated_parts(group, policy))
+            parts = (backend.contraction_parts(group, con, policy) if con is not None
+                     else backend.generated_parts(group, policy))
             module = load_module(group, module_source(group, [(p.source, p.layout) for p in parts]),
                                  {"cache": cache}).module
             for k, part in enumerate(parts):

@@ -164,7 +164,7 @@ def test_miss_names_the_key_part_that_differs(tmp_path):
 def test_key_changes_with_the_modules_kernels_call_into(tmp_path, monkeypatch):
     # numba's cache checks only the kernel's own file: a fix in a helper module must change the key.
     from jitlab.backends.kernel_cache import support_hash
-    from jitlab.backends.numba_cpu.kernels import SUPPORT_MODULES, _key_parts_for
+    from jitlab.backends.numba_cpu.kernels import SUPPORT_MODULES, key_parts_for
 
     helper = tmp_path / "kernel_support_mod.py"
     helper.write_text("def f(x):\n    return x + 1\n")
@@ -173,7 +173,7 @@ def test_key_changes_with_the_modules_kernels_call_into(tmp_path, monkeypatch):
     helper.write_text("def f(x):\n    return x + 2\n")
     support_hash.cache_clear()
     assert support_hash("kernel_support_mod") != before
-    assert _key_parts_for("g", "", "src")["support"] == support_hash(*SUPPORT_MODULES)
+    assert key_parts_for("g", "", "src")["support"] == support_hash(*SUPPORT_MODULES)
 
 
 def test_the_key_covers_every_module_the_kernels_reach():

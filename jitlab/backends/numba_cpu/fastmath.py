@@ -123,7 +123,8 @@ def _exp_clamps(F, nonpositive: bool) -> tuple[Callable, Callable]:
     return for_k, for_r
 
 
-def _make_exp_parts(F, nonpositive: bool = False) -> Callable:
+def make_exp_parts(F, nonpositive: bool = False) -> Callable:
+    """A jitted `exp_parts(x)` for float type F, e**x as p 2**k; `nonpositive`: x is never above 0 (one clamp less)."""
     clamp_k, clamp_r = _exp_clamps(F, nonpositive)
     log2e, (ln2_hi, ln2_lo) = F(1 / math.log(2)), _split(LN2, F, _KEEP[F])
     coeffs = _taylor(F, 0, _EXP_DEGREE[F])
@@ -141,7 +142,7 @@ def _make_exp_parts(F, nonpositive: bool = False) -> Callable:
 
 
 def _make_exp(F) -> Callable:
-    parts, scaled = _make_exp_parts(F), _make_exp_scaled(F)
+    parts, scaled = make_exp_parts(F), _make_exp_scaled(F)
 
     @jit
     def exp(x):
@@ -461,7 +462,7 @@ def _make_gelu_erf(F) -> Callable:
 
 
 def _make_gelu_tanh(F) -> Callable:
-    parts, scaled = _make_exp_parts(F), _make_exp_scaled(F)
+    parts, scaled = make_exp_parts(F), _make_exp_scaled(F)
     zero, one = F(0.0), F(1.0)
     cut = F(-12.0)        # below, x sigmoid(2u) < 12 e**-142 underflows to -0 (and -inf gives NaN, as numpy)
     k1 = 2 * math.sqrt(2 / math.pi)

@@ -92,7 +92,7 @@ def _module_source(group: Operation, par: str, seq: str) -> str:
 
 
 def _key_parts(group: Operation, signature: str, source: str) -> dict[str, str]:
-    return _key_parts_for(generic_structure(group), signature, source)
+    return key_parts_for(generic_structure(group), signature, source)
 
 
 def generic_structure(group: Operation) -> str:
@@ -112,7 +112,8 @@ SUPPORT_MODULES = tuple(f"jitlab.backends.{m}" for m in (
     "numba_cpu.winograd", "numba_cpu.numpy_blas"))
 
 
-def _key_parts_for(structure: str, signature: str, source: str) -> dict[str, str]:
+def key_parts_for(structure: str, signature: str, source: str) -> dict[str, str]:
+    """The parts of a kernel's cache key: its structure, signature, source hash and the versions that built it."""
     return {"structure": structure, "signature": signature, "backend": "numba_cpu",
             "source": hashlib.sha256(source.encode()).hexdigest()[:16],
             "versions": f"jitlab {__version__}, numba {numba.__version__}, llvmlite {llvmlite.__version__}, "
@@ -199,7 +200,7 @@ class _Generated:
                 # Another group of this structure may have compiled only the other variant and
                 # disabled compiling; this explicit compile is the one wanted.
                 fn.disable_compile(False)
-                self.timing.add(_compile_or_recover(fn, self.signature, path))
+                self.timing.add(compile_or_recover(fn, self.signature, path))
                 # A later call with other argument types would be a bug: fail loudly, never recompile.
                 fn.disable_compile()
 
@@ -228,7 +229,7 @@ def _layout(kernel, params: tuple[KernelParam, ...], block) -> CallLayout:
                       else tuple(int(d) for d in space))
 
 
-def _compile_or_recover(fn, signature: tuple, path: str) -> KernelTiming:
+def compile_or_recover(fn, signature: tuple, path: str) -> KernelTiming:
     """Compiles (or loads from numba's cache), timed; an unreadable cache file is removed and compiled anew."""
     try:
         return timed_compile(fn, signature)

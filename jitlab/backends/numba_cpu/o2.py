@@ -14,7 +14,7 @@ from ..kernel_cache import default_cache
 from ..native import ENTRY, NativeSegment
 from . import native_build
 from .codegen import raises
-from .kernels import _compile_or_recover, _key_parts_for, is_readonly, numba_type
+from .kernels import compile_or_recover, is_readonly, key_parts_for, numba_type
 from .numpy_blas import addresses as blas_addresses
 from .o2_runner import KeptProgram, O2Runner, Planner, constants
 from .whole_graph import GEMM_IMPORT, NATIVE_GEMM_IMPORT, SEGMENT_GROUPS, Fallback, KernelCall, Segment, whole_graph
@@ -58,7 +58,7 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
     executable cache may keep of it (None where a segment needs numba)."""
     start = time.perf_counter()
     graph = whole_graph(program, report.memory, segment_groups)
-    parts = _key_parts_for("program:" + hashlib.sha256(graph.source.encode()).hexdigest()[:16], "", graph.source)
+    parts = key_parts_for("program:" + hashlib.sha256(graph.source.encode()).hexdigest()[:16], "", graph.source)
     generated = time.perf_counter()
     timing = KernelTiming(codegen=generated - start)
     segments = [item for item in graph.items if isinstance(item, Segment)]
@@ -74,7 +74,7 @@ def compile_program(program: Program, report: CompileReport, options: dict[str, 
         entry = cache.load(parts, graph.source)
         timing.kernel_cache = time.perf_counter() - generated
         for seg in segments:
-            timing.add(_compile_or_recover(getattr(entry.module, seg.name), _signature(program, seg),
+            timing.add(compile_or_recover(getattr(entry.module, seg.name), _signature(program, seg),
                                            entry.module.__file__))
         module, hit, miss = entry.module, entry.hit, entry.miss_reason
     fallbacks = [item for item in graph.items if isinstance(item, Fallback)]

@@ -17,13 +17,13 @@ import numpy as np
 
 from ...ir.core import OpResult, Value
 from .bits import pow2
-from .fastmath import _make_exp_parts, jit
+from .fastmath import jit, make_exp_parts
 
 _UP = 64.0       # k + 64 stays a normal exponent for every k from exp's clamp up to 0
 
 
 def _make_exp_nonpositive(F) -> Callable:
-    parts = _make_exp_parts(F, nonpositive=True)
+    parts = make_exp_parts(F, nonpositive=True)
     up, down = F(_UP), F(2.0 ** -_UP)
 
     @jit

@@ -85,7 +85,7 @@ class NumbaCUDABackend(Backend):
         policy = Policy(device.info(), options.get("threads_per_block"), options.get("max_blocks"))
         con = next((op for op in group.body.ops if op.has(Trait.CONTRACTION)), None)
         start = time.perf_counter()
-        parts = _contraction_parts(group, con, policy) if con is not None else _generated_parts(group, policy)
+        parts = contraction_parts(group, con, policy) if con is not None else generated_parts(group, policy)
         source = module_source(group, [(part.source, part.layout) for part in parts])
         entry = load_module(group, source, options)
         launchers = []
@@ -128,7 +128,8 @@ def _name(k: int) -> str:
     return f"k{k}"
 
 
-def _generated_parts(group: Operation, policy: Policy, materialized: Sequence[Value] = (), index: int = 0) -> list:
+def generated_parts(group: Operation, policy: Policy, materialized: Sequence[Value] = (), index: int = 0) -> list:
+    """The group as one generated elementwise kernel (reading `materialized` values from memory)."""
     from .codegen import generate
     from .kernels import Launcher
 
@@ -142,7 +143,8 @@ def _generated_parts(group: Operation, policy: Policy, materialized: Sequence[Va
     return [Part(kernel.source, kernel.layout, kernel.params, make, list(group.body.last_op.operands), kernel.flat)]
 
 
-def _contraction_parts(group: Operation, con: Operation, policy: Policy) -> list:
+def contraction_parts(group: Operation, con: Operation, policy: Policy) -> list:
+    """The group as a tiled contraction kernel with its epilogue, plus a generated kernel for what it cannot fuse."""
     from .contraction import generate_tiled
     from .kernels import Launcher
 
@@ -159,7 +161,7 @@ def _contraction_parts(group: Operation, con: Operation, policy: Policy) -> list
     make = lambda fn: Launcher(fn, params, tuple(shape), "tile", False, policy, tile, conv)  # noqa: E731
     parts = [Part(source, "tile", params, make, outputs)]
     if not fused:
-        parts += _generated_parts(group, policy, [con.result], index=1)
+        parts += generated_parts(group, policy, [con.result], index=1)
     return parts
 
 

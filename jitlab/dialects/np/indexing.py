@@ -14,7 +14,7 @@ from ...ir.attributes import INT, INTS, SHAPE, one_of
 from ...ir.opdef import Trait, defop, static_int
 from .common import INT as INT_KINDS
 from .common import attr, check_dtype, normalize_axis, same_dtype
-from .shape import _slice_infer
+from .shape import slice_infer
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 _UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -173,7 +173,7 @@ defop("np.scatter_nd", operands=3, attrs=dict(_SCATTER_ATTRS), traits=(Trait.PUR
 def _update_slice_infer(ctx, types, attrs):
     x, upd = types
     same_dtype(ctx, [x, upd])
-    (region,) = _slice_infer(ctx, [x], attrs)
+    (region,) = slice_infer(ctx, [x], attrs)
     if upd.rank != x.rank:
         raise ctx.error(f"the update {upd} must have the rank of {x}")
     for i, (a, b) in enumerate(zip(region.shape, upd.shape)):

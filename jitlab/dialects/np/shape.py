@@ -175,7 +175,8 @@ def slice_length(start: Dim, stop: Dim, step: int) -> Dim:
     return max(0, -(-(start - stop) // -step))
 
 
-def _slice_infer(ctx, types, attrs):
+def slice_infer(ctx, types, attrs):
+    """np.slice's result type, its starts, stops and steps checked against the operand."""
     (t,) = types
     starts, stops, steps = attrs["starts"], attrs["stops"], attrs["steps"]
     if not len(starts) == len(stops) == len(steps) == t.rank:
@@ -209,7 +210,7 @@ def _slice(x, starts, stops, steps):
 
 
 defop("np.slice", attrs={"starts": attr(SHAPE), "stops": attr(SHAPE), "steps": attr(INTS)},
-      traits=INJECTIVE, infer=_slice_infer, reference=_slice, operand_names=("x",),
+      traits=INJECTIVE, infer=slice_infer, reference=_slice, operand_names=("x",),
       doc="x[start:stop:step] per dim, indices absolute (no wrap-around).")
 
 
