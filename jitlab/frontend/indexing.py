@@ -78,6 +78,11 @@ def array_index(x: Tracer, k) -> Tracer:
     return idx
 
 
+def index_along(x: Tracer, axis: int, index) -> Tracer:
+    """x[index] along `axis`, every axis before it whole: x[:, ..., :, index]."""
+    return x[(slice(None),) * axis + (index,)]
+
+
 def getitem(x: Tracer, key) -> Tracer:
     """x[key] for basic indexing plus at most one integer-array index; basic indexing gives a view."""
     mask = _traced_mask(key)

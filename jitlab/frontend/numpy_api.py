@@ -47,9 +47,6 @@ _BOOL_UFUNCS = {np.add: "np.logical_or", np.multiply: "np.logical_and", np.maxim
                 np.minimum: "np.logical_and", np.invert: "np.logical_not", np.not_equal: "np.logical_xor",
                 np.bitwise_and: "np.logical_and", np.bitwise_or: "np.logical_or",
                 np.bitwise_xor: "np.logical_xor"}
-# the reduction each ufunc's .reduce is
-REDUCE_UFUNCS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
-                  np.logical_and: "all", np.logical_or: "any"}
 
 FUNCTIONS: Registry[Callable, Callable] = Registry("numpy function", describe=lambda f: _qualname(f))
 
@@ -124,8 +121,8 @@ def _apply_ufunc(ctx: TraceContext, ufunc: np.ufunc, method: str, inputs, kwargs
         if method == "__call__" and kwargs.get(key) is not None:
             raise UnsupportedOp(f"np.{name}(..., {key}=...) is not supported ({ctx.where()})")
     kwargs.pop("casting", None)
-    if method in numpy_functions.UFUNC_METHODS:
-        return numpy_functions.UFUNC_METHODS[method](ctx, ufunc, inputs, kwargs)
+    if method in ufunc_methods.UFUNC_METHODS:
+        return ufunc_methods.UFUNC_METHODS[method](ctx, ufunc, inputs, kwargs)
     if method != "__call__":
         raise UnsupportedOp(f"np.{name}.{method} is not supported ({ctx.where()})")
     if ufunc not in UFUNCS and ufunc not in RULES:
@@ -732,6 +729,7 @@ def view_of(x: Tracer, derive, write, what: str) -> Tracer:
     return inplace.view_of(x, derive, write, what)
 
 
-from . import inplace, numpy_functions  # noqa: E402,F401  (register np.copyto, np.diff, ... and ufunc methods)
-from .numpy_more import cumprod  # noqa: E402,F401  (register np.cumprod, np.isclose, np.nansum ...; Tracer.cumprod calls it)
+# the numpy functions of each kind register themselves as they are imported
+from . import elementwise, inplace, linalg, matrices, shifts, statistics, ufunc_methods  # noqa: E402,F401
 from .order import argsort, sort  # noqa: E402,F401  (register np.sort, np.median ...; Tracer.argsort and .sort call them)
+from .reductions import cumprod  # noqa: E402,F401  (Tracer.cumprod calls it)

@@ -1,5 +1,6 @@
-"""numpy's sorting and order statistics traced through np.topk, a stable sort of a whole axis:
-np.sort, np.argsort, np.median, np.quantile and np.percentile (numpy's default, linear method).
+"""numpy's sorting, searching and order statistics: np.sort, np.argsort, np.median, np.quantile and
+np.percentile (numpy's default, linear method) traced through np.topk, a stable sort of a whole axis;
+np.searchsorted by counting, on the sorted array, the elements before each value.
 
 NaN sorts last, as in numpy. Among equal values argsort keeps index order, as numpy's
 kind="stable" does; its default introsort may order ties otherwise on axes longer than 16.
@@ -11,7 +12,7 @@ import numpy as np
 
 from ..errors import TraceError, UnsupportedOp
 from .numpy_api import concatenate, context_of, implements, mean, normalize_axis, reshape
-from .operands import cast, no_complex, refuse, static_length
+from .operands import cast, no_complex, promoted, refuse, static_length
 from .tracer import Tracer
 
 
@@ -146,3 +147,22 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     refuse(context_of(a), "np.percentile", out=out, weights=weights, interpolation=interpolation)
     fraction = q if isinstance(q, Tracer) else np.true_divide(q, 100)
     return _quantile(a, fraction, type(q) in (int, float), axis, keepdims, method, "np.percentile")
+
+
+# -- searching -------------------------------------------------------------------------------------
+@implements(np.searchsorted)
+def searchsorted(a, v, side="left", sorter=None):
+    ctx = context_of(a, v)
+    if sorter is not None:
+        raise UnsupportedOp(f"np.searchsorted(sorter=...) is not supported ({ctx.where()}); pass a[sorter]")
+    if side not in ("left", "right"):
+        raise TraceError(f"np.searchsorted: side must be 'left' or 'right', got {side!r} ({ctx.where()})")
+    xs, vs = promoted([ctx.lift(a), ctx.lift(v)])
+    if xs.ndim != 1:
+        raise TraceError(f"np.searchsorted needs a 1-d sorted array, got {xs.value.type} ({ctx.where()})")
+    # on a sorted array, the insertion point is the number of elements before it
+    col = vs[..., None]
+    before = (xs < col) if side == "left" else (xs <= col)
+    if xs.dtype.kind == "f":     # numpy sorts NaN last: every number is before a NaN
+        before = before | (np.isnan(col) & ~np.isnan(xs))
+    return np.sum(before, axis=-1, dtype=np.int64)
