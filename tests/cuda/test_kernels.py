@@ -105,9 +105,18 @@ def test_each_reduction_kind_over_rows_and_columns(op):
     check(lambda x: reduce(x, axis=(0, 1)), x, **TINY_GRID)
 
 
-def test_any_and_all_reduce_with_block_votes():
-    x = rand(4, 9)
-    check(lambda x: (np.any(x > 1.0, axis=1), np.all(x > -2.0, axis=1)), x, **TINY_GRID)
+def test_any_and_all_reduce_like_the_other_block_reductions():
+    # Rows longer than the block, one deciding element in a later warp's stride or the last lane, all
+    # true and all false: any/all go through the shuffle-and-shared reducer, not a block vote (a
+    # syncthreads_or that numba compiled into two barriers hung a GPU).
+    x = np.zeros((5, 75), np.float32)
+    x[0, 74] = x[1, 33] = 2.0
+    x[2] = 2.0
+    x[3, :40] = 2.0
+    exe = check(lambda x: (np.any(x > 1.0, axis=1), np.all(x > 1.0, axis=1)), x, **TINY_GRID)
+    sources = "".join(k.source for k in exe.report.kernels)
+    assert "_block_any(" in sources and "_block_all(" in sources and "syncthreads_" not in sources
+    check(lambda x: (np.any(x > 1.0, axis=1), np.all(x > -2.0, axis=1)), rand(4, 9), threads_per_block=64)
 
 
 def test_integer_reductions():

@@ -119,7 +119,7 @@ class CudaKernelSource(KernelSource):
 
     def _shared_for(self, dtype: np.dtype) -> str:
         if dtype.kind == "b":
-            return "0"                  # any/all reduce with __syncthreads_or/and, no slots needed
+            dtype = np.dtype(np.int32)      # any/all reduce 0/1 flags (devicefns._block_any)
         return self.shared.setdefault(dtype.name, f"red_{dtype.name}")
 
 
