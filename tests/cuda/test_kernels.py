@@ -149,9 +149,9 @@ def test_launch_configuration_comes_from_shapes_and_device():
 
 
 def test_composite_scalar_ops_match_o0():
-    from jitlab.bench.cuda_selfcheck import _composites
+    from jitlab.bench.cuda_ptx import composites
 
-    on_cuda(_composites(), [rand(4, 8) * 2], rtol=1e-5, atol=1e-6, **TINY_GRID)
+    on_cuda(composites(), [rand(4, 8) * 2], rtol=1e-5, atol=1e-6, **TINY_GRID)
 
 
 class _Recorded:
