@@ -165,7 +165,7 @@ class _Walk:
         self.assigned = {n.id for n in _own_nodes(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         self.varying: set[str] = set()
         self.found: list[Violation] = []
-        self.sites: list[tuple[int, int]] = []      # (line, enclosing loops) of every barrier call
+        self.sites: list[tuple[int, int, str]] = []     # (line, enclosing loops, callee) of every barrier call
 
     def run(self) -> list[Violation]:
         while True:
@@ -272,7 +272,7 @@ class _Walk:
             self._unfollowed(node, loops)
             return
         if isinstance(node, ast.Call) and self._is_barrier(node):
-            self.sites.append((node.lineno, loops))
+            self.sites.append((node.lineno, loops, ast.unparse(node.func)))
             if why is not None:
                 self.found.append(Violation(self.fn.name, node.lineno, f"{ast.unparse(node.func)}()", why))
         for child in ast.iter_child_nodes(node):
@@ -280,7 +280,7 @@ class _Walk:
 
     def _unfollowed(self, node: ast.AST, loops: int) -> None:
         for call in (n for n in ast.walk(node) if isinstance(n, ast.Call) and self._is_barrier(n)):
-            self.sites.append((call.lineno, loops))
+            self.sites.append((call.lineno, loops, ast.unparse(call.func)))
             self.found.append(Violation(self.fn.name, call.lineno, f"{ast.unparse(call.func)}()",
                                         f"in a {type(node).__name__} (line {node.lineno}), a construct the "
                                         "check does not follow"))
@@ -361,11 +361,22 @@ def function_violations(fn: ast.FunctionDef, holders: set[str]) -> list[Violatio
     return _Walk(fn, holders, params_uniform=False).run()
 
 
-def barrier_sites(fn: ast.FunctionDef, holders: set[str] | None = None) -> list[tuple[int, int]]:
-    """(line, enclosing loops) of every barrier call in a kernel."""
+def barrier_sites(fn: ast.FunctionDef, holders: set[str] | None = None) -> list[tuple[int, int, str]]:
+    """(line, enclosing loops, callee) of every barrier call in a kernel."""
     walk = _Walk(fn, device_barriers().holders if holders is None else holders, params_uniform=True)
     walk.run()
     return walk.sites
+
+
+def block_barriers(fn: ast.FunctionDef) -> tuple[int, int]:
+    """The block-barrier instructions a GPU build of kernel `fn` holds once its device functions are
+    inlined: (those outside loops nested in its outermost loop, those inside, which unrolling may copy)."""
+    counts = device_barriers(simulator=False).block_counts
+    outside = inside = 0
+    for _, loops, callee in barrier_sites(fn):
+        n = 1 if callee.startswith("cuda.") and callee.rsplit(".", 1)[-1] in BLOCK_BARRIERS else counts.get(callee, 0)
+        outside, inside = (outside + n, inside) if loops <= 1 else (outside, inside + n)
+    return outside, inside
 
 
 def check(source: str, what: str) -> None:
