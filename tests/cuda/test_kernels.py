@@ -26,7 +26,13 @@ def test_elementwise_chain_is_one_grid_stride_kernel():
     exe = check(lambda x, y: np.maximum((x * y + x - 0.5 * y) ** 2, 0), rand(100), rand(100), **TINY_GRID)
     assert layouts(exe) == ["generated CUDA kernel (elementwise layout): 6 op(s) in one pass over memory"]
     source = exe.report.kernels[0].source
-    assert "range(cuda.grid(1), n0, cuda.gridsize(1))" in source and "@cuda.jit" in source
+    assert "for t in range(cuda.grid(1), n0, step * 4):" in source and "@cuda.jit" in source
+    # four elements a grid apart per pass, all eight loads before any arithmetic or store
+    lines = [line.strip() for line in source.splitlines()]
+    loads = [k for k, line in enumerate(lines) if "= a0[" in line or "= a1[" in line]
+    stores = [k for k, line in enumerate(lines) if line.startswith("o0[")]
+    assert len(loads) == 8 and len(stores) == 4 and max(loads) < min(stores)
+    assert all(lines[k + 1].startswith("o0[") for k, line in enumerate(lines) if line.startswith("if t + "))
 
 
 def test_broadcasts_transposes_and_slices_are_index_maps():
@@ -144,8 +150,21 @@ def test_launch_configuration_comes_from_shapes_and_device():
     policy = Policy(info())
     assert policy.elementwise(10).block[0] % 32 == 0
     assert policy.rows(5, 3).block == (32, 1, 1)
-    assert policy.elementwise(10**9).grid[0] <= info().max_blocks
+    assert policy.elementwise(10**9).grid[0] <= info().resident_blocks(policy.elementwise(10**9).block[0])
     assert Policy(info(), 96, 1).elementwise(1000) == jl.backends.numba_cuda.launch.Launch((1, 1, 1), (96, 1, 1))
+
+
+def test_grids_fill_a_real_device_once():
+    from jitlab.backends.numba_cuda.device import DeviceInfo
+    from jitlab.backends.numba_cuda.launch import PER_THREAD, Launch, Policy
+
+    h200 = Policy(DeviceInfo("H200", False, 132, 1024, (2**31 - 1, 65535, 65535), 48 << 10, 141e9, 4.8e12, 2048, 32))
+    # 8 resident blocks of 256 threads on each of 132 SMs: one full wave, each thread then grid-strides
+    assert h200.elementwise(1 << 24) == Launch((132 * 8, 1, 1), (256, 1, 1))
+    assert h200.elementwise(1000) == Launch((1, 1, 1), (256, 1, 1))        # 250 threads take 4 elements each
+    assert h200.elementwise(256 * PER_THREAD * 3).grid == (3, 1, 1)
+    assert h200.rows(4096, 1024) == Launch((132 * 8, 1, 1), (256, 1, 1))    # a block per row, 4 elements a thread
+    assert h200.rows(4096, 100) == Launch((132 * 16, 1, 1), (128, 1, 1))
 
 
 def test_composite_scalar_ops_match_o0():

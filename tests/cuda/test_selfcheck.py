@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from jitlab.backends.numba_cuda.device import simulator_enabled
 from jitlab.bench import cuda_ptx, cuda_selfcheck, guarded, selfcheck_summary
 
 ROOT = Path(__file__).parent.parent.parent
@@ -135,6 +136,7 @@ def test_the_device_environment_drops_the_simulator_and_pins_jax_precision(monke
     assert "test_kernels.py" in modules and "test_simulator_suite.py" not in modules
 
 
+@pytest.mark.skipif(not simulator_enabled(), reason="on a GPU main() would run the whole selfcheck, this module too")
 def test_the_selfcheck_refuses_the_simulator(capsys):
     assert cuda_selfcheck.main(["--budget", "1"]) == 2
     assert "needs a real GPU" in capsys.readouterr().out

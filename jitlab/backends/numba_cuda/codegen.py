@@ -6,6 +6,11 @@ differ here. Three layouts:
 
 - elementwise: one thread per output element, a grid-stride loop over the flattened
   space (the last dim fastest, so neighbouring threads touch neighbouring addresses);
+  each thread takes PER_THREAD elements a grid apart per pass (groups of up to
+  MAX_COPIED_OPS ops) and loads them all before it computes and stores any: several loads
+  in flight per thread, each still coalesced across the warp. (Contiguous elements per thread
+  would not buy 8- or 16-byte loads: numba-cuda emits scalar `ld.global.f32` even for four
+  adjacent elements, it cannot tell NVVM an array is 16-byte aligned.)
 - rows (the last dim is reduced): one block per row, grid-striding over rows; the
   block's threads stride over the row, each reduction ends in a block reduction
   (warp shuffles, then shared memory across warps), full-size outputs are written by
@@ -20,19 +25,23 @@ reach the same barriers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...ir.core import Operation, Value
+from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
 from ..base import KernelParam
 from ..loopnest import REDUCTIONS, Plan, ctor, identity, is_flat, normalize
 from ..numba_cpu.codegen import KernelSource
+from .launch import PER_THREAD
 from .scalar import CUDA_RULES
 
 BLOCK_REDUCE = {"np.sum": "_block_sum", "np.mean": "_block_sum", "np.prod": "_block_prod",
                 "np.max": "_block_max", "np.min": "_block_min", "np.any": "_block_any", "np.all": "_block_all"}
+
+
+MAX_COPIED_OPS = 64
 
 
 class CudaKernelSource(KernelSource):
@@ -51,6 +60,8 @@ class CudaKernelSource(KernelSource):
 
     # -- the nest ---------------------------------------------------------------------
     def build(self, parallel: bool = True) -> str:
+        if self.layout == "elementwise":
+            return self._build_elementwise()
         self._open_outer()
         for k, red in enumerate(self.plan.reductions):
             self.phase = k
@@ -64,6 +75,47 @@ class CudaKernelSource(KernelSource):
             self.root.items.insert(k, f"{name} = cuda.shared.array(REDUCE_SLOTS, np.{dtype})")
         return "\n".join(self.root.render(""))
 
+    def _build_elementwise(self) -> str:
+        """PER_THREAD copies of the element a grid apart, emitted op by op in lockstep (every copy's
+        loads first); a copy past the end reads the last element and stores nothing."""
+        outer = self.plan.outer
+        # a long chain (tiny_500) is one copy: four would quadruple NVVM's time and the registers it needs
+        u = PER_THREAD if sum(1 for _ in self.block.ops) <= MAX_COPIED_OPS else 1
+        total = " * ".join(f"n{d}" for d in outer) or "1"
+        suffixes = ["", *(f"_{k}" for k in range(1, u))]
+        binds = ["t", *(f"t{s}" for s in suffixes[1:]), *(f"i{d}{s}" for s in suffixes for d in outer)]
+        self.root.add("step = cuda.gridsize(1)")
+        self.open(binds, f"for t in range(cuda.grid(1), {total}, step * {u}):")
+        for k, s in enumerate(suffixes):
+            if k:
+                self.current.add(f"t{s} = min(t + {k} * step, {total} - 1)")
+            self._unpack(f"t{s}", outer, s)
+        full = self._full_map()
+        steps = [step for out in self.outputs for step in [*self._dependencies(out, full), (out, full)]]
+        for operand, m in self._loads(steps):
+            for s in suffixes:
+                self._emit_one(operand, _renamed(m, s))
+        names = []
+        for out in self.outputs:
+            for value, m in [*self._dependencies(out, full), (out, full)]:
+                row = [self._emit_one(value, _renamed(m, s)) for s in suffixes]
+            names.append(row)
+        for k, s in enumerate(suffixes):
+            if k:
+                self.open([], f"if t + {k} * step < {total}:")
+            for j, row in enumerate(names):
+                coords = ", ".join(c.text() for c in _renamed(full, s)) or "()"
+                self.current.add(f"o{j}[{coords}] = {row[k]}")
+            if k:
+                self.close()
+        self.close()
+        return "\n".join(self.root.render(""))
+
+    def _loads(self, steps: list) -> list:
+        """The array reads (operand, map) the ops of `steps` make, in order."""
+        return [(v, om) for value, m in steps if isinstance(value, OpResult)
+                for v, om in zip(value.op.operands, self._operand_maps(value.op, m)) if v in self.args]
+
     def _open_outer(self) -> None:
         """The grid-stride loop over rows (blocks) or elements (threads), index vars unpacked."""
         outer = self.plan.outer
@@ -76,13 +128,13 @@ class CudaKernelSource(KernelSource):
         self.open(["t", *(f"i{d}" for d in outer)], f"for t in range({start}, {total}, {step}):")
         self._unpack("t", outer)
 
-    def _unpack(self, flat: str, dims: list[int]) -> None:
+    def _unpack(self, flat: str, dims: list[int], suffix: str = "") -> None:
         rest = flat
         for d in reversed(dims[1:]):
-            self.current.add(f"i{d} = {rest} % n{d}")
+            self.current.add(f"i{d}{suffix} = {rest} % n{d}")
             rest = f"({rest} // n{d})"
         if dims:
-            self.current.add(f"i{dims[0]} = {rest}")
+            self.current.add(f"i{dims[0]}{suffix} = {rest}")
 
     def _inner_loops(self, parallel: bool) -> None:
         inner = self.plan.inner
@@ -121,6 +173,11 @@ class CudaKernelSource(KernelSource):
         if dtype.kind == "b":
             dtype = np.dtype(np.int32)      # any/all reduce 0/1 flags (devicefns._block_any)
         return self.shared.setdefault(dtype.name, f"red_{dtype.name}")
+
+
+def _renamed(m, suffix: str):
+    """Map `m` read at another copy's indices (i0 -> i0_1, ...)."""
+    return tuple(replace(c, var=c.var + suffix) if c.var else c for c in m) if suffix else m
 
 
 def plan_kernel(block) -> tuple[Plan, str, bool]:
