@@ -26,7 +26,7 @@ def copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = 5) -> float:
         b.copy_to_device(a)
         end.record()
         end.synchronize()
-        seconds.append(cuda.event_elapsed_time(start, end) / 1e3)
+        seconds.append(start.elapsed_time(end) / 1e3)
     return 2 * nbytes / statistics.median(seconds[1:])
 
 
@@ -40,7 +40,7 @@ def median_us(call: Callable[[], object], repeats: int = CALLS) -> float:
     return statistics.median(times) * 1e6
 
 
-def jitlab_calls(level: str) -> dict[str, float]:
+def jitlab_calls(level: str, repeats: int = CALLS) -> dict[str, float]:
     """Microseconds of a cached jitted x + 1: numpy in and out; device arrays in and out, then synchronized."""
     from numba import cuda
 
@@ -50,11 +50,11 @@ def jitlab_calls(level: str) -> dict[str, float]:
     dev = jl.jit(lambda x: x + 1.0, level=level, target="cuda", device_outputs=True)
     x = np.ones(1, np.float32)
     d = cuda.to_device(x)
-    return {"numpy arrays": median_us(lambda: host(x)), "device arrays": median_us(lambda: dev(d)),
-            "device arrays, synchronized": median_us(lambda: (dev(d), cuda.synchronize()))}
+    return {"numpy arrays": median_us(lambda: host(x), repeats), "device arrays": median_us(lambda: dev(d), repeats),
+            "device arrays, synchronized": median_us(lambda: (dev(d), cuda.synchronize()), repeats)}
 
 
-def jax_calls() -> dict[str, float] | None:
+def jax_calls(repeats: int = CALLS) -> dict[str, float] | None:
     """The same for jax.jit, where jax is installed with a GPU."""
     try:
         import jax
@@ -65,17 +65,19 @@ def jax_calls() -> dict[str, float] | None:
     f = jax.jit(lambda x: x + 1.0)
     x = np.ones(1, np.float32)
     d = jax.device_put(x)
-    return {"numpy arrays": median_us(lambda: np.asarray(f(x))), "device arrays": median_us(lambda: f(d)),
-            "device arrays, synchronized": median_us(lambda: f(d).block_until_ready())}
+    return {"numpy arrays": median_us(lambda: np.asarray(f(x)), repeats),
+            "device arrays": median_us(lambda: f(d), repeats),
+            "device arrays, synchronized": median_us(lambda: f(d).block_until_ready(), repeats)}
 
 
-def measure() -> dict:
+def measure(repeats: int = CALLS, copy_bytes: int = COPY_BYTES) -> dict:
+    """The device, its copy rate and the cached-call figures, as plain data."""
     from ..backends.numba_cuda import device
 
     info = device.info()
-    calls = {f"jitlab {level}": jitlab_calls(level) for level in ("O1", "O2")}
-    jax = jax_calls()
+    calls = {f"jitlab {level}": jitlab_calls(level, repeats) for level in ("O1", "O2")}
+    jax = jax_calls(repeats)
     if jax is not None:
         calls["jax.jit"] = jax
     return {"device": info.name, "sm_count": info.sm_count, "peak_bytes_per_s": info.peak_bytes_per_second,
-            "copy_bytes_per_s": copy_bandwidth(), "cached_call_us": calls}
+            "copy_bytes_per_s": copy_bandwidth(copy_bytes), "cached_call_us": calls}

@@ -166,3 +166,29 @@ def test_source_barrier_counts_follow_the_device_functions():
               "    for i in range(cuda.blockIdx.x, n, cuda.gridDim.x):\n        v = _block_sum(a[i], a, 0)\n"
               "        for k in range(n):\n            cuda.syncthreads()\n            v = _block_any(v, a, 0)\n")
     assert barriers.block_barriers(barriers.kernels(source)[0]) == (3, 4)
+
+
+def test_a_row_reads_what_the_bench_cli_writes(tmp_path):
+    # the CLI's own JSON (a quick cpu run of one row) is what read_row reads on the GPU
+    import subprocess
+    import sys
+
+    path = tmp_path / "chain.json"
+    command = [sys.executable, "-m", "jitlab.bench", "--target", "cpu", "--peers", "numpy", "--only", "chain",
+               "--quick", "--repeats", "1", "--level", "O1", "--starts", "off", "--json", str(path)]
+    done = subprocess.run(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=600)
+    row = cuda_selfcheck.read_row("chain", path, guarded.Finished(done.returncode, False, 1.0))
+    assert row["status"] == "ok", done.stdout[-3000:] + done.stderr[-3000:]
+    assert row["memory_bound"] and row["bytes_moved"] > 0
+    assert row["results"]["jitlab O1"]["status"] == "ok" and row["results"]["jitlab O1"]["ms"] > 0
+    assert set(row["results"]) == {"numpy", "jitlab O1"}
+
+
+def test_the_device_measurements_run():
+    from jitlab.bench.cuda_measure import measure
+
+    data = measure(repeats=2, copy_bytes=1 << 12)
+    assert set(data["cached_call_us"]) >= {"jitlab O1", "jitlab O2"}
+    assert set(data["cached_call_us"]["jitlab O2"]) == {"numpy arrays", "device arrays", "device arrays, synchronized"}
+    assert all(us > 0 for calls in data["cached_call_us"].values() for us in calls.values())
