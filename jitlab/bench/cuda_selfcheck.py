@@ -39,7 +39,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", default="cuda-selfcheck.md", help="the summary file (default ./cuda-selfcheck.md)")
     p.add_argument("--budget", type=float, default=480, help="seconds for the whole run (default 480)")
     p.add_argument("--test-limit", type=float, default=240, help="seconds a test module may take (default 240)")
-    p.add_argument("--jobs", type=int, default=4, help="test modules run at once (default 4)")
+    p.add_argument("--jobs", type=int, default=8, help="test modules run at once (default 8)")
     p.add_argument("--modules", help="comma-separated test modules (default every tests/cuda module)")
     p.add_argument("--rows", default=",".join(ROWS), help=f"bench rows (default {','.join(ROWS)})")
     p.add_argument("--repeats", type=int, default=7, help="bench repeats (default 7)")
@@ -51,7 +51,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def cuda_test_modules(names: str | None) -> list[Path]:
     if names:
         return [Path(n).resolve() if Path(n).exists() else TESTS / n for n in names.split(",")]
-    return sorted(p for p in TESTS.glob("test_*.py") if p.name not in MAIN_RUN_ONLY)
+    # the largest first, a rough guess at the longest: the last to start should be short ones
+    return sorted((p for p in TESTS.glob("test_*.py") if p.name not in MAIN_RUN_ONLY), key=lambda p: -p.stat().st_size)
 
 
 def device_env() -> dict[str, str]:
@@ -136,7 +137,7 @@ def run_all(args) -> int:
     out = Path(args.out).resolve()
     work = out.parent / (out.stem + "-logs")
     env = device_env()
-    tests = guarded.run_modules(cuda_test_modules(args.modules), args.test_limit, start + 0.55 * args.budget,
+    tests = guarded.run_modules(cuda_test_modules(args.modules), args.test_limit, start + 0.6 * args.budget,
                                 work, env, ROOT, args.jobs, ["--no-shrink"])
     rows = run_rows([r for r in args.rows.split(",") if r], args, start + 0.93 * args.budget, work, env)
     measured = run_measure(start + args.budget, work, env)

@@ -64,7 +64,8 @@ class ModuleRun:
     module: str
     finished: Finished
     outcomes: dict[str, str] = field(default_factory=dict)      # node id -> passed/failed/skipped/error
-    hung: str | None = None
+    hung: str | None = None            # the test running when it was killed
+    out_of_time: bool = False          # killed at the run's deadline, not at its own limit: not a hang
     log_tail: str = ""
 
     def count(self, outcome: str) -> int:
@@ -115,7 +116,10 @@ def run_modules(modules: Sequence[Path], limit: float, deadline: float, out_dir:
     out_dir.mkdir(parents=True, exist_ok=True)
 
     def one(module: Path) -> ModuleRun:
-        return run_module(module, min(limit, deadline - time.monotonic()), out_dir, env, cwd, pytest_args)
+        left = deadline - time.monotonic()
+        run = run_module(module, min(limit, left), out_dir, env, cwd, pytest_args)
+        run.out_of_time = run.finished.killed and left < limit
+        return run
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return list(pool.map(one, modules))

@@ -24,14 +24,18 @@ def _ended(t: dict) -> str:
     f = t["finished"]
     if not f["killed"]:
         return f"exit {f['returncode']}"
-    return f"KILLED while running `{t['hung']}`" if t["hung"] else "KILLED before its first test started"
+    why = "stopped at the end of the tests' time" if t["out_of_time"] else "KILLED at its limit"
+    return f"{why} while running `{t['hung']}`" if t["hung"] else f"{why} before its first test started"
 
 
 def tests_section(tests: list[dict]) -> list[str]:
     total = {k: sum(t[k] for t in tests) for k in ("passed", "failed", "error", "skipped")}
-    hung = sum(1 for t in tests if t["finished"]["killed"])
-    lines = ["", f"## tests/cuda: {total['passed']} passed, {total['failed'] + total['error']} failed, {hung} hung, "
-             f"{total['skipped']} skipped", "", "| module | passed | failed | skipped | seconds | ended |",
+    hung = sum(1 for t in tests if t["finished"]["killed"] and not t["out_of_time"])
+    cut = sum(1 for t in tests if t["out_of_time"])
+    title = (f"## tests/cuda: {total['passed']} passed, {total['failed'] + total['error']} failed, {hung} hung, "
+             f"{total['skipped']} skipped")
+    title += f", {cut} module(s) unfinished at the end of the tests' time" if cut else ""
+    lines = ["", title, "", "| module | passed | failed | skipped | seconds | ended |",
              "| --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {t['module']} | {t['passed']} | {t['failed'] + t['error']} | {t['skipped']} "
               f"| {t['finished']['seconds']:.1f} | {_ended(t)} |" for t in tests]

@@ -66,6 +66,7 @@ def test_a_hanging_module_is_killed_and_its_test_named(fake_tests):
                                deadline=start + 120, out_dir=fake_tests / "logs", env=env, cwd=fake_tests, jobs=2)
     hangs, fine = (r.as_dict() for r in runs)
     assert hangs["finished"]["killed"] and hangs["finished"]["returncode"] == -9        # SIGKILL
+    assert not hangs["out_of_time"]                 # its own limit, well before the deadline
     assert hangs["hung"] == "test_hangs.py::test_sleeps_forever"
     assert hangs["outcomes"] == {"test_hangs.py::test_passes": "passed", "test_hangs.py::test_fails": "failed"}
     assert not fine["finished"]["killed"] and fine["finished"]["returncode"] == 0 and fine["hung"] is None
@@ -74,7 +75,7 @@ def test_a_hanging_module_is_killed_and_its_test_named(fake_tests):
     data = {"seconds": 1.0, "logs": "logs", "tests": [hangs, fine], "rows": [], "measured": {"status": "not run"}}
     text = selfcheck_summary.summary_markdown(data)
     assert "2 passed, 1 failed, 1 hung, 1 skipped" in text
-    assert "KILLED while running `test_hangs.py::test_sleeps_forever`" in text
+    assert "KILLED at its limit while running `test_hangs.py::test_sleeps_forever`" in text
     assert "- `test_hangs.py::test_fails`: failed" in text
     assert selfcheck_summary.verdict(data) == 1
 
@@ -83,7 +84,10 @@ def test_a_module_past_the_deadline_is_killed_before_its_first_test(fake_tests):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     [run] = guarded.run_modules([fake_tests / "test_fine.py"], limit=60, deadline=time.monotonic() - 1,
                                 out_dir=fake_tests / "logs", env=env, cwd=fake_tests)
-    assert run.finished.killed and run.hung is None and run.outcomes == {}
+    assert run.finished.killed and run.out_of_time and run.hung is None and run.outcomes == {}
+    data = {"seconds": 1.0, "logs": "logs", "tests": [run.as_dict()], "rows": [], "measured": {"status": "not run"}}
+    text = selfcheck_summary.summary_markdown(data)
+    assert "0 hung, 0 skipped, 1 module(s) unfinished" in text and "stopped at the end of the tests' time" in text
 
 
 def test_progress_file_survives_a_half_written_line(tmp_path):
