@@ -141,6 +141,12 @@ def test_kernel_source_is_in_the_report_and_readable():
 def test_rows_that_do_not_fill_a_warp_and_rows_longer_than_a_block():
     check(softmax, rand(3, 3), threads_per_block=32)
     check(softmax, rand(2, 75), threads_per_block=32, max_blocks=1)
+    # 32 threads take 4 elements a pass: 150 is two passes, the second with copies past the row's end
+    exe = check(layernorm, rand(2, 150), rand(150), rand(150), rtol=1e-4, atol=1e-4, threads_per_block=32,
+                max_blocks=1)
+    assert "for r in range(cuda.threadIdx.x, n1, cuda.blockDim.x * 4):" in exe.report.kernels[0].source
+    check(lambda x: (np.any(x > 1.9, axis=1), x.max(axis=1)), np.linspace(0, 2, 300, dtype=np.float32).reshape(2, 150),
+          threads_per_block=32, max_blocks=1)
 
 
 def test_launch_configuration_comes_from_shapes_and_device():
@@ -164,7 +170,7 @@ def test_grids_fill_a_real_device_once():
     assert h200.elementwise(1000) == Launch((1, 1, 1), (256, 1, 1))        # 250 threads take 4 elements each
     assert h200.elementwise(256 * PER_THREAD * 3).grid == (3, 1, 1)
     assert h200.rows(4096, 1024) == Launch((132 * 8, 1, 1), (256, 1, 1))    # a block per row, 4 elements a thread
-    assert h200.rows(4096, 100) == Launch((132 * 16, 1, 1), (128, 1, 1))
+    assert h200.rows(4096, 100) == Launch((4096, 1, 1), (32, 1, 1))         # 32 threads x 4 cover 100
 
 
 def test_composite_scalar_ops_match_o0():

@@ -12,7 +12,8 @@ differ here. Three layouts:
   would not buy 8- or 16-byte loads: numba-cuda emits scalar `ld.global.f32` even for four
   adjacent elements, it cannot tell NVVM an array is 16-byte aligned.)
 - rows (the last dim is reduced): one block per row, grid-striding over rows; the
-  block's threads stride over the row, each reduction ends in a block reduction
+  block's threads stride over the row, PER_THREAD elements a block apart per pass (loads
+  first, as below), each reduction ends in a block reduction
   (warp shuffles, then shared memory across warps), full-size outputs are written by
   the threads in a last strided pass, row outputs by thread 0;
 - columns (the last dim is kept): one thread per output element looping over the
@@ -29,7 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...ir.core import Operation, OpResult, Value
+from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
 from ..base import KernelParam
 from ..loopnest import REDUCTIONS, Plan, ctor, identity, is_flat, normalize
@@ -54,6 +55,11 @@ class CudaKernelSource(KernelSource):
         super().__init__(block, plan, name, materialized, flat)
         self.layout = layout
         self.shared: dict[str, str] = {}           # dtype name -> shared array for block reductions
+        # a long chain (tiny_500) is one copy: four would quadruple NVVM's time and the registers it needs
+        copies = PER_THREAD if sum(1 for _ in block.ops) <= MAX_COPIED_OPS else 1
+        self.copies = ["", *(f"_{k}" for k in range(1, copies))]      # each copy's index suffix
+        self.copied: set[str] = set()              # the index vars the open strided loop copies
+        self.active = [""]                         # the copies of the open loop (one outside it)
 
     def _keep_in_scratch(self, key, name, value, needs) -> None:
         """Threads recompute row values instead: a per-thread row scratch would not fit on chip."""
@@ -76,44 +82,60 @@ class CudaKernelSource(KernelSource):
         return "\n".join(self.root.render(""))
 
     def _build_elementwise(self) -> str:
-        """PER_THREAD copies of the element a grid apart, emitted op by op in lockstep (every copy's
-        loads first); a copy past the end reads the last element and stores nothing."""
+        """PER_THREAD copies of the element a grid apart per pass (_copies)."""
         outer = self.plan.outer
-        # a long chain (tiny_500) is one copy: four would quadruple NVVM's time and the registers it needs
-        u = PER_THREAD if sum(1 for _ in self.block.ops) <= MAX_COPIED_OPS else 1
         total = " * ".join(f"n{d}" for d in outer) or "1"
-        suffixes = ["", *(f"_{k}" for k in range(1, u))]
-        binds = ["t", *(f"t{s}" for s in suffixes[1:]), *(f"i{d}{s}" for s in suffixes for d in outer)]
         self.root.add("step = cuda.gridsize(1)")
-        self.open(binds, f"for t in range(cuda.grid(1), {total}, step * {u}):")
-        for k, s in enumerate(suffixes):
-            if k:
-                self.current.add(f"t{s} = min(t + {k} * step, {total} - 1)")
-            self._unpack(f"t{s}", outer, s)
-        full = self._full_map()
-        steps = [step for out in self.outputs for step in [*self._dependencies(out, full), (out, full)]]
-        for operand, m in self._loads(steps):
-            for s in suffixes:
-                self._emit_one(operand, _renamed(m, s))
-        names = []
-        for out in self.outputs:
-            for value, m in [*self._dependencies(out, full), (out, full)]:
-                row = [self._emit_one(value, _renamed(m, s)) for s in suffixes]
-            names.append(row)
-        for k, s in enumerate(suffixes):
-            if k:
-                self.open([], f"if t + {k} * step < {total}:")
-            for j, row in enumerate(names):
-                coords = ", ".join(c.text() for c in _renamed(full, s)) or "()"
-                self.current.add(f"o{j}[{coords}] = {row[k]}")
-            if k:
-                self.close()
+        self._open_copies("t", "cuda.grid(1)", total, "step", outer)
+        self._store_copies([(k, self._full_map()) for k in range(len(self.outputs))], "t", "step", total)
         self.close()
         return "\n".join(self.root.render(""))
 
+    # -- several elements a thread: each copy's index vars carry a suffix (i1 -> i1_1, ...) ---------------
+    def _open_copies(self, var: str, start: str, total: str, step: str, dims: list[int]) -> None:
+        """A strided loop taking len(self.copies) elements `step` apart per pass; a copy past the end is
+        clamped to the last element, so it reads in bounds (its stores are guarded, its reductions skip it)."""
+        suffixes = self.copies
+        binds = [var, *(f"{var}{s}" for s in suffixes[1:]), *(f"i{d}{s}" for s in suffixes for d in dims)]
+        self.open(binds, f"for {var} in range({start}, {total}, {step} * {len(suffixes)}):")
+        self.copied, self.active = {f"i{d}" for d in dims}, suffixes
+        for k, s in enumerate(suffixes):
+            if k:
+                self.current.add(f"{var}{s} = min({var} + {k} * {step}, {total} - 1)")
+            self._unpack(f"{var}{s}", dims, s)
+
+    def _emit_copies(self, values: list[Value], m) -> list[list[str]]:
+        """Each value at `m` for every copy, op by op in lockstep, every copy's array reads first:
+        the loads are all in flight before the first arithmetic waits on one."""
+        suffixes = self.active
+        steps = [step for v in values for step in [*self._dependencies(v, m), (v, m)]]
+        for operand, om in self._loads(steps):
+            for s in suffixes:
+                self._emit_one(operand, self._renamed(om, s))
+        for value, vm in steps:
+            for s in suffixes:
+                self._emit_one(value, self._renamed(vm, s))
+        return [[self._emit_one(v, self._renamed(m, s)) for s in suffixes] for v in values]
+
+    def _store_copies(self, outputs: list[tuple[int, tuple]], var: str, step: str, total: str) -> None:
+        """Stores after every load and computation; a copy's stores only when it is inside the space."""
+        names = self._emit_copies([self.outputs[k] for k, _ in outputs], self._full_map())
+        for c, s in enumerate(self.copies):
+            if c:
+                self.open([], f"if {var} + {c} * {step} < {total}:")
+            for (k, m), row in zip(outputs, names):
+                coords = ", ".join(x.text() for x in self._renamed(m, s)) or "()"
+                self.current.add(f"o{k}[{coords}] = {row[c]}")
+            if c:
+                self.close()
+
+    def _renamed(self, m, suffix: str):
+        """Map `m` at a copy's indices: the copied vars take its suffix."""
+        return tuple(replace(c, var=c.var + suffix) if c.var in self.copied else c for c in m) if suffix else m
+
     def _loads(self, steps: list) -> list:
         """The array reads (operand, map) the ops of `steps` make, in order."""
-        return [(v, om) for value, m in steps if isinstance(value, OpResult)
+        return [(v, om) for value, m in steps if self._needs_operands(value, (id(value), m))
                 for v, om in zip(value.op.operands, self._operand_maps(value.op, m)) if v in self.args]
 
     def _open_outer(self) -> None:
@@ -142,13 +164,24 @@ class CudaKernelSource(KernelSource):
             for d in inner:
                 self.open([f"i{d}"], f"for i{d} in range(n{d}):")
             return
-        total = " * ".join(f"n{d}" for d in inner) or "1"
-        self.open(["r", *(f"i{d}" for d in inner)], f"for r in range(cuda.threadIdx.x, {total}, cuda.blockDim.x):")
-        self._unpack("r", inner)
+        self._open_copies("r", "cuda.threadIdx.x", self._row_total(), "cuda.blockDim.x", inner)
+
+    def _row_total(self) -> str:
+        return " * ".join(f"n{d}" for d in self.plan.inner) or "1"
 
     def _close_inner(self) -> None:
         for _ in (self.plan.inner if self.layout != "rows" else [0]):
             self.close()
+        self.copied, self.active = set(), [""]
+
+    def _full_outputs(self, parallel: bool) -> None:
+        full = [k for k, v in enumerate(self.outputs) if self._is_full(v)]
+        if self.layout != "rows" or not full:
+            super()._full_outputs(parallel)
+            return
+        self._inner_loops(parallel)
+        self._store_copies([(k, self._full_map()) for k in full], "r", "cuda.blockDim.x", self._row_total())
+        self._close_inner()
 
     def _reduction(self, op: Operation, parallel_inner: bool) -> None:
         init, combine = REDUCTIONS[op.name]
@@ -158,8 +191,10 @@ class CudaKernelSource(KernelSource):
         start = identity(init, dtype)
         self.current.add(f"{acc} = {start}")
         self._inner_loops(False)
-        value = self.emit(op.operands[0], self._full_map())
-        self.current.add(f"{acc} = {combine.format(acc=acc, v=value, max='_maximum', min='_minimum')}")
+        [values] = self._emit_copies([op.operands[0]], self._full_map())
+        for k, value in enumerate(values):      # a copy past the row's end adds the identity
+            v = value if k == 0 else f"({value} if r + {k} * cuda.blockDim.x < {self._row_total()} else {start})"
+            self.current.add(f"{acc} = {combine.format(acc=acc, v=v, max='_maximum', min='_minimum')}")
         self._close_inner()
         if self.layout == "rows":
             self.current.add(f"{acc} = {BLOCK_REDUCE[op.name]}({acc}, {self._shared_for(dtype)}, {start})")
@@ -173,11 +208,6 @@ class CudaKernelSource(KernelSource):
         if dtype.kind == "b":
             dtype = np.dtype(np.int32)      # any/all reduce 0/1 flags (devicefns._block_any)
         return self.shared.setdefault(dtype.name, f"red_{dtype.name}")
-
-
-def _renamed(m, suffix: str):
-    """Map `m` read at another copy's indices (i0 -> i0_1, ...)."""
-    return tuple(replace(c, var=c.var + suffix) if c.var else c for c in m) if suffix else m
 
 
 def plan_kernel(block) -> tuple[Plan, str, bool]:

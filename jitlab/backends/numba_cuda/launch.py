@@ -5,9 +5,9 @@ Blocks are a whole number of warps (block reductions need full warps, and a powe
 two for the simulator's shuffle emulation); the grid is capped at the blocks the device
 holds at once (SMs x resident blocks of that size: one full wave, each thread then loops),
 and no dim passes the device's limits. An elementwise thread takes PER_THREAD elements a
-pass (codegen.py), so its grid is sized for that. A row of up to ROW_THREADS elements is
-one element per thread; a longer one (1,024) is strided over ROW_THREADS threads by one
-block, reduced by warp shuffles then shared memory. Options `threads_per_block` and
+pass (codegen.py), so its grid is sized for that; so does a row kernel's thread, PER_THREAD
+elements a block apart: a row of 1,024 is one pass of one block of 256 threads, reduced by
+warp shuffles then shared memory, a longer one strided over more passes. Options `threads_per_block` and
 `max_blocks` override the choice (tests use them to force grid-stride iterations).
 """
 
@@ -56,8 +56,8 @@ class Policy:
         return Launch((self._cap(-(-size // (threads * PER_THREAD)), threads), 1, 1), (threads, 1, 1))
 
     def rows(self, rows: int, row_length: int) -> Launch:
-        """A block per row: a power-of-two number of threads up to the row's length."""
-        threads = max(_pow2_at_least(min(max(row_length, 1), self._threads(ROW_THREADS))), 32)
+        """A block per row: a power-of-two number of threads, each PER_THREAD elements of the row a pass."""
+        threads = max(_pow2_at_least(min(-(-max(row_length, 1) // PER_THREAD), self._threads(ROW_THREADS))), 32)
         return Launch((self._cap(rows, threads), 1, 1), (threads, 1, 1))
 
     def tiles(self, tile: int, rows: int, cols: int, batch: int) -> Launch:
