@@ -1,144 +1,168 @@
-"""One command for a GPU machine: the CUDA tests on the real device, then the cuda bench.
+"""One command for a GPU machine: the CUDA tests under hang protection, the bench rows against
+jax.jit, the cached-call figures, and one summary file.
 
-    python -m jitlab.bench.cuda_selfcheck            # tests + full-size bench
-    python -m jitlab.bench.cuda_selfcheck --quick    # tests + small bench
-    python -m jitlab.bench.cuda_selfcheck --ptx      # no GPU needed: every kernel of the
-                                                     # bench programs compiled to PTX
+    python -m jitlab.bench.cuda_selfcheck                 # everything, within --budget (480 s)
+    python -m jitlab.bench.cuda_selfcheck --ptx           # no GPU needed: every generated kernel
+                                                          # lowered to PTX for sm_90 (cuda_ptx.py)
 
-Run from a checkout (the tests live in tests/cuda). The tests run without the simulator,
-with JITLAB_TEST_GPU=1, so the ones marked `gpu` run too. `--ptx` needs only NVVM and
-NVRTC (e.g. pip's nvidia-nvvm and nvidia-cuda-nvrtc with CUDA_HOME pointing at them):
-it type-checks and lowers every generated kernel for a real architecture, which the
-simulator never does.
+Run from a checkout (the tests live in tests/cuda). Each test module runs in a pytest process of
+its own, on the real GPU (JITLAB_TEST_GPU=1, so tests marked `gpu` run too), and is killed with
+SIGKILL when it outlives its limit; the summary names the test it was running (guarded.py).
+Then each bench row runs through `python -m jitlab.bench --target cuda` in a process of its own,
+with jax at float32 matmul precision ("highest", not TF32), and a last process measures the
+device's copy bandwidth and the cost of a cached call. The summary (--out) is one Markdown file:
+readable tables, then all the figures as a JSON block.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import os
-import re
-import subprocess
 import sys
-import tempfile
+import time
 from pathlib import Path
 
+from . import guarded
+
 ROOT = Path(__file__).resolve().parents[2]
+TESTS = ROOT / "tests" / "cuda"
+MAIN_RUN_ONLY = ("test_simulator_suite.py", "test_without_gpu.py")    # written for the main run, not a device
+ROWS = ("chain", "tanh_gelu", "softmax", "layernorm", "mlp", "mlp_train", "tiny_500")
 
 
-def run_tests() -> tuple[bool, str]:
-    """The tests/cuda suite on the real GPU; returns (passed, pytest's summary line)."""
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m jitlab.bench.cuda_selfcheck", description=__doc__.splitlines()[0])
+    p.add_argument("--ptx", action="store_true", help="only lower every generated kernel to PTX (no GPU needed)")
+    p.add_argument("--random", type=int, default=20, help="random programs for --ptx (default 20)")
+    p.add_argument("--out", default="cuda-selfcheck.md", help="the summary file (default ./cuda-selfcheck.md)")
+    p.add_argument("--budget", type=float, default=480, help="seconds for the whole run (default 480)")
+    p.add_argument("--test-limit", type=float, default=240, help="seconds a test module may take (default 240)")
+    p.add_argument("--jobs", type=int, default=8, help="test modules run at once (default 8)")
+    p.add_argument("--modules", help="comma-separated test modules (default every tests/cuda module)")
+    p.add_argument("--rows", default=",".join(ROWS), help=f"bench rows (default {','.join(ROWS)})")
+    p.add_argument("--repeats", type=int, default=7, help="bench repeats (default 7)")
+    p.add_argument("--row-limit", type=float, default=75, help="seconds a bench row may take (default 75)")
+    p.add_argument("--measure", metavar="JSON", help=argparse.SUPPRESS)     # the last process's own work
+    return p.parse_args(argv)
+
+
+def cuda_test_modules(names: str | None) -> list[Path]:
+    if names:
+        return [Path(n).resolve() if Path(n).exists() else TESTS / n for n in names.split(",")]
+    # the largest first, a rough guess at the longest: the last to start should be short ones
+    return sorted((p for p in TESTS.glob("test_*.py") if p.name not in MAIN_RUN_ONLY), key=lambda p: -p.stat().st_size)
+
+
+def device_env() -> dict[str, str]:
+    """The environment of every child: the real GPU, this checkout first on the path."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    env.update(JITLAB_TEST_GPU="1", PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W",
-                           "ignore::RuntimeWarning", "-rfs", str(ROOT / "tests" / "cuda")],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
-    print(done.stdout[-8000:], done.stderr[-2000:], sep="\n")
-    summary = next((line for line in reversed(done.stdout.splitlines()) if re.search(r"passed|failed", line)), "")
-    return done.returncode == 0, summary.strip("= ")
+    path = [str(ROOT), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    env.update(JITLAB_TEST_GPU="1", PYTHONPATH=os.pathsep.join(path), JAX_DEFAULT_MATMUL_PRECISION="highest",
+               XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    return env
 
 
-def _kinds() -> list:
-    """Programs covering every kernel kind and scalar rule family, as (name, Program)."""
-    import numpy as np
-
-    import jitlab as jl
-    from jitlab.ir import Builder, Program, TensorType
-
-    from . import cuda
-
-    programs = [(p.name, jl.trace(p.fn, *p.args)) for p in cuda.suite("small")]
-    for dt in (np.float32, np.float64, np.int32, np.int64):
-        x = np.ones((3, 8), dt)
-        floats = np.dtype(dt).kind == "f"
-        fns = {"arith": lambda x: (x * 3 - x // 2 + x % 3, np.maximum(x, 1), np.abs(x) + x.sum(axis=1, keepdims=True)),
-               "reductions": lambda x: (x.max(axis=1), x.min(axis=0), x.prod(axis=1), np.any(x > 1, axis=1))}
-        if floats:
-            fns["math"] = lambda x: (np.tanh(x) + np.exp2(x) + np.log1p(np.abs(x)) + np.floor(x) + np.round(x)
-                                     + np.sign(x) + np.arctan2(x, x) + np.fmod(x, 2.5) + np.mod(x, -1.5)
-                                     + np.floor_divide(x, 0.7) + np.power(np.abs(x), 0.3),
-                                     (x * 100).astype(np.int32), np.isnan(x))
-            fns["matmul epilogue elsewhere"] = lambda x: (x.T @ x).T[::2] + 1
-        programs += [(f"{name} {np.dtype(dt).name}", jl.trace(fn, x)) for name, fn in fns.items()]
-    programs.append(("composite scalars", _composites()))
-    conv = Program("conv", [TensorType((1, 4, 9, 9), np.float32), TensorType((6, 2, 3, 3), np.float32)], ["x", "w"])
-    b = Builder(conv.body, constraints=conv.constraints)
-    y = b("np.conv2d", *conv.inputs, strides=(2, 1), pads=(1, 1, 1, 1), dilations=(1, 2), groups=2)
-    conv.set_outputs([b("np.relu", y)])
-    return programs + [("conv2d", conv)]
+def peers() -> str:
+    """numpy and jax.jit, and torch.compile where PyTorch is installed."""
+    return "numpy,jax.jit" + (",torch.compile" if importlib.util.find_spec("torch") else "")
 
 
-def _composites():
-    """Ops numpy code does not trace to but ONNX and the decompose pass produce."""
-    import numpy as np
+def run_rows(rows: list[str], args, deadline: float, out_dir: Path, env: dict[str, str]) -> list[dict]:
+    """Each bench row through the bench's CLI in a process of its own; its JSON, or why there is none."""
+    results = []
+    for row in rows:
+        path = out_dir / f"bench-{row}.json"
+        limit = min(args.row_limit, deadline - time.monotonic())
+        if limit < 5:
+            results.append({"name": row, "status": "not run: out of time"})
+            continue
+        command = [sys.executable, "-m", "jitlab.bench", "--target", "cuda", "--peers", peers(), "--only", row,
+                   "--repeats", str(args.repeats), "--starts", "off", "--json", str(path)]
+        finished = guarded.run_killable(command, limit, out_dir / f"bench-{row}.log", ROOT, env)
+        results.append(read_row(row, path, finished))
+    return results
 
-    from jitlab.ir import Builder, Program, TensorType
 
-    program = Program("composites", [TensorType((4, 8), np.float32)], ["x"])
-    b = Builder(program.body, constraints=program.constraints)
-    (x,) = program.inputs
-    outs = [b("np.gelu", x, approximate="none"), b("np.gelu", x, approximate="tanh"), b("np.sigmoid", x),
-            b("np.erf", x), b("np.relu", x), b("np.rsqrt", b("np.abs", x)), b("np.reciprocal", x),
-            b("np.clip", x, min=-1.0, max=1.0), b("np.where", b("np.greater", x, x), x, b("np.neg", x))]
-    program.set_outputs(outs)
-    return program
+def read_row(row: str, path: Path, finished: guarded.Finished) -> dict:
+    if finished.killed:
+        return {"name": row, "status": f"killed after {finished.seconds:.0f} s"}
+    if not path.exists():
+        return {"name": row, "status": f"no result (exit {finished.returncode})"}
+    data = json.loads(path.read_text())
+    bench = next((b for b in data["benchmarks"] if b["name"] == row), None)
+    if bench is None:
+        return {"name": row, "status": "no such bench row"}
+    return {"name": row, "status": "ok" if finished.returncode == 0 else "a jitlab result was wrong",
+            "bytes_moved": bench["bytes_moved"], "memory_bound": bench["lower_bound_ms"] is not None,
+            "results": {k: {"status": r["status"], "ms": r.get("ms"), "error": r.get("error")}
+                        for k, r in bench["results"].items()},
+            "call_overhead_us": data.get("call_overhead_us")}
 
 
-def ptx_check(arch: tuple[int, int] = (9, 0)) -> bool:
-    """Compiles every kernel of the bench programs and of each kernel kind to PTX for `arch`."""
-    from numba import cuda
-
-    from jitlab.passes import PassContext, PassManager
-
-    from ..backends.kernel_cache import KernelCache
-    from ..backends.numba_cuda import backend
-    from ..backends.numba_cuda.device import DeviceInfo
-    from ..backends.numba_cuda.kernels import load_module, module_source, signature
-    from ..backends.numba_cuda.launch import Policy
-
-    policy = Policy(DeviceInfo(f"sm_{arch[0]}{arch[1]}", False, 132, 1024, (2**31 - 1, 65535, 65535), 48 << 10,
-                               8e10, 3e12))
-    cache, ok = KernelCache(tempfile.mkdtemp(prefix="jitlab-ptx-")), True
-    for name, program in _kinds():
-        ctx = PassContext(target="cuda")
-        fused = PassManager.parse("mark-subgraphs,fuse").run(program, ctx)
-        for group in (op for op in fused.body.ops if op.name == "jit.group"):
-            con = next((op for op in group.body.ops if op.name in ("np.matmul", "np.conv2d")), None)
-            parts = (backend.contraction_parts(group, con, policy) if con is not None
-                     else backend.generated_parts(group, policy))
-            module = load_module(group, module_source(group, [(p.source, p.layout) for p in parts]),
-                                 {"cache": cache}).module
-            for k, part in enumerate(parts):
-                try:
-                    cuda.compile_ptx(getattr(module, f"k{k}").py_func, signature(part.params), cc=arch)
-                    print(f"PTX ok    {name}: {part.layout} kernel")
-                except Exception as e:      # numba's typing and lowering errors
-                    ok = False
-                    print(f"PTX FAIL  {name}: {part.layout} kernel: {type(e).__name__}: {e}")
-    return ok
+def run_measure(deadline: float, out_dir: Path, env: dict[str, str]) -> dict:
+    path = out_dir / "measure.json"
+    command = [sys.executable, "-m", "jitlab.bench.cuda_selfcheck", "--measure", str(path)]
+    finished = guarded.run_killable(command, max(deadline - time.monotonic(), 30), out_dir / "measure.log", ROOT, env)
+    if finished.killed or not path.exists():
+        return {"status": f"killed after {finished.seconds:.0f} s" if finished.killed
+                else f"no result (exit {finished.returncode})"}
+    return {"status": "ok", **json.loads(path.read_text())}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="CUDA backend self-check on a real GPU")
-    parser.add_argument("--quick", action="store_true", help="bench at small sizes")
-    parser.add_argument("--ptx", action="store_true", help="only compile the kernels to PTX (no GPU needed)")
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     if args.ptx:
-        return 0 if ptx_check() else 1
+        return ptx_main(args.random)
+    if args.measure:
+        from .cuda_measure import measure
+
+        Path(args.measure).write_text(json.dumps(measure(), indent=1))
+        return 0
     from ..backends.numba_cuda import device
-    from . import cuda
 
     if device.simulator_enabled() or not device.available():
-        print("selfcheck needs a real GPU: unset NUMBA_ENABLE_CUDASIM and run it on a machine with one")
+        print("the selfcheck needs a real GPU: unset NUMBA_ENABLE_CUDASIM and run it on a machine with one "
+              "(--ptx needs none)")
         return 2
-    info = device.info()
-    print(f"device: {info.name}, {info.sm_count} SMs, {info.total_bytes / 2**30:.1f} GiB, "
-          f"peak {info.peak_bytes_per_second / 1e9:.0f} GB/s")
-    passed, summary = run_tests()
-    results = cuda.bench_cuda(scale="small" if args.quick else "full")
-    print("\n===== summary =====")
-    print(f"tests/cuda on the GPU: {summary}")
-    print(cuda.report(results))
-    return 0 if passed and all(r.matches_o0 is not False for r in results) else 1
+    return run_all(args)
+
+
+def run_all(args) -> int:
+    """Tests, bench rows and call figures within the budget; the summary written to args.out."""
+    from .selfcheck_summary import summary_markdown, verdict
+
+    start = time.monotonic()
+    out = Path(args.out).resolve()
+    work = out.parent / (out.stem + "-logs")
+    env = device_env()
+    tests = guarded.run_modules(cuda_test_modules(args.modules), args.test_limit, start + 0.6 * args.budget,
+                                work, env, ROOT, args.jobs, ["--no-shrink"])
+    rows = run_rows([r for r in args.rows.split(",") if r], args, start + 0.93 * args.budget, work, env)
+    measured = run_measure(start + args.budget, work, env)
+    data = {"seconds": round(time.monotonic() - start, 1), "logs": str(work),
+            "tests": [t.as_dict() for t in tests], "rows": rows, "measured": measured}
+    text = summary_markdown(data)
+    out.write_text(text)
+    print(text.split("```json")[0])
+    print(f"summary: {out}")
+    return verdict(data)
+
+
+def ptx_main(random_count: int) -> int:
+    """`--ptx`: 0 when every kernel lowered with its barriers intact, 1 when one did not, 3 without NVVM."""
+    from . import cuda_ptx
+
+    missing = cuda_ptx.nvvm_missing()
+    if missing:
+        print(f"--ptx needs NVVM and NVRTC (pip install 'jitlab[ptx]'): {missing}")
+        return 3
+    results = cuda_ptx.lower_all(cuda_ptx.kinds() + cuda_ptx.random_programs(random_count))
+    failed = [r for r in results if not r.ok]
+    print(f"{len(results) - len(failed)} of {len(results)} kernels lowered to PTX for sm_{cuda_ptx.ARCH[0]}"
+          f"{cuda_ptx.ARCH[1]} with their barriers intact")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

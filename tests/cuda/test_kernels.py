@@ -26,7 +26,13 @@ def test_elementwise_chain_is_one_grid_stride_kernel():
     exe = check(lambda x, y: np.maximum((x * y + x - 0.5 * y) ** 2, 0), rand(100), rand(100), **TINY_GRID)
     assert layouts(exe) == ["generated CUDA kernel (elementwise layout): 6 op(s) in one pass over memory"]
     source = exe.report.kernels[0].source
-    assert "range(cuda.grid(1), n0, cuda.gridsize(1))" in source and "@cuda.jit" in source
+    assert "for t in range(cuda.grid(1), n0, step * 4):" in source and "@cuda.jit" in source
+    # four elements a grid apart per pass, all eight loads before any arithmetic or store
+    lines = [line.strip() for line in source.splitlines()]
+    loads = [k for k, line in enumerate(lines) if "= a0[" in line or "= a1[" in line]
+    stores = [k for k, line in enumerate(lines) if line.startswith("o0[")]
+    assert len(loads) == 8 and len(stores) == 4 and max(loads) < min(stores)
+    assert all(lines[k + 1].startswith("o0[") for k, line in enumerate(lines) if line.startswith("if t + "))
 
 
 def test_broadcasts_transposes_and_slices_are_index_maps():
@@ -105,9 +111,18 @@ def test_each_reduction_kind_over_rows_and_columns(op):
     check(lambda x: reduce(x, axis=(0, 1)), x, **TINY_GRID)
 
 
-def test_any_and_all_reduce_with_block_votes():
-    x = rand(4, 9)
-    check(lambda x: (np.any(x > 1.0, axis=1), np.all(x > -2.0, axis=1)), x, **TINY_GRID)
+def test_any_and_all_reduce_like_the_other_block_reductions():
+    # Rows longer than the block, one deciding element in a later warp's stride or the last lane, all
+    # true and all false: any/all go through the shuffle-and-shared reducer, not a block vote (a
+    # syncthreads_or that numba compiled into two barriers hung a GPU).
+    x = np.zeros((5, 75), np.float32)
+    x[0, 74] = x[1, 33] = 2.0
+    x[2] = 2.0
+    x[3, :40] = 2.0
+    exe = check(lambda x: (np.any(x > 1.0, axis=1), np.all(x > 1.0, axis=1)), x, **TINY_GRID)
+    sources = "".join(k.source for k in exe.report.kernels)
+    assert "_block_any(" in sources and "_block_all(" in sources and "syncthreads_" not in sources
+    check(lambda x: (np.any(x > 1.0, axis=1), np.all(x > -2.0, axis=1)), rand(4, 9), threads_per_block=64)
 
 
 def test_integer_reductions():
@@ -126,6 +141,12 @@ def test_kernel_source_is_in_the_report_and_readable():
 def test_rows_that_do_not_fill_a_warp_and_rows_longer_than_a_block():
     check(softmax, rand(3, 3), threads_per_block=32)
     check(softmax, rand(2, 75), threads_per_block=32, max_blocks=1)
+    # 32 threads take 4 elements a pass: 150 is two passes, the second with copies past the row's end
+    exe = check(layernorm, rand(2, 150), rand(150), rand(150), rtol=1e-4, atol=1e-4, threads_per_block=32,
+                max_blocks=1)
+    assert "for r in range(cuda.threadIdx.x, n1, cuda.blockDim.x * 4):" in exe.report.kernels[0].source
+    check(lambda x: (np.any(x > 1.9, axis=1), x.max(axis=1)), np.linspace(0, 2, 300, dtype=np.float32).reshape(2, 150),
+          threads_per_block=32, max_blocks=1)
 
 
 def test_launch_configuration_comes_from_shapes_and_device():
@@ -135,14 +156,27 @@ def test_launch_configuration_comes_from_shapes_and_device():
     policy = Policy(info())
     assert policy.elementwise(10).block[0] % 32 == 0
     assert policy.rows(5, 3).block == (32, 1, 1)
-    assert policy.elementwise(10**9).grid[0] <= info().max_blocks
+    assert policy.elementwise(10**9).grid[0] <= info().resident_blocks(policy.elementwise(10**9).block[0])
     assert Policy(info(), 96, 1).elementwise(1000) == jl.backends.numba_cuda.launch.Launch((1, 1, 1), (96, 1, 1))
 
 
-def test_composite_scalar_ops_match_o0():
-    from jitlab.bench.cuda_selfcheck import _composites
+def test_grids_fill_a_real_device_once():
+    from jitlab.backends.numba_cuda.device import DeviceInfo
+    from jitlab.backends.numba_cuda.launch import PER_THREAD, Launch, Policy
 
-    on_cuda(_composites(), [rand(4, 8) * 2], rtol=1e-5, atol=1e-6, **TINY_GRID)
+    h200 = Policy(DeviceInfo("H200", False, 132, 1024, (2**31 - 1, 65535, 65535), 48 << 10, 141e9, 4.8e12, 2048, 32))
+    # 8 resident blocks of 256 threads on each of 132 SMs: one full wave, each thread then grid-strides
+    assert h200.elementwise(1 << 24) == Launch((132 * 8, 1, 1), (256, 1, 1))
+    assert h200.elementwise(1000) == Launch((1, 1, 1), (256, 1, 1))        # 250 threads take 4 elements each
+    assert h200.elementwise(256 * PER_THREAD * 3).grid == (3, 1, 1)
+    assert h200.rows(4096, 1024) == Launch((132 * 8, 1, 1), (256, 1, 1))    # a block per row, 4 elements a thread
+    assert h200.rows(4096, 100) == Launch((4096, 1, 1), (32, 1, 1))         # 32 threads x 4 cover 100
+
+
+def test_composite_scalar_ops_match_o0():
+    from jitlab.bench.cuda_ptx import composites
+
+    on_cuda(composites(), [rand(4, 8) * 2], rtol=1e-5, atol=1e-6, **TINY_GRID)
 
 
 class _Recorded:

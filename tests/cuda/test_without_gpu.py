@@ -1,6 +1,7 @@
 """Without a GPU or the simulator: target resolution, the error for target="cuda", no needless numba.cuda import."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +56,17 @@ def test_a_cuda_module_named_alone_runs_under_the_simulator(tmp_path):
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:]
+
+
+def test_every_generated_kernel_lowers_to_ptx_with_its_barriers_intact(tmp_path):
+    # NVVM, not a GPU: `pip install "jitlab[ptx]"` (in the dev extra, so CI has it)
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "JITLAB_TEST_GPU")}
+    env.update(PYTHONPATH=str(ROOT), JITLAB_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "jitlab.bench.cuda_selfcheck", "--ptx", "--random", "4"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=1200)
+    if done.returncode == 3:
+        pytest.skip(done.stdout.strip())
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    lowered = [line for line in done.stdout.splitlines() if line.startswith("PTX ok")]
+    assert any(re.search(r"rows kernel, [1-9]\d* block barrier", line) for line in lowered)
+    assert any("random" in line for line in lowered) and any("tile kernel" in line for line in lowered)

@@ -29,11 +29,15 @@ class DeviceInfo:
     shared_bytes_per_block: int
     total_bytes: float
     peak_bytes_per_second: float     # memory bandwidth: 2 (DDR) x clock x bus width
+    threads_per_sm: int = 2048       # resident threads an SM holds
+    blocks_per_sm: int = 32          # resident blocks an SM holds
 
-    @property
-    def max_blocks(self) -> int:
-        """Blocks worth launching for a grid-stride loop: enough to fill every SM."""
-        return self.sm_count * (1 if self.simulator else 32)
+    def resident_blocks(self, threads: int) -> int:
+        """Blocks of `threads` the device holds at once: the grid a grid-stride loop needs to keep
+        every SM full (the simulator: one per SM, so tiny tests cover the loops' strides)."""
+        if self.simulator:
+            return self.sm_count
+        return self.sm_count * max(1, min(self.blocks_per_sm, self.threads_per_sm // max(threads, 1)))
 
 
 def simulator_enabled() -> bool:
@@ -97,4 +101,5 @@ def info() -> DeviceInfo:
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
     return DeviceInfo(name, False, a("MULTIPROCESSOR_COUNT"), a("MAX_THREADS_PER_BLOCK"),
                       (a("MAX_GRID_DIM_X"), a("MAX_GRID_DIM_Y"), a("MAX_GRID_DIM_Z")),
-                      a("MAX_SHARED_MEMORY_PER_BLOCK"), float(total), bandwidth)
+                      a("MAX_SHARED_MEMORY_PER_BLOCK"), float(total), bandwidth,
+                      a("MAX_THREADS_PER_MULTIPROCESSOR"), a("MAX_BLOCKS_PER_MULTIPROCESSOR"))

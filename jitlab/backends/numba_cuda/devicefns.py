@@ -10,6 +10,12 @@ shuffles, lane 0 of each warp leaves its partial in shared memory, then warp 0 c
 the partials. The simulator has no shuffles, so `_shfl_down` is emulated there through
 shared memory with two barriers per step; every thread calls it the same number of
 times, which the barriers need (and which the real shuffles do not mind).
+
+Every function here that holds a barrier (a `cuda.syncthreads`, a shuffle, or a call to one
+that does) must be called by all threads of the block together: barriers.py reads this file
+to know which they are, and refuses a generated kernel that calls one where some threads may
+not. No block vote (`syncthreads_or/and`) is used: numba has compiled one into two barriers
+on two paths (issue #9770), which hangs the block; any/all reduce like every other reduction.
 """
 
 from __future__ import annotations
@@ -219,14 +225,17 @@ _block_max = _reducer(_maximum)
 _block_min = _reducer(_minimum)
 
 
+# any/all reduce as int32 maxima and minima through the same shuffles and shared slots: a
+# syncthreads_or/and vote is a barrier the compiler may duplicate onto thread-dependent paths
+# (numba issue #9770: threads wait at different barriers and the block hangs).
 @device
 def _block_any(v, shared, identity):
-    return cuda.syncthreads_or(1 if v else 0) != 0
+    return _block_max(np.int32(v), shared, np.int32(0)) != 0
 
 
 @device
 def _block_all(v, shared, identity):
-    return cuda.syncthreads_and(1 if v else 0) != 0
+    return _block_min(np.int32(v), shared, np.int32(1)) != 0
 
 
 NAMES = sorted(n for n in list(globals()) if n.startswith("_") and not n.startswith("__")

@@ -25,6 +25,7 @@ from ...version import __version__
 from ..base import KernelParam
 from ..kernel_cache import default_cache, support_hash
 from ..loopnest import ARGUMENT_LISTS
+from . import barriers
 from .launch import Launch, Policy
 
 _HEADER = '''"""jit.group {gid} ({key}): {ops}. CUDA, {layouts}."""
@@ -39,14 +40,19 @@ from jitlab.backends.numba_cuda.devicefns import {names}  # noqa: F401
 
 
 def module_source(group: Operation, kernels: list[tuple[str, str]]) -> str:
-    """One module holding the group's kernel functions; `kernels` is (source, layout) pairs."""
+    """One module holding the group's kernel functions; `kernels` is (source, layout) pairs.
+
+    No module leaves here with a barrier some threads of a block may skip (barriers.py): such a
+    kernel would hang the GPU, so it is refused before it is ever launched."""
     from . import devicefns  # imports numba.cuda: only when a group is compiled for cuda
 
     ops = ", ".join(op.name for op in group.body.ops if not op.has(Trait.TERMINATOR))
     header = _HEADER.format(gid=group.attrs["id"], key=group.attrs["key"], ops=ops,
                             layouts=" + ".join(f"{layout} layout" for _, layout in kernels),
                             names=", ".join(["REDUCE_SLOTS", *devicefns.NAMES]))
-    return header + "".join(f"\n\n@cuda.jit(cache=True)\n{src}\n" for src, _ in kernels)
+    source = header + "".join(f"\n\n@cuda.jit(cache=True)\n{src}\n" for src, _ in kernels)
+    barriers.check(source, f"the CUDA kernels of jit.group {group.attrs['id']} ({group.attrs['key']})")
+    return source
 
 
 def load_module(group: Operation, source: str, options: dict[str, Any]):

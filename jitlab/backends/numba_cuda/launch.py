@@ -2,8 +2,12 @@
 
 Every kernel loops grid-stride, so any grid is correct; the sizes only decide speed.
 Blocks are a whole number of warps (block reductions need full warps, and a power of
-two for the simulator's shuffle emulation); the grid is capped at enough blocks to fill
-the device, and no dim passes the device's limits. Options `threads_per_block` and
+two for the simulator's shuffle emulation); the grid is capped at the blocks the device
+holds at once (SMs x resident blocks of that size: one full wave, each thread then loops),
+and no dim passes the device's limits. An elementwise thread takes PER_THREAD elements a
+pass (codegen.py), so its grid is sized for that; so does a row kernel's thread, PER_THREAD
+elements a block apart: a row of 1,024 is one pass of one block of 256 threads, reduced by
+warp shuffles then shared memory, a longer one strided over more passes. Options `threads_per_block` and
 `max_blocks` override the choice (tests use them to force grid-stride iterations).
 """
 
@@ -16,6 +20,7 @@ from .device import DeviceInfo
 ELEMENTWISE_THREADS = 256
 SIMULATOR_THREADS = 32        # the simulator runs one Python thread per CUDA thread
 ROW_THREADS = 256
+PER_THREAD = 4                # elements a thread of an elementwise kernel takes per pass (codegen.py)
 
 
 @dataclass(frozen=True)
@@ -42,22 +47,23 @@ class Policy:
             return _warps(min(self.threads_per_block, self.device.max_threads_per_block))
         return SIMULATOR_THREADS if self.device.simulator else default
 
-    def _cap(self, blocks: int, dim: int = 0) -> int:
-        cap = self.max_blocks if self.max_blocks is not None else self.device.max_blocks
+    def _cap(self, blocks: int, threads: int, dim: int = 0) -> int:
+        cap = self.max_blocks if self.max_blocks is not None else self.device.resident_blocks(threads)
         return max(1, min(blocks, cap, self.device.max_grid[dim]))
 
     def elementwise(self, size: int) -> Launch:
-        threads = min(self._threads(ELEMENTWISE_THREADS), _warps(size))
-        return Launch((self._cap(-(-size // threads)), 1, 1), (threads, 1, 1))
+        threads = min(self._threads(ELEMENTWISE_THREADS), _warps(-(-size // PER_THREAD)))
+        return Launch((self._cap(-(-size // (threads * PER_THREAD)), threads), 1, 1), (threads, 1, 1))
 
     def rows(self, rows: int, row_length: int) -> Launch:
-        """A block per row: a power-of-two number of threads up to the row's length."""
-        threads = _pow2_at_least(min(max(row_length, 1), self._threads(ROW_THREADS)))
-        return Launch((self._cap(rows), 1, 1), (max(threads, 32), 1, 1))
+        """A block per row: a power-of-two number of threads, each PER_THREAD elements of the row a pass."""
+        threads = max(_pow2_at_least(min(-(-max(row_length, 1) // PER_THREAD), self._threads(ROW_THREADS))), 32)
+        return Launch((self._cap(rows, threads), 1, 1), (threads, 1, 1))
 
     def tiles(self, tile: int, rows: int, cols: int, batch: int) -> Launch:
         """A block per tile of the result, batches (or conv groups) along z."""
-        grid = (self._cap(-(-cols // tile), 0), self._cap(-(-rows // tile), 1), self._cap(batch, 2))
+        n = tile * tile
+        grid = (self._cap(-(-cols // tile), n, 0), self._cap(-(-rows // tile), n, 1), self._cap(batch, n, 2))
         return Launch(grid, (tile, tile, 1))
 
     def tile_size(self, rows: int, cols: int) -> int:

@@ -1,0 +1,193 @@
+"""Every generated CUDA kernel lowered to PTX for a real architecture, without a GPU.
+
+The simulator runs kernels as Python: it never types them for the device, never lowers them,
+and never shows what NVVM makes of a barrier. This check generates the kernels of the bench
+programs, of programs covering every kernel kind and scalar rule, and of random programs
+(tests/programs.py, when run from a checkout), lowers each with `numba.cuda.compile_ptx` for
+sm_90, and compares the block barriers (`bar.sync`, `bar.red`, `barrier.*`) in the PTX with
+the barrier calls of the source: a barrier the compiler duplicated onto two paths (numba issue
+#9770, a hang) shows as more barriers than the source has. Loops inside a kernel's outermost
+loop may be unrolled, multiplying their barriers: the count must then be the barriers outside
+such loops plus a whole multiple of those inside.
+
+It needs NVVM and NVRTC (pip's nvidia-nvvm and nvidia-cuda-nvrtc, or a CUDA toolkit), no driver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import tempfile
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+ARCH = (9, 0)
+BARRIER_PTX = re.compile(r"^\s*(?:@!?%\w+\s+)?(bar\.sync|bar\.red|barrier\.sync|barrier\.red|bar\.arrive"
+                         r"|barrier\.cta)\b", re.M)
+
+
+@dataclass
+class Lowered:
+    """One kernel's PTX verdict."""
+
+    program: str
+    layout: str
+    ok: bool
+    detail: str = ""
+
+    def line(self) -> str:
+        return f"PTX {'ok  ' if self.ok else 'FAIL'}  {self.program}: {self.layout} kernel{self.detail}"
+
+
+def nvvm_missing() -> str | None:
+    """Why PTX cannot be made here, or None when NVVM and NVRTC load."""
+    try:
+        from numba import cuda
+        from numba.core import types as nt
+
+        cuda.compile_ptx(lambda a: None, (nt.float32[::1],), cc=ARCH)
+    except Exception as e:          # numba raises its own errors for a missing NVVM or NVRTC
+        return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+    return None
+
+
+@contextlib.contextmanager
+def target_architecture(arch: tuple[int, int] = ARCH) -> Iterator[None]:
+    """Device functions compile for `arch` without a device: numba-cuda asks the current device
+    for its compute capability when a kernel's call types a device function (dispatcher.compile_device)."""
+    from numba.cuda import dispatcher
+
+    real = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=arch)
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = real
+
+
+def barriers_match(ptx: str, outside: int, inside: int) -> tuple[bool, int]:
+    """Whether the PTX's block barriers are `outside` plus a whole multiple (at least 1) of `inside`."""
+    found = len(BARRIER_PTX.findall(ptx))
+    rest = found - outside
+    ok = rest == 0 if inside == 0 else rest >= inside and rest % inside == 0
+    return ok, found
+
+
+def kinds() -> list:
+    """Programs covering every kernel kind and scalar rule family, as (name, Program)."""
+    import jitlab as jl
+    from jitlab.ir import Builder, Program, TensorType
+
+    from . import cuda
+
+    programs = [(p.name, jl.trace(p.fn, *p.args)) for p in cuda.suite("small")]
+    for dt in (np.float32, np.float64, np.int32, np.int64):
+        x = np.ones((3, 8), dt)
+        floats = np.dtype(dt).kind == "f"
+        fns = {"arith": lambda x: (x * 3 - x // 2 + x % 3, np.maximum(x, 1), np.abs(x) + x.sum(axis=1, keepdims=True)),
+               "reductions": lambda x: (x.max(axis=1), x.min(axis=0), x.prod(axis=1), np.any(x > 1, axis=1),
+                                        np.all(x > 1, axis=1))}
+        if floats:
+            fns["math"] = lambda x: (np.tanh(x) + np.exp2(x) + np.log1p(np.abs(x)) + np.floor(x) + np.round(x)
+                                     + np.sign(x) + np.arctan2(x, x) + np.fmod(x, 2.5) + np.mod(x, -1.5)
+                                     + np.floor_divide(x, 0.7) + np.power(np.abs(x), 0.3),
+                                     (x * 100).astype(np.int32), np.isnan(x))
+            fns["matmul epilogue elsewhere"] = lambda x: (x.T @ x).T[::2] + 1
+        programs += [(f"{name} {np.dtype(dt).name}", jl.trace(fn, x)) for name, fn in fns.items()]
+    programs.append(("composite scalars", composites()))
+    conv = Program("conv", [TensorType((1, 4, 9, 9), np.float32), TensorType((6, 2, 3, 3), np.float32)], ["x", "w"])
+    b = Builder(conv.body, constraints=conv.constraints)
+    y = b("np.conv2d", *conv.inputs, strides=(2, 1), pads=(1, 1, 1, 1), dilations=(1, 2), groups=2)
+    conv.set_outputs([b("np.relu", y)])
+    return programs + [("conv2d", conv)]
+
+
+def composites():
+    """Ops numpy code does not trace to but ONNX and the decompose pass produce."""
+    from jitlab.ir import Builder, Program, TensorType
+
+    program = Program("composites", [TensorType((4, 8), np.float32)], ["x"])
+    b = Builder(program.body, constraints=program.constraints)
+    (x,) = program.inputs
+    outs = [b("np.gelu", x, approximate="none"), b("np.gelu", x, approximate="tanh"), b("np.sigmoid", x),
+            b("np.erf", x), b("np.relu", x), b("np.rsqrt", b("np.abs", x)), b("np.reciprocal", x),
+            b("np.clip", x, min=-1.0, max=1.0), b("np.where", b("np.greater", x, x), x, b("np.neg", x))]
+    program.set_outputs(outs)
+    return program
+
+
+def random_programs(count: int) -> list:
+    """`count` programs of the random-program suite (tests/programs.py), the same ones each run;
+    none where the tests are not importable (an installed jitlab without its checkout)."""
+    try:
+        from hypothesis import Phase, given, settings
+
+        from tests.programs import programs
+    except ImportError:
+        return []
+    found = []
+
+    @settings(max_examples=count, derandomize=True, database=None, phases=[Phase.generate], deadline=None)
+    @given(case=programs(max_ops=8, special_values=True))
+    def collect(case):
+        found.append(case.program)
+
+    collect()
+    return [(f"random {k}", p) for k, p in enumerate(found)]
+
+
+def group_modules(program) -> Iterator[tuple[object, str, list]]:
+    """(group, module source, parts) of every jit.group the cuda backend makes of `program`,
+    through the passes of O1/O2 up to fusion; generation only, nothing is launched."""
+    from jitlab.passes import PassContext, PassManager
+    from jitlab.passes.pipelines import FUSE, SIMPLIFY
+
+    from ..backends.numba_cuda import backend
+    from ..backends.numba_cuda.device import DeviceInfo
+    from ..backends.numba_cuda.kernels import module_source
+    from ..backends.numba_cuda.launch import Policy
+
+    policy = Policy(DeviceInfo(f"sm_{ARCH[0]}{ARCH[1]}", False, 132, 1024, (2**31 - 1, 65535, 65535), 48 << 10,
+                               8e10, 3e12))
+    pipeline = ",".join(["verify", "infer-shapes", "dce", *SIMPLIFY, *FUSE])
+    fused = PassManager.parse(pipeline).run(program, PassContext(target="cuda"))
+    for group in (op for op in fused.body.ops if op.name == "jit.group"):
+        con = next((op for op in group.body.ops if op.name in ("np.matmul", "np.conv2d")), None)
+        parts = (backend.contraction_parts(group, con, policy) if con is not None
+                 else backend.generated_parts(group, policy))
+        yield group, module_source(group, [(p.source, p.layout) for p in parts]), parts
+
+
+def lower_all(programs: list, log=print) -> list[Lowered]:
+    """Every kernel of `programs` lowered to PTX, its barriers compared with its source's."""
+    from numba import cuda
+
+    from ..backends.kernel_cache import KernelCache
+    from ..backends.numba_cuda import barriers
+    from ..backends.numba_cuda.kernels import load_module, signature
+
+    cache, results = KernelCache(tempfile.mkdtemp(prefix="jitlab-ptx-")), []
+    with target_architecture():
+        for name, program in programs:
+            for group, source, parts in group_modules(program):
+                module = load_module(group, source, {"cache": cache}).module
+                for k, part in enumerate(parts):
+                    results.append(_lower(name, part, getattr(module, f"k{k}").py_func, source, f"k{k}",
+                                          signature(part.params), cuda, barriers))
+                    log(results[-1].line())
+    return results
+
+
+def _lower(name, part, fn, source, kernel, sig, cuda, barriers) -> Lowered:
+    try:
+        ptx, _ = cuda.compile_ptx(fn, sig, cc=ARCH)
+    except Exception as e:      # numba's typing and lowering errors
+        return Lowered(name, part.layout, False, f": {type(e).__name__}: {e}")
+    outside, inside = barriers.block_barriers(next(f for f in barriers.kernels(source) if f.name == kernel))
+    ok, found = barriers_match(ptx, outside, inside)
+    detail = f", {found} block barrier(s)" + ("" if ok else f", the source has {outside} + {inside} in inner loops: "
+                                               "the compiler duplicated or dropped a barrier")
+    return Lowered(name, part.layout, ok, detail)
