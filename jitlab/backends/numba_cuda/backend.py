@@ -211,19 +211,21 @@ def _runner(group: Operation, con: Operation | None, launchers: list):
 
 
 class _TempBuffer:
-    """The contraction result when the epilogue reads it at other elements: a device buffer
-    kept across calls (launches on one stream are ordered, so reuse is safe)."""
+    """The contraction result when the epilogue reads it at other elements: a device buffer per shape,
+    kept across calls (launches on one stream are ordered, so reuse is safe; a captured graph keeps
+    the address it recorded, so a buffer is never given up for another shape)."""
 
     def __init__(self, value: Value):
-        self.value, self.buffer = value, None
+        self.value, self.buffers = value, {}
 
     def get(self, bindings: dict[str, int], stream) -> Any:
         from ...ir.shapes import evaluate_shape
 
         shape = evaluate_shape(self.value.type.shape, bindings)
-        if self.buffer is None or self.buffer.shape != shape:
-            self.buffer = device.cuda().device_array(shape, self.value.type.dtype, stream=stream)
-        return self.buffer
+        buffer = self.buffers.get(shape)
+        if buffer is None:
+            buffer = self.buffers[shape] = device.cuda().device_array(shape, self.value.type.dtype, stream=stream)
+        return buffer
 
 
 def _describe(group: Operation, con: Operation | None, parts: list, selection=None) -> str:

@@ -28,10 +28,11 @@ from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...ir.shapes import evaluate_shape
-from ...report import CompileReport
+from ...report import CompileReport, CudaGraphRecord
 from ..base import Kernel
 from ..device_arrays import is_numba_device_array
 from . import device
+from .graph import CapturedGraph, GraphCalls, decide
 from .memory import Arena, PerBuffer, check_budget
 from .sequence import compile_sequence
 
@@ -76,6 +77,7 @@ class DeviceExecutor:
             report.launch_sequence, self.sequence = compile_sequence(self)
         self._needs_checked: set[tuple] = set()
         self._record_host_ops(report)
+        self.graphs = self._graphs(report, options.get("graphs"))
         if all(t.is_static for t in (v.type for v in program.inputs)):
             self._check_budget([tuple(v.type.shape) for v in program.inputs], {})
 
@@ -102,6 +104,26 @@ class DeviceExecutor:
             report.warnings.append(f"cuda: {len(host)} op(s) without a kernel run on the host, each between a "
                                    f"sync and two transfers: {', '.join(sorted(set(host)))}")
         report.stats["device_host_ops"] = len(host)
+
+    def _graphs(self, report: CompileReport, option: bool | None) -> GraphCalls | None:
+        host = [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)]
+        replay, reason = decide(option, device.simulator_enabled(), host, len(self.streams))
+        report.cuda_graphs = CudaGraphRecord(replay=replay, reason=reason)
+        if not replay:
+            return None
+        return GraphCalls(report.cuda_graphs, lambda arrays, bindings: CapturedGraph(self, arrays, bindings))
+
+    def launches_per_call(self) -> int:
+        """Kernel launches (generated and library) one direct call queues."""
+        return sum(len(s.kernel.meta.get("launchers", ())) + bool(s.kernel.meta.get("library"))
+                   for s in self.steps if s.kernel is not None)
+
+    def fixed_buffer(self, slot: int, shape: tuple[int, ...], dtype) -> Any:
+        """A buffer for `slot` that nothing else hands out: the arena's (for the values it placed) or its own."""
+        arena = getattr(self.allocator, "arena", None)
+        if arena is not None and arena.covers(slot):
+            return arena.get(slot, shape, dtype, 0)
+        return self.cuda.device_array(shape, dtype)
 
     def _events(self, streams) -> None:
         if streams is None:
@@ -145,24 +167,34 @@ class DeviceExecutor:
     def __call__(self, arrays: list, bindings: dict[str, int]) -> list:
         if bindings:
             self._check_budget([tuple(a.shape) for a in arrays], bindings)
-        env: list = [None] * len(self.slots)
+        if self.graphs is not None:
+            results = self.graphs.call(arrays, bindings)
+            if results is not None:
+                self.stats["graph_launches"] += 1
+                return results
         first = self.streams[0]
-        for i, a in enumerate(arrays):
-            env[i] = self._to_device(a, i, first)
-        for slot, array in self.resident.items():
-            env[slot] = array
+        inputs = [self._to_device(a, i, first) for i, a in enumerate(arrays)]
         if len(self.streams) > 1:
             self.inputs_ready.record(first)
             for s in self.streams[1:]:
                 self.inputs_ready.wait(s)
         if self.sequence is not None:
-            results = self.sequence(*env[:len(arrays)], bindings)
+            results = self.sequence(*inputs, bindings)
             self.stats["launches"] += self.n_kernels
         else:
-            for step in self.steps:
-                self._run(step, env, bindings)
-            results = [env[i] for i in self.outputs]
+            results = self.queue_steps(inputs, bindings, self.allocator.get)
         return self._finish(results)
+
+    def queue_steps(self, inputs: list, bindings: dict[str, int], alloc) -> list:
+        """Queues every step on its stream, results allocated by `alloc(slot, shape, dtype, stream)`;
+        returns the program's results (device arrays, not yet computed)."""
+        env: list = [None] * len(self.slots)
+        env[:len(inputs)] = inputs
+        for slot, array in self.resident.items():
+            env[slot] = array
+        for step in self.steps:
+            self._run(step, env, bindings, alloc)
+        return [env[i] for i in self.outputs]
 
     def _to_device(self, a, index: int, stream) -> Any:
         if isinstance(a, np.ndarray):
@@ -174,12 +206,12 @@ class DeviceExecutor:
                              f"(got strides {d.strides}); copy it first (e.g. cupy.ascontiguousarray)")
         return d
 
-    def _run(self, step: _Step, env: list, bindings: dict[str, int]) -> None:
+    def _run(self, step: _Step, env: list, bindings: dict[str, int], alloc) -> None:
         stream = self.streams[step.stream]
         for event in step.waits:
             event.wait(stream)
         if step.kernel is not None:
-            outs = [self.allocator.get(slot, shape, t.dtype, stream)
+            outs = [alloc(slot, shape, t.dtype, stream)
                     for slot, shape, t in zip(step.outs, step.shapes(bindings), step.types)]
             step.kernel.run([env[i] for i in step.ins], outs, bindings, stream)
             self.stats["launches"] += 1
@@ -216,22 +248,22 @@ class DeviceExecutor:
 
     def profile_steps(self, call, arrays, bindings: dict[str, int], repeats: int, warmup: int, recorder) -> str:
         """Profiling (runtime/profile.py's StepProfiler): an event before and after each step on its
-        stream, the elapsed times read after each call; O2's generated launch sequence is set aside
-        so the steps run one by one."""
+        stream, the elapsed times read after each call; O2's generated launch sequence and the captured
+        graphs are set aside so the steps run one by one."""
         cuda = self.cuda
         index = {id(step): k for k, step in enumerate(self.steps)}
         pending: list = []
-        run, sequence = self._run, self.sequence
+        run, sequence, graphs = self._run, self.sequence, self.graphs
 
-        def timed_run(step, env, bindings):
+        def timed_run(step, env, bindings, alloc):
             stream = self.streams[step.stream]
             start, end = cuda.event(), cuda.event()
             start.record(stream)
-            run(step, env, bindings)
+            run(step, env, bindings, alloc)
             end.record(stream)
             pending.append((index[id(step)], step, start, end))
 
-        self._run, self.sequence = timed_run, None
+        self._run, self.sequence, self.graphs = timed_run, None, None
         try:
             for n in range(warmup + repeats):
                 pending.clear()
@@ -246,7 +278,7 @@ class DeviceExecutor:
                     recorder.add(k, [step.op], offset, start.elapsed_time(end) / 1e3, step.stream)
         finally:
             del self._run
-            self.sequence = sequence
+            self.sequence, self.graphs = sequence, graphs
         return "events"
 
 
