@@ -129,21 +129,29 @@ class CapturedGraph:
         self.device_outputs = executor.device_outputs
         self.inputs = [_stage(cuda, a) for a in arrays]
         owned = _owned_buffers(executor, bindings)
-        cuda.synchronize()
+        self.results = [] if self.device_outputs else [cuda.pinned_array(shape, dtype)
+                                                        for shape, dtype in _result_types(executor, arrays, bindings)]
         start = time.perf_counter()
-        driver.cuStreamBeginCapture(self.stream.handle, binding.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        try:
-            results = self._queue(executor, bindings, owned)
-        finally:
-            graph = driver.cuStreamEndCapture(self.stream.handle)
+        graph = self._capture(executor, bindings, owned, binding)
         self.exec = driver.cuGraphInstantiate(graph, 0)
         self.seconds = time.perf_counter() - start
-        self.results, self.owned = results, owned
+        self.owned = owned          # what the graph writes: kept alive as long as it is
         self.counts = _node_counts(driver, binding, graph)
-        self.launches_replaced = executor.launches_per_call() + sum(s.host is not None for s in self.inputs) + (
-            0 if self.device_outputs else len(results))
+        self.launches_replaced = (executor.launches_per_call() + sum(s.host is not None for s in self.inputs)
+                                  + (0 if self.device_outputs else len(self.results)))
         driver.cuGraphDestroy(graph)
         weakref.finalize(self, driver.cuGraphExecDestroy, self.exec)
+
+    def _capture(self, executor, bindings: dict[str, int], owned: dict[int, Any], binding):
+        """The graph of one call: the stream captured while the call is queued on it (nothing runs)."""
+        executor.cuda.synchronize()
+        mode = binding.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        self.driver.cuStreamBeginCapture(self.stream.handle, mode)
+        try:
+            self.results = self._queue(executor, bindings, owned)
+        finally:
+            graph = self.driver.cuStreamEndCapture(self.stream.handle)
+        return graph
 
     def _queue(self, executor, bindings: dict[str, int], owned: dict[int, Any]) -> list:
         """Everything one call does, queued on the capturing stream: copies in, steps, copies out."""
@@ -154,11 +162,10 @@ class CapturedGraph:
         results = executor.queue_steps([s.device for s in self.inputs], bindings, lambda slot, *_: owned[slot])
         if self.device_outputs:
             return results
-        outs = [executor.cuda.pinned_array(r.shape, r.dtype) for r in results]
-        for out, r in zip(outs, results):
+        for out, r in zip(self.results, results):      # pinned before the capture: no allocation inside it
             if out.nbytes:
                 self.driver.cuMemcpyDtoHAsync(out.ctypes.data, _pointer(r), out.nbytes, handle)
-        return outs
+        return self.results
 
     def replay(self, arrays: list) -> list:
         handle = self.stream.handle
@@ -197,6 +204,16 @@ def _owned_buffers(executor, bindings: dict[str, int]) -> dict[int, Any]:
         for slot, shape, t in zip(step.outs, step.shapes(bindings), step.types):
             owned[slot] = executor.fixed_buffer(slot, shape, t.dtype)
     return owned
+
+
+def _result_types(executor, arrays: list, bindings: dict[str, int]) -> list[tuple[tuple[int, ...], np.dtype]]:
+    """Each program result's shape and dtype for these inputs, known before anything is queued."""
+    types = {i: (tuple(a.shape), np.dtype(a.dtype)) for i, a in enumerate(arrays)}
+    types.update((slot, (a.shape, a.dtype)) for slot, a in executor.resident.items())
+    for step in executor.steps:
+        types.update((slot, (tuple(shape), np.dtype(t.dtype))) for slot, shape, t in
+                     zip(step.outs, step.shapes(bindings), step.types))
+    return [types[slot] for slot in executor.outputs]
 
 
 def _node_counts(driver, binding, graph) -> tuple[int, int, int]:
