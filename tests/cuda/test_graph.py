@@ -41,7 +41,7 @@ class FakeGraph:
     def __init__(self, log, key):
         self.log, self.key = log, key
 
-    def replay(self, arrays):
+    def replay(self, arrays, pointers):
         self.log.append(("replay", self.key))
         return ["replayed"]
 
@@ -95,7 +95,7 @@ class RerunGraph:
         self.owned = graph._owned_buffers(executor, bindings)
         self.replays = 0
 
-    def replay(self, arrays):
+    def replay(self, arrays, pointers):
         self.replays += 1
         for buffer, a in zip(self.inputs, arrays):
             buffer.copy_to_device(a if isinstance(a, np.ndarray) else a.copy_to_host())
@@ -129,3 +129,26 @@ def test_graphs_false_keeps_every_call_direct():
     exe, args, _ = program(graphs=False)
     exe(*args), exe(*args)
     assert exe.report.cuda_graphs.reason.startswith("graphs=False") and exe.report.cuda_graphs.captures == []
+
+
+class DeviceLike:
+    """Any array with `__cuda_array_interface__` (CuPy's, torch's): the simulator's arrays have none."""
+
+    def __init__(self, shape, strides=None, pointer=4096):
+        self.shape, self.dtype = shape, np.dtype(np.float32)
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4", "data": (pointer, False),
+                                         "strides": strides, "version": 3}
+
+
+def test_device_inputs_are_keyed_apart_and_read_their_address_once():
+    key, pointers = graph.signature([DeviceLike((2, 3)), np.zeros(3, np.float32), DeviceLike((2, 3), (12, 4), 8192)])
+    assert key == ((False, (2, 3), "<f4"), (True, (3,), "<f4"), (False, (2, 3), "<f4"))
+    assert pointers == [4096, 0, 8192]
+    assert graph.describe(key) == "device <f4 [2, 3], host <f4 [3], device <f4 [2, 3]"
+
+
+def test_a_strided_device_input_is_never_replayed():
+    assert graph.signature([DeviceLike((2, 3), (24, 8))]) == (None, [])
+    calls = graph.GraphCalls(CudaGraphRecord(replay=True, reason=""), lambda arrays, b: FakeGraph([], None))
+    strided = DeviceLike((2, 3), (24, 8))
+    assert calls.call([strided], {}) is None and calls.call([strided], {}) is None and not calls.graphs

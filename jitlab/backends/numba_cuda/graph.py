@@ -47,16 +47,19 @@ def decide(option: bool | None, simulator: bool, host_ops: list[str], streams: i
                   "input and result copies); later calls with it replay the graph in one launch")
 
 
-def signature(arrays: list) -> tuple | None:
-    """What a captured graph is specific to: each input's shape, dtype and whether it is a numpy array;
-    None when a device input is not C-contiguous (the direct path refuses it with its error)."""
-    key = []
+def signature(arrays: list) -> tuple[tuple | None, list[int]]:
+    """What a captured graph is specific to (each input's shape, dtype and whether it is a numpy array;
+    None when a device input is not C-contiguous: the direct path refuses it with its error), and the
+    device inputs' addresses (0 for numpy inputs), read once from their `__cuda_array_interface__`."""
+    key, pointers = [], []
     for a in arrays:
         host = isinstance(a, np.ndarray)
-        if not host and a.__cuda_array_interface__.get("strides") not in (None, _c_strides(a)):
-            return None
+        interface = None if host else a.__cuda_array_interface__
+        if interface is not None and interface.get("strides") not in (None, _c_strides(a)):
+            return None, []
         key.append((host, tuple(a.shape), np.dtype(a.dtype).str))
-    return tuple(key)
+        pointers.append(0 if host else interface["data"][0])
+    return tuple(key), pointers
 
 
 def _c_strides(a) -> tuple[int, ...]:
@@ -81,10 +84,10 @@ class GraphCalls:
         self.direct: set[tuple] = set()      # signatures that run directly: capture failed, or too many
 
     def call(self, arrays: list, bindings: dict[str, int]) -> list | None:
-        key = signature(arrays)
+        key, pointers = signature(arrays)
         graph = self.graphs.get(key)
         if graph is not None:
-            return graph.replay(arrays)
+            return graph.replay(arrays, pointers)
         if key is None or key in self.direct:
             return None
         if key not in self.seen:
@@ -104,7 +107,7 @@ class GraphCalls:
             return None
         self.graphs[key] = graph
         self.record.captures.append(graph.record(describe(key)))
-        return graph.replay(arrays)
+        return graph.replay(arrays, signature(arrays)[1])
 
 
 @dataclass
@@ -167,13 +170,14 @@ class CapturedGraph:
                 self.driver.cuMemcpyDtoHAsync(out.ctypes.data, _pointer(r), out.nbytes, handle)
         return self.results
 
-    def replay(self, arrays: list) -> list:
+    def replay(self, arrays: list, pointers: list[int]) -> list:
+        """One call: inputs into the graph's buffers, one graph launch, the results copied out."""
         handle = self.stream.handle
-        for s, a in zip(self.inputs, arrays):
+        for s, a, pointer in zip(self.inputs, arrays, pointers):
             if s.host is not None:
                 np.copyto(s.host, a)
             elif s.nbytes:
-                self.driver.cuMemcpyDtoDAsync(s.pointer, _pointer(a), s.nbytes, handle)
+                self.driver.cuMemcpyDtoDAsync(s.pointer, pointer, s.nbytes, handle)
         self.driver.cuGraphLaunch(self.exec, handle)
         if not self.device_outputs:
             self.stream.synchronize()
