@@ -41,7 +41,7 @@ class FakeGraph:
     def __init__(self, log, key):
         self.log, self.key = log, key
 
-    def replay(self, arrays, pointers):
+    def replay(self, arrays, pointers, clock):
         self.log.append(("replay", self.key))
         return ["replayed"]
 
@@ -95,7 +95,7 @@ class RerunGraph:
         self.owned = graph._owned_buffers(executor, bindings)
         self.replays = 0
 
-    def replay(self, arrays, pointers):
+    def replay(self, arrays, pointers, clock):
         self.replays += 1
         for buffer, a in zip(self.inputs, arrays):
             buffer.copy_to_device(a if isinstance(a, np.ndarray) else a.copy_to_host())

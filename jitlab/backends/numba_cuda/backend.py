@@ -113,6 +113,10 @@ class NumbaCUDABackend(Backend):
         peak = info().peak_bytes_per_second
         return peak if peak > 0 else None        # the simulator has no memory to stream
 
+    def copy_bandwidth(self) -> float | None:
+        """The device's measured copy bandwidth (the bench's streaming bound); None under the simulator."""
+        return device.copy_bandwidth()
+
     def executor(self, program, kernels, report, options):
         from .executor import DeviceExecutor
 

@@ -78,6 +78,7 @@ class DeviceExecutor:
         self._needs_checked: set[tuple] = set()
         self._record_host_ops(report)
         self.graphs = self._graphs(report, options.get("graphs"))
+        self.clock: tuple | None = None     # (start, end) events while device_times measures calls
         if all(t.is_static for t in (v.type for v in program.inputs)):
             self._check_budget([tuple(v.type.shape) for v in program.inputs], {})
 
@@ -168,11 +169,13 @@ class DeviceExecutor:
         if bindings:
             self._check_budget([tuple(a.shape) for a in arrays], bindings)
         if self.graphs is not None:
-            results = self.graphs.call(arrays, bindings)
+            results = self.graphs.call(arrays, bindings, self.clock)
             if results is not None:
                 self.stats["graph_launches"] += 1
                 return results
         first = self.streams[0]
+        if self.clock is not None:
+            self.clock[0].record(first)
         inputs = [self._to_device(a, i, first) for i, a in enumerate(arrays)]
         if len(self.streams) > 1:
             self.inputs_ready.record(first)
@@ -239,12 +242,29 @@ class DeviceExecutor:
 
     def _finish(self, results: list) -> list:
         """The one synchronisation of a call, then (unless outputs stay on the device) the downloads."""
+        if self.clock is not None:
+            self.clock[1].record(0)     # the legacy default stream: after the work of every stream
         self.cuda.synchronize()
         self.stats["syncs"] += 1
         if self.device_outputs:
             return results
         self.stats["downloads"] += len(results)
         return [r.copy_to_host() for r in results]
+
+    def device_times(self, call, repeats: int) -> list[float]:
+        """Milliseconds of device time of each of `repeats` calls of `call` (which calls this executor):
+        events recorded before its first copy or launch and after its last, before its synchronisation.
+        A direct call's time includes the gaps while the host queues its next launch; a replayed graph's
+        is the graph's."""
+        self.clock = (self.cuda.event(), self.cuda.event())
+        times = []
+        try:
+            for _ in range(repeats):
+                call()
+                times.append(self.clock[0].elapsed_time(self.clock[1]))
+        finally:
+            self.clock = None
+        return times
 
     def profile_steps(self, call, arrays, bindings: dict[str, int], repeats: int, warmup: int, recorder) -> str:
         """Profiling (runtime/profile.py's StepProfiler): an event before and after each step on its

@@ -83,11 +83,13 @@ class GraphCalls:
         self.seen: set[tuple] = set()
         self.direct: set[tuple] = set()      # signatures that run directly: capture failed, or too many
 
-    def call(self, arrays: list, bindings: dict[str, int]) -> list | None:
+    def call(self, arrays: list, bindings: dict[str, int], clock: tuple | None = None) -> list | None:
+        """The results of a replay, or None where the direct path runs this call; `clock` is a pair of
+        events to record around the replay's device work (device_times)."""
         key, pointers = signature(arrays)
         graph = self.graphs.get(key)
         if graph is not None:
-            return graph.replay(arrays, pointers)
+            return graph.replay(arrays, pointers, clock)
         if key is None or key in self.direct:
             return None
         if key not in self.seen:
@@ -107,7 +109,7 @@ class GraphCalls:
             return None
         self.graphs[key] = graph
         self.record.captures.append(graph.record(describe(key)))
-        return graph.replay(arrays, signature(arrays)[1])
+        return graph.replay(arrays, signature(arrays)[1], None)
 
 
 @dataclass
@@ -170,21 +172,22 @@ class CapturedGraph:
                 self.driver.cuMemcpyDtoHAsync(out.ctypes.data, _pointer(r), out.nbytes, handle)
         return self.results
 
-    def replay(self, arrays: list, pointers: list[int]) -> list:
+    def replay(self, arrays: list, pointers: list[int], clock: tuple | None) -> list:
         """One call: inputs into the graph's buffers, one graph launch, the results copied out."""
         handle = self.stream.handle
+        if clock is not None:
+            clock[0].record(self.stream)
         for s, a, pointer in zip(self.inputs, arrays, pointers):
             if s.host is not None:
                 np.copyto(s.host, a)
             elif s.nbytes:
                 self.driver.cuMemcpyDtoDAsync(s.pointer, pointer, s.nbytes, handle)
         self.driver.cuGraphLaunch(self.exec, handle)
-        if not self.device_outputs:
-            self.stream.synchronize()
-            return [r.copy() for r in self.results]
-        outs = [_device_copy(r, self.stream) for r in self.results]
+        outs = [_device_copy(r, self.stream) for r in self.results] if self.device_outputs else None
+        if clock is not None:
+            clock[1].record(self.stream)
         self.stream.synchronize()
-        return outs
+        return outs if outs is not None else [r.copy() for r in self.results]
 
     def record(self, signature_text: str) -> GraphCapture:
         nodes, kernels, copies = self.counts
