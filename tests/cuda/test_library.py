@@ -8,7 +8,8 @@ import pytest
 import jitlab as jl
 from jitlab.backends.numba_cuda import library
 from jitlab.backends.numba_cuda.library import Gemm, Libraries
-from tests.cuda.helpers import check, layouts, rand
+from tests.cuda.helpers import check, layouts, on_cuda, rand
+from tests.cuda.test_contractions import conv_program
 
 AVAILABLE = Libraries(cublas=None)
 
@@ -33,6 +34,15 @@ def test_float_matmuls_go_to_cublas_without_tf32(shapes, batched):
     assert "TF32 tensor cores allowed" in library.select(group, con, AVAILABLE, allow_tf32=True).reason
 
 
+def test_convolutions_go_to_cublas_over_im2col():
+    program = conv_program((1, 2, 5, 5), (3, 2, 3, 3))
+    group = next(op for op in jl.compile(program, level="O1", target="cuda", progress=False).program.walk()
+                 if op.name == "jit.group" and any(o.name == "np.conv2d" for o in op.body.ops))
+    con = next(o for o in group.body.ops if o.name == "np.conv2d")
+    chosen = library.select(group, con, AVAILABLE, allow_tf32=False)
+    assert chosen.library == "cublas" and "im2col" in chosen.reason and "no TF32" in chosen.reason
+
+
 @pytest.mark.parametrize("fn,args,why", [
     (lambda a, b: a @ b, (rand(2, 3, 5, 4), rand(3, 4, 6)), "broadcast partially"),
     (lambda a, b: a @ b, (rand(4, 5, dtype=np.int32), rand(5, 3, dtype=np.int32)), "int32"),
@@ -53,15 +63,13 @@ def test_the_simulator_reports_no_libraries():
     assert "simulator" in library.probe().cublas
 
 
-def _column_major_gemm(g: Gemm, a_flat: np.ndarray, b_flat: np.ndarray) -> np.ndarray:
+def _column_major_gemm(g: Gemm, a_flat: np.ndarray, b_flat: np.ndarray, c_flat: np.ndarray) -> None:
     """What cublasGemmStridedBatchedEx computes (C = A B per batch, all column-major), in numpy."""
     view = lambda flat, rows, cols, ld, off: np.lib.stride_tricks.as_strided(  # noqa: E731
         flat[off:], (rows, cols), (flat.itemsize, ld * flat.itemsize))
-    c = np.zeros(g.count * g.stride_c, a_flat.dtype)
     for i in range(g.count):
         product = view(a_flat, g.m, g.k, g.lda, i * g.stride_a) @ view(b_flat, g.k, g.n, g.ldb, i * g.stride_b)
-        view(c, g.m, g.n, g.ldc, i * g.stride_c)[...] = product
-    return c
+        view(c_flat, g.m, g.n, g.ldc, i * g.stride_c)[...] = product
 
 
 @pytest.mark.parametrize("a_shape,b_shape", [((5, 7), (7, 3)), ((2, 5, 4), (2, 4, 3)), ((2, 5, 4), (4, 3)),
@@ -69,28 +77,29 @@ def _column_major_gemm(g: Gemm, a_flat: np.ndarray, b_flat: np.ndarray) -> np.nd
 def test_cublas_arguments_compute_the_row_major_product(a_shape, b_shape):
     a, b = rand(*a_shape, dtype=np.float64), rand(*b_shape, dtype=np.float64)
     expected = np.matmul(a, b)
-    g = Gemm.of(a.shape, b.shape, expected.shape)
+    got = np.zeros(expected.size)
     # Our B is cuBLAS's A: the call passes b's pointer first.
-    got = _column_major_gemm(g, b.ravel(), a.ravel()).reshape(expected.shape)
-    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    _column_major_gemm(Gemm.of(a.shape, b.shape, expected.shape), b.ravel(), a.ravel(), got)
+    np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-12)
 
 
 class FakeCublas:
-    """Stands in for CublasMatmul under the simulator: the same arguments, the GEMM done in numpy."""
+    """Stands in for library.Cublas under the simulator: the same GEMM arguments, computed in numpy."""
 
-    def __init__(self, con, allow_tf32):
-        self.a, self.b = (v.index for v in con.operands)
+    def __init__(self, dtype, allow_tf32):
+        self.calls = 0
 
-    def __call__(self, inputs, outputs, extra, bindings, stream):
-        a, b, c = inputs[self.a].copy_to_host(), inputs[self.b].copy_to_host(), outputs[0]
-        g = Gemm.of(a.shape, b.shape, c.shape)
-        c.copy_to_device(_column_major_gemm(g, b.ravel(), a.ravel()).reshape(c.shape).astype(c.dtype))
+    def __call__(self, g, a, a_offset, b, b_offset, c, c_offset, stream):
+        flat = c.copy_to_host().ravel()
+        _column_major_gemm(g, a.copy_to_host().ravel()[a_offset:], b.copy_to_host().ravel()[b_offset:],
+                           flat[c_offset:])
+        c.copy_to_device(flat.reshape(c.shape))
 
 
 @pytest.fixture
 def fake_cublas(monkeypatch):
     monkeypatch.setattr(library, "probe", lambda: AVAILABLE)
-    monkeypatch.setattr(library, "CublasMatmul", FakeCublas)
+    monkeypatch.setattr(library, "Cublas", FakeCublas)
 
 
 @pytest.mark.parametrize("level", ["O1", "O2"])
@@ -105,6 +114,18 @@ def test_library_route_alone_writes_the_group_output(fake_cublas):
     exe = check(lambda a, b: a @ b, rand(2, 5, 4), rand(4, 3), rtol=1e-5, atol=1e-6)
     record = next(k for k in exe.report.kernels if "cuBLAS" in k.choice)
     assert record.source == "" and "epilogue" not in record.choice
+
+
+@pytest.mark.parametrize("x_shape,w_shape,attrs", [
+    ((2, 3, 6, 5), (4, 3, 3, 3), {}),
+    ((3, 4, 7, 7), (6, 2, 3, 2), {"strides": (2, 1), "pads": (1, 0, 2, 1), "dilations": (1, 2), "groups": 2}),
+    ((1, 2, 4, 4), (3, 2, 1, 1), {"pads": (1, 1, 1, 1)}),
+])
+def test_convolutions_go_through_im2col_and_cublas_and_match_o0(fake_cublas, monkeypatch, x_shape, w_shape, attrs):
+    monkeypatch.setattr(library, "COLS_BYTES", 1)       # one sample per im2col fill: the chunks are exercised
+    program = conv_program(x_shape, w_shape, **attrs)
+    exe = on_cuda(program, [rand(*x_shape), rand(*w_shape), rand(w_shape[0], 1, 1)], rtol=1e-5, atol=1e-5)
+    assert any("im2col" in c for c in layouts(exe))
 
 
 def test_fallback_runs_the_generated_kernels_and_says_why():

@@ -138,7 +138,7 @@ def _library_call(con: Operation | None, selection, options: dict[str, Any]):
     """The library call `selection` chose for the contraction, or None where generated kernels run it."""
     if selection is None or selection.library is None:
         return None
-    return library.CublasMatmul(con, bool(options.get("allow_tf32")))
+    return library.library_call(con, bool(options.get("allow_tf32")), device.info().max_blocks)
 
 
 def _compile_parts(group: Operation, parts: list, options: dict[str, Any]) -> tuple[str, Any, list]:
