@@ -108,7 +108,7 @@ class DeviceExecutor:
 
     def _graphs(self, report: CompileReport, option: bool | None) -> GraphCalls | None:
         host = [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)]
-        replay, reason = decide(option, device.simulator_enabled(), host, len(self.streams))
+        replay, reason = decide(option, device.simulator_enabled(), host, len(self.streams), self.limit)
         report.cuda_graphs = CudaGraphRecord(replay=replay, reason=reason)
         if not replay:
             return None

@@ -32,10 +32,14 @@ from ...report import CudaGraphRecord, GraphCapture
 MAX_CAPTURES = 8        # signatures captured per executable; later ones run directly
 
 
-def decide(option: bool | None, simulator: bool, host_ops: list[str], streams: int) -> tuple[bool, str]:
+def decide(option: bool | None, simulator: bool, host_ops: list[str], streams: int,
+           memory_limit: int | None = None) -> tuple[bool, str]:
     """Whether calls replay captured graphs, and why (or why not)."""
     if option is False:
         return False, "graphs=False: every call launches its steps directly"
+    if memory_limit is not None:
+        return False, ("memory_limit is set, and a graph keeps its own inputs and every buffer the static plan "
+                       "does not place, which the limit does not count: every call launches its steps directly")
     if simulator:
         return False, "numba's CUDA simulator cannot capture graphs: every call launches its steps directly"
     if host_ops:
@@ -95,9 +99,9 @@ class GraphCalls:
         if key not in self.seen:
             self.seen.add(key)
             return None
-        return self._capture(key, arrays, bindings)
+        return self._capture(key, arrays, bindings, clock)
 
-    def _capture(self, key: tuple, arrays: list, bindings: dict[str, int]) -> list | None:
+    def _capture(self, key: tuple, arrays: list, bindings: dict[str, int], clock: tuple | None) -> list | None:
         if len(self.graphs) >= MAX_CAPTURES:
             self.direct.add(key)
             return None
@@ -109,7 +113,7 @@ class GraphCalls:
             return None
         self.graphs[key] = graph
         self.record.captures.append(graph.record(describe(key)))
-        return graph.replay(arrays, signature(arrays)[1], None)
+        return graph.replay(arrays, signature(arrays)[1], clock)
 
 
 @dataclass
