@@ -116,6 +116,8 @@ class Cublas:
         with self._stream(cupy, stream):
             handle = cupy.cuda.get_cublas_handle()
             cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+            # The handle's math mode could let CUBLAS_COMPUTE_32F use TF32 (CUBLAS_TF32_TENSOR_OP_MATH): reset it.
+            cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
             cublas.gemmStridedBatchedEx(
                 handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, g.m, g.n, g.k,
                 alpha, _pointer(a) + a_offset * size, t, g.lda, g.stride_a,
