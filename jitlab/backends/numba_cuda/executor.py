@@ -9,7 +9,9 @@ arrays, or stay on the device with `device_outputs=True`.
 A call makes no host synchronisation or transfer between kernels: launches are
 queued on the streams of `report.streams`, cross-stream reads wait on events, and
 the call ends with one synchronisation. O1 walks its steps; O2 calls one generated
-function holding the whole launch sequence (sequence.py). The exception is an op no kernel covers (a
+function holding the whole launch sequence (sequence.py). From the second call with an input
+signature on, a call replays a CUDA graph of all of it instead, where one can be captured
+(graph.py; `report.cuda_graphs` says whether and why). The exception is an op no kernel covers (a
 leftover at O1): it runs on the host between a sync, a download and an upload, and
 is counted in `stats["host_ops"]` and in the report's warnings.
 """
@@ -99,16 +101,18 @@ class DeviceExecutor:
                 steps.append(step)
         return steps
 
+    def _host_ops(self) -> list[str]:
+        return [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)]
+
     def _record_host_ops(self, report: CompileReport) -> None:
-        host = [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)]
+        host = self._host_ops()
         if host:
             report.warnings.append(f"cuda: {len(host)} op(s) without a kernel run on the host, each between a "
                                    f"sync and two transfers: {', '.join(sorted(set(host)))}")
         report.stats["device_host_ops"] = len(host)
 
     def _graphs(self, report: CompileReport, option: bool | None) -> GraphCalls | None:
-        host = [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)]
-        replay, reason = decide(option, device.simulator_enabled(), host, len(self.streams), self.limit)
+        replay, reason = decide(option, device.simulator_enabled(), self._host_ops(), len(self.streams), self.limit)
         report.cuda_graphs = CudaGraphRecord(replay=replay, reason=reason)
         if not replay:
             return None
