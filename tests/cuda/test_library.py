@@ -86,10 +86,13 @@ def test_cublas_arguments_compute_the_row_major_product(a_shape, b_shape):
 class FakeCublas:
     """Stands in for library.Cublas under the simulator: the same GEMM arguments, computed in numpy."""
 
+    calls: list = []
+
     def __init__(self, dtype, allow_tf32):
-        self.calls = 0
+        pass
 
     def __call__(self, g, a, a_offset, b, b_offset, c, c_offset, stream):
+        FakeCublas.calls.append(g)
         flat = c.copy_to_host().ravel()
         _column_major_gemm(g, a.copy_to_host().ravel()[a_offset:], b.copy_to_host().ravel()[b_offset:],
                            flat[c_offset:])
@@ -100,6 +103,7 @@ class FakeCublas:
 def fake_cublas(monkeypatch):
     monkeypatch.setattr(library, "probe", lambda: AVAILABLE)
     monkeypatch.setattr(library, "Cublas", FakeCublas)
+    monkeypatch.setattr(FakeCublas, "calls", [])
 
 
 @pytest.mark.parametrize("level", ["O1", "O2"])
@@ -126,6 +130,14 @@ def test_convolutions_go_through_im2col_and_cublas_and_match_o0(fake_cublas, mon
     program = conv_program(x_shape, w_shape, **attrs)
     exe = on_cuda(program, [rand(*x_shape), rand(*w_shape), rand(w_shape[0], 1, 1)], rtol=1e-5, atol=1e-5)
     assert any("im2col" in c for c in layouts(exe))
+
+
+def test_an_empty_inner_dim_zeros_the_product_without_calling_cublas(fake_cublas, monkeypatch):
+    zeroed = []
+    monkeypatch.setattr(library, "_zero", lambda array, stream: zeroed.append(array.copy_to_device(
+        np.zeros(array.shape, array.dtype))))
+    check(lambda a, b: a @ b + 1.0, rand(3, 0), rand(0, 4), rtol=0, atol=0)
+    assert len(zeroed) == 1 and FakeCublas.calls == []
 
 
 def test_fallback_runs_the_generated_kernels_and_says_why():

@@ -180,6 +180,8 @@ class MatmulCall:
         a, b, c = inputs[self.a], inputs[self.b], outputs[0]
         if c.size == 0:
             return
+        if a.shape[len(a.shape) - 1] == 0:      # cuBLAS refuses k = 0 (a leading dim of 0): the sum is empty
+            return _zero(c, stream)
         key = (a.shape, b.shape)
         g = self._shapes.get(key) or self._shapes.setdefault(key, Gemm.of(*(tuple(v.shape) for v in (a, b, c))))
         self.gemm(g, b, 0, a, 0, c, 0, stream)
@@ -207,6 +209,8 @@ class ConvCall:
         x, w, y = inputs[self.x], inputs[self.w], outputs[0]
         if y.size == 0:
             return
+        if self.patch == 0:
+            return _zero(y, stream)
         samples = x.shape[0]
         cols = self._buffer(min(samples, self.chunk), stream)
         ow = y.shape[3]
@@ -239,6 +243,13 @@ def writes_output(group: Operation, con: Operation) -> bool:
     """True when the group is the contraction alone: the library writes the group's output itself."""
     body = [op for op in group.body.ops if not (op.has(Trait.TERMINATOR) or op.has(Trait.CONSTANT))]
     return body == [con] and list(group.body.last_op.operands) == [con.result]
+
+
+def _zero(array, stream) -> None:
+    """Zeros a device array on `stream` (a numba stream: asynchronous, so a capture records it)."""
+    from numba.cuda.cudadrv.driver import device_memset
+
+    device_memset(array, 0, array.nbytes, stream=stream)
 
 
 def _pointer(array) -> int:
