@@ -4,6 +4,8 @@ against a column-major GEMM written in numpy, and both routes run against O0 und
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jitlab as jl
 from jitlab.backends.numba_cuda import library
@@ -79,6 +81,19 @@ def test_cublas_arguments_compute_the_row_major_product(a_shape, b_shape):
     expected = np.matmul(a, b)
     got = np.zeros(expected.size)
     # Our B is cuBLAS's A: the call passes b's pointer first.
+    _column_major_gemm(Gemm.of(a.shape, b.shape, expected.shape), b.ravel(), a.ravel(), got)
+    np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batch=st.lists(st.integers(1, 3), max_size=2), m=st.integers(1, 4), k=st.integers(1, 4),
+       n=st.integers(1, 4), broadcast=st.sampled_from(["none", "a", "b"]))
+def test_cublas_arguments_for_any_matmul_cublas_is_chosen_for(batch, m, k, n, broadcast):
+    a_shape = (() if broadcast == "a" else tuple(batch)) + (m, k)
+    b_shape = (() if broadcast == "b" else tuple(batch)) + (k, n)
+    a, b = rand(*a_shape, dtype=np.float64), rand(*b_shape, dtype=np.float64)
+    expected = np.matmul(a, b)
+    got = np.zeros(expected.size)
     _column_major_gemm(Gemm.of(a.shape, b.shape, expected.shape), b.ravel(), a.ravel(), got)
     np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-12)
 
