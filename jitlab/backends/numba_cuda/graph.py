@@ -75,6 +75,7 @@ def _c_strides(a) -> tuple[int, ...]:
 
 
 def describe(key: tuple) -> str:
+    """A signature as the report shows it: `host <f4 [2, 3], device <f4 [3]`."""
     return ", ".join(f"{'host' if host else 'device'} {dtype} {list(shape)}" for host, shape, dtype in key)
 
 
@@ -99,9 +100,10 @@ class GraphCalls:
         if key not in self.seen:
             self.seen.add(key)
             return None
-        return self._capture(key, arrays, bindings, clock)
+        return self._capture(key, arrays, pointers, bindings, clock)
 
-    def _capture(self, key: tuple, arrays: list, bindings: dict[str, int], clock: tuple | None) -> list | None:
+    def _capture(self, key: tuple, arrays: list, pointers: list[int], bindings: dict[str, int],
+                 clock: tuple | None) -> list | None:
         if len(self.graphs) >= MAX_CAPTURES:
             self.direct.add(key)
             return None
@@ -113,7 +115,7 @@ class GraphCalls:
             return None
         self.graphs[key] = graph
         self.record.captures.append(graph.record(describe(key)))
-        return graph.replay(arrays, signature(arrays)[1], clock)
+        return graph.replay(arrays, pointers, clock)
 
 
 @dataclass
