@@ -48,8 +48,12 @@ class _Step:
         self.records: list[Any] = []     # events to record after running
         self.types = [r.type for r in op.results]
         self.kernel: Kernel | None = None
+        # a static step's result shapes, worked out once rather than on every call
+        self.static = [tuple(t.shape) for t in self.types] if all(t.is_static for t in self.types) else None
 
     def shapes(self, bindings: dict[str, int]) -> list[tuple[int, ...]]:
+        if self.static is not None:
+            return self.static
         return [t.shape if t.is_static else evaluate_shape(t.shape, bindings) for t in self.types]
 
 
