@@ -153,3 +153,15 @@ def test_a_strided_device_input_is_never_replayed():
     calls = graph.GraphCalls(CudaGraphRecord(replay=True, reason=""), lambda arrays, b: FakeGraph([], None))
     strided = DeviceLike((2, 3), (24, 8))
     assert calls.call([strided], {}) is None and calls.call([strided], {}) is None and not calls.graphs
+
+
+def test_kept_buffers_are_bounded_except_those_a_graph_pinned():
+    from jitlab.backends.numba_cuda.memory import KeptBuffers
+
+    kept = KeptBuffers(np.float32, limit=2)
+    first = kept.get((3,), 0)
+    assert kept.get((3,), 0) is first                  # kept across calls
+    kept.pin_all()                                     # a graph recorded (3,)
+    for n in range(4, 9):
+        kept.get((n,), 0)
+    assert kept.get((3,), 0) is first and set(kept.buffers) == {(3,), (7,), (8,)}

@@ -23,6 +23,7 @@ from ..loopnest import reads_result_in_place
 from ..numba_cpu.backend import fusion_kind, loop_nest_support
 from . import device, library
 from .launch import Policy
+from .memory import KeptBuffers
 
 if TYPE_CHECKING:
     from .kernels import Launcher
@@ -87,11 +88,12 @@ class NumbaCUDABackend(Backend):
         call = _library_call(con, selection, options)
         parts = _parts(group, con, policy, call is not None)
         source, entry, launchers = _compile_parts(group, parts, options)
-        run = _runner(group, con, ([call] if call is not None else []) + launchers)
+        run, kept = _runner(group, con, ([call] if call is not None else []) + launchers)
         choice = _describe(group, con, parts, selection)
         return Kernel(group.attrs["key"], "numba_cuda", run, source, time.perf_counter() - start,
                       entry is not None and entry.hit, entry.miss_reason if entry is not None else "", choice,
-                      meta={"launchers": launchers, "library": selection.library if selection else None},
+                      meta={"launchers": launchers, "library": selection.library if selection else None,
+                            "kept": kept},
                       params=tuple(parts[0].params) if len(parts) == 1 and call is None else ())
 
     # -- runtime hooks ----------------------------------------------------------------
@@ -193,15 +195,17 @@ def _contraction_parts(group: Operation, con: Operation, policy: Policy) -> list
 
 
 def _runner(group: Operation, con: Operation | None, launchers: list):
-    """`run(inputs, outputs, bindings, stream)` on device arrays; `launchers` are Launchers or a library
-    call taking the same arguments (the contraction first, then the epilogue reading its result)."""
+    """`run(inputs, outputs, bindings, stream)` on device arrays, and the KeptBuffers it holds; `launchers`
+    are Launchers or a library call taking the same arguments (the contraction first, then the epilogue
+    reading its result)."""
+    kept = [launcher.kept for launcher in launchers if hasattr(launcher, "kept")]
     if len(launchers) == 1:
         launcher = launchers[0]
 
         def run_one(inputs, outputs, bindings=None, stream=0):
             launcher(inputs, outputs, (), bindings or {}, stream)
 
-        return run_one
+        return run_one, kept
     tile, epilogue = launchers
     temp = _TempBuffer(con.result)
 
@@ -211,25 +215,20 @@ def _runner(group: Operation, con: Operation | None, launchers: list):
         tile(inputs, [result], (), bindings, stream)
         epilogue(inputs, outputs, (result,), bindings, stream)
 
-    return run
+    return run, [*kept, temp.kept]
 
 
 class _TempBuffer:
-    """The contraction result when the epilogue reads it at other elements: a device buffer per shape,
-    kept across calls (launches on one stream are ordered, so reuse is safe; a captured graph keeps
-    the address it recorded, so a buffer is never given up for another shape)."""
+    """The contraction result when the epilogue reads it at other elements (or a library wrote it):
+    a device buffer per shape, kept across calls (memory.KeptBuffers)."""
 
     def __init__(self, value: Value):
-        self.value, self.buffers = value, {}
+        self.value, self.kept = value, KeptBuffers(value.type.dtype)
 
     def get(self, bindings: dict[str, int], stream) -> Any:
         from ...ir.shapes import evaluate_shape
 
-        shape = evaluate_shape(self.value.type.shape, bindings)
-        buffer = self.buffers.get(shape)
-        if buffer is None:
-            buffer = self.buffers[shape] = device.cuda().device_array(shape, self.value.type.dtype, stream=stream)
-        return buffer
+        return self.kept.get(evaluate_shape(self.value.type.shape, bindings), stream)
 
 
 def _describe(group: Operation, con: Operation | None, parts: list, selection=None) -> str:

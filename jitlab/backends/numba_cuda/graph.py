@@ -152,6 +152,9 @@ class CapturedGraph:
                                   + (0 if self.device_outputs else len(self.results)))
         driver.cuGraphDestroy(graph)
         weakref.finalize(self, driver.cuGraphExecDestroy, self.exec)
+        for step in executor.steps:         # temporaries the graph recorded must outlive it
+            for kept in (step.kernel.meta.get("kept", ()) if step.kernel is not None else ()):
+                kept.pin_all()
 
     def _capture(self, executor, bindings: dict[str, int], owned: dict[int, Any], binding):
         """The graph of one call: the stream captured while the call is queued on it (nothing runs)."""

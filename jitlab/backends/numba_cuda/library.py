@@ -25,6 +25,7 @@ import numpy as np
 from ...ir.core import Operation
 from ...ir.opdef import Trait
 from .device import simulator_enabled
+from .memory import KeptBuffers
 
 INSTALL = 'pip install "jitlab[cuda]"'
 _GEMM_DTYPES = ("float32", "float64")
@@ -200,8 +201,8 @@ class ConvCall:
         self.window = (kh, kw, *attrs["strides"], attrs["pads"][0], attrs["pads"][1], *attrs["dilations"])
         self.pixels = math.prod(int(d) for d in con.result.type.shape[2:])
         self.chunk = max(1, COLS_BYTES // (self.groups * self.patch * self.pixels * dtype.itemsize))
-        self.gemm, self.blocks, self.dtype = Cublas(dtype, allow_tf32), blocks, dtype
-        self._cols: dict[int, object] = {}
+        self.gemm, self.blocks = Cublas(dtype, allow_tf32), blocks
+        self.kept = KeptBuffers(dtype)      # im2col buffers by shape
 
     def __call__(self, inputs, outputs, extra, bindings, stream) -> None:
         from .im2col import im2col
@@ -212,7 +213,7 @@ class ConvCall:
         if self.patch == 0:
             return _zero(y, stream)
         samples = x.shape[0]
-        cols = self._buffer(min(samples, self.chunk), stream)
+        cols = self.kept.get((min(samples, self.chunk), self.groups * self.patch, self.pixels), stream)
         ow = y.shape[3]
         for first in range(0, samples, self.chunk):
             count = min(self.chunk, samples - first)
@@ -222,17 +223,6 @@ class ConvCall:
                 self.gemm(Gemm.conv_group(count, self.groups, self.out_per_group, self.patch, self.pixels),
                           cols, g * self.patch * self.pixels, w, rows * self.patch,
                           y, (first * self.groups * self.out_per_group + rows) * self.pixels, stream)
-
-    def _buffer(self, samples: int, stream):
-        """The im2col buffer for `samples` samples, kept (a captured graph keeps its address)."""
-        cols = self._cols.get(samples)
-        if cols is None:
-            from numba import cuda
-
-            shape = (samples, self.groups * self.patch, self.pixels)
-            cols = self._cols[samples] = cuda.device_array(shape, self.dtype, stream=stream)
-        return cols
-
 
 def library_call(con: Operation, allow_tf32: bool, blocks: int):
     """The run-time call for a contraction `select` sent to cuBLAS."""
