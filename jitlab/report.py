@@ -199,6 +199,28 @@ class StreamPlan:
 
 
 @dataclass(kw_only=True)
+class GraphCapture:
+    """One input signature's captured CUDA graph, replayed by every later call with that signature."""
+
+    signature: str                 # each input's shape, dtype and whether it came from the host or the device
+    nodes: int                     # nodes of the captured graph
+    kernel_nodes: int              # generated kernels and library kernels (cuBLAS) among them
+    copy_nodes: int                # host <-> device copies of the inputs and results staged through pinned memory
+    launches_replaced: int         # kernel launches and copies one call queued one by one before the capture
+    seconds: float                 # capture and instantiation
+
+
+@dataclass(kw_only=True)
+class CudaGraphRecord:
+    """Whether cuda calls replay captured CUDA graphs (one launch per call), why not, and each capture."""
+
+    replay: bool
+    reason: str                    # why calls replay graphs, or why each call launches its steps directly
+    captures: list[GraphCapture] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)   # signatures whose capture failed, with the error
+
+
+@dataclass(kw_only=True)
 class BufferRecord:
     """One buffer of the memory plan: where and when it lives."""
 
@@ -437,6 +459,7 @@ class CompileReport:
     memory: MemoryPlan | None = None
     streams: StreamPlan | None = None
     launch_sequence: str = ""     # O2 on a device: the generated function that queues every launch
+    cuda_graphs: CudaGraphRecord | None = None    # cuda: graph capture and replay (None on other targets)
     kernels: list[KernelRecord] = field(default_factory=list)
     profile: ProfileRecord = field(default_factory=lambda: ProfileRecord())
     graph: GraphSnapshot | None = None

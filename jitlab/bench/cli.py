@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 import traceback
@@ -69,16 +70,21 @@ def _prepare(runner: Runner, bench: Benchmark, inputs: tuple, expected: np.ndarr
     if result.shape != expected.shape or not np.allclose(result, expected, rtol=bench.rtol, atol=bench.atol):
         worst = float(np.max(np.abs(result - expected))) if result.shape == expected.shape else float("nan")
         return {"status": "mismatch", "error": f"differs from numpy (max abs diff {worst:.3g})"}
-    return {"status": "ok", "call": prepared.call, "first_call_s": first, **prepared.info}
+    return {"status": "ok", "call": prepared.call, "device_times": prepared.device_times, "first_call_s": first,
+            **prepared.info}
 
 
 def _bound_bandwidth(target: str, host: dict[str, float]) -> tuple[float | None, str]:
     """The bandwidth lower bounds divide by, and whose: the host's measured copy rate for host
-    targets, the device's peak for a device target (None, and no bounds, where it does not say)."""
+    targets; for a device target its measured device-to-device copy rate where the backend measures
+    one ("device copy"), else its peak ("device"; None, and no bounds, where it does not say)."""
     from ..backends.base import backend_for_target
 
     backend = backend_for_target(target)
-    return (max(host.values()), "host") if backend.device == "cpu" else (backend.peak_bandwidth(), "device")
+    if backend.device == "cpu":
+        return max(host.values()), "host"
+    measured = getattr(backend, "copy_bandwidth", lambda: None)()
+    return (measured, "device copy") if measured else (backend.peak_bandwidth(), "device")
 
 
 def run_benchmark(bench: Benchmark, runners: list[Runner], args, bw: float | None) -> dict:
@@ -86,10 +92,14 @@ def run_benchmark(bench: Benchmark, runners: list[Runner], args, bw: float | Non
     expected = flat(bench.fn(*inputs))
     results = {r.name: _prepare(r, bench, inputs, expected) for r in runners}
     ready = {name: r.pop("call") for name, r in results.items() if r["status"] == "ok"}
+    timers = {name: r.pop("device_times") for name, r in results.items() if r["status"] == "ok"}
     medians = interleaved_medians(ready, args.repeats)
     base = medians.get("numpy")
     for name, seconds in medians.items():
         results[name].update(ms=seconds * 1e3, speedup=(base / seconds) if base else None)
+    for name, timer in timers.items():
+        if timer is not None:
+            results[name]["device_ms"] = statistics.median(timer(args.repeats))
     if args.starts:
         for level in args.level:
             result = results[f"jitlab {level}"]
@@ -100,16 +110,23 @@ def run_benchmark(bench: Benchmark, runners: list[Runner], args, bw: float | Non
     if bound:
         for name in medians:
             results[name]["vs_bound"] = results[name]["ms"] / bound
+            if "device_ms" in results[name]:
+                results[name]["device_vs_bound"] = results[name]["device_ms"] / bound
     return {"name": bench.name, "size": bench.size(args.quick), "bytes_moved": moved,
             "lower_bound_ms": bound, "results": results}
 
 
-def call_overhead_us(level: str, target: str, repeats: int = 2000) -> float:
-    """Median microseconds of calling a cached jitted x + 1 on one float32 element."""
+def call_overhead_us(level: str, target: str, repeats: int = 2000, on_device: bool = False) -> float:
+    """Median microseconds of calling a cached jitted x + 1 on one float32 element; `on_device`: its
+    input placed on the device and its result left there (a device target's `device_outputs`)."""
     import jitlab as jl
+    from jitlab.backends.base import backend_for_target
 
-    fn = jl.jit(lambda x: x + 1.0, level=level, target=target)
+    options = {"device_outputs": True} if on_device else {}
+    fn = jl.jit(lambda x: x + 1.0, level=level, target=target, **options)
     x = np.ones(1, np.float32)
+    if on_device:
+        x = backend_for_target(target).copy_in(x)
     fn(x)
     times = []
     for _ in range(repeats):
@@ -133,11 +150,23 @@ def run(args) -> dict:
     benches = [] if names == [] else [run_benchmark(b, runners, args, bound_bw) for b in by_name(names)]
     return {"quick": args.quick, "repeats": args.repeats, "target": args.target, "machine": machine(),
             "bandwidth_bytes_per_s": bw, "bound_bandwidth_bytes_per_s": bound_bw, "bound_source": source,
+            **_device_figures(args),
             "benchmarks": benches,
             "call_overhead_us": {lv: call_overhead_us(lv, args.target) for lv in args.level},
             "onnx_models": [run_model(m, args.level, args.repeats, args.quick) for m in models],
             "recompute": run_recompute(planned_levels, args.repeats, args.quick, args.target)
             if recompute and planned_levels else None}
+
+
+def _device_figures(args) -> dict:
+    """A device target's peak bandwidth and its cached-call overhead with the input and result on the device."""
+    from ..backends.base import backend_for_target
+
+    backend = backend_for_target(args.target)
+    if backend.device == "cpu":
+        return {}
+    return {"device_peak_bandwidth_bytes_per_s": backend.peak_bandwidth(),
+            "call_overhead_device_us": {lv: call_overhead_us(lv, args.target, on_device=True) for lv in args.level}}
 
 
 def _cell(result: dict) -> str:
@@ -158,18 +187,41 @@ def format_report(data: dict) -> str:
              f"numpy {m['numpy']}, numba {m['numba']}; BLAS: {blas}; env {m['env'] or '{}'}",
              f"memory bandwidth (copy, read + write): {bw}"]
     if data.get("bound_source", "host") != "host":
-        peak = data["bound_bandwidth_bytes_per_s"]
-        lines.append("streaming lower bounds: " + (f"the device's peak, {peak / 1e9:.0f} GB/s" if peak
-                                                    else "none (the device gives no peak bandwidth)"))
+        lines.append("streaming lower bounds: " + _device_bound(data))
     if data["benchmarks"]:
         lines += format_suite(data["benchmarks"])
     lines += ["", "cached call overhead (x + 1 on one element): "
               + ", ".join(f"{lv} {us:.1f} us" for lv, us in data["call_overhead_us"].items())]
+    if "call_overhead_device_us" in data:
+        lines.append("cached call overhead, input and result on the device: "
+                     + ", ".join(f"{lv} {us:.1f} us" for lv, us in data["call_overhead_device_us"].items()))
     lines += format_models(data["onnx_models"]) if data["onnx_models"] else []
     lines += format_recompute(data["recompute"]) if data.get("recompute") else []
     problems = [f"{b['name']} / {n}: {r['status']}: {r.get('error', '')}" for b in _all(data)
                 for n, r in b["results"].items() if r["status"] in ("error", "mismatch")]
     return "\n".join(lines + (["", "problems:"] + problems if problems else []))
+
+
+def _device_bound(data: dict) -> str:
+    bound, peak = data["bound_bandwidth_bytes_per_s"], data.get("device_peak_bandwidth_bytes_per_s")
+    if data["bound_source"] == "device copy":
+        return (f"the device's measured copy bandwidth, {bound / 1e9:.0f} GB/s"
+                + (f" (peak {peak / 1e9:.0f} GB/s)" if peak else ""))
+    return f"the device's peak, {bound / 1e9:.0f} GB/s" if bound else "none (the device gives no peak bandwidth)"
+
+
+def format_device_times(benchmarks: list[dict]) -> list[str]:
+    """Wall and device time per call where the device was timed: what the host adds, and the kernels' speed."""
+    rows = [(b, name, r) for b in benchmarks for name, r in b["results"].items() if "device_ms" in r]
+    lines = ["", "wall vs device time per call, ms (device: CUDA events around the call's copies and launches; "
+             "wall - device is host time), device / streaming bound for memory-bound rows",
+             "| benchmark | runner | wall ms | device ms | wall - device | device / bound |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for b, name, r in rows:
+        ratio = f"{r['device_vs_bound']:.2f}x" if "device_vs_bound" in r else "-"
+        lines.append(f"| {b['name']} | {name} | {r['ms']:.3f} | {r['device_ms']:.3f} | {r['ms'] - r['device_ms']:.3f} "
+                     f"| {ratio} |")
+    return lines if rows else []
 
 
 def format_suite(benchmarks: list[dict]) -> list[str]:
@@ -181,7 +233,7 @@ def format_suite(benchmarks: list[dict]) -> list[str]:
         bound = f"{b['lower_bound_ms']:.3f}" if b["lower_bound_ms"] is not None else "-"
         lines.append(f"| {b['name']} | {b['size']} | " + " | ".join(_cell(b["results"][n]) for n in names)
                      + f" | {bound} |")
-    lines += format_bounds(benchmarks, names)
+    lines += format_bounds(benchmarks, names) + format_device_times(benchmarks)
     lines += ["", "| benchmark | runner | first call s | compile cold s | compile warm s | peak memory | engine ops |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     for b in benchmarks:

@@ -3,7 +3,8 @@ gives the same programs' times beside numpy's and the peers').
 
 `bench_cuda(programs)` takes (name, fn, args) entries (`suite()` gives the programs of
 `jitlab bench`'s suite, jitlab/bench/suite.py, at full size or tiny), compiles each for cuda at
-O2, keeps its inputs and outputs on the device, and times the calls. Achieved bandwidth
+O2, keeps its inputs and outputs on the device, and times the calls. Each result has its wall
+time and, on a GPU, its device time (CUDA events around the call's device work). Achieved bandwidth
 counts the least traffic a program can move (its inputs read once, its outputs written
 once) over the median time; the fraction is of the device's peak (2 x memory clock x bus
 width). When CuPy or PyTorch is installed, the same work runs there for comparison:
@@ -50,10 +51,13 @@ class Result:
     fraction_of_peak: float | None = None
     peers: dict[str, float] = field(default_factory=dict)
     matches_o0: bool | None = None
+    device_ms: float | None = None          # CUDA events around each call's device work (None: simulator)
 
     def line(self) -> str:
         bw = (f"{self.gb_per_s:8.1f} GB/s  {100 * self.fraction_of_peak:5.1f}% of peak"
               if self.gb_per_s is not None else "  bandwidth n/a (simulator)")
+        if self.device_ms is not None:
+            bw += f"  device {self.device_ms:.3f} ms"
         peers = "  ".join(f"{k} {v:.3f} ms ({v / self.ms:.2f}x)" for k, v in self.peers.items())
         check = "" if self.matches_o0 is None else ("  = O0" if self.matches_o0 else "  DIFFERS FROM O0")
         kind = "memory-bound" if self.memory_bound else "compute"
@@ -119,6 +123,7 @@ def bench_one(program: Program, repeats: int = 20, peers: bool = True, check: bo
     if not device.info().simulator and peak > 0:
         result.gb_per_s = result.bytes_moved / (ms * 1e-3) / 1e9
         result.fraction_of_peak = result.bytes_moved / (ms * 1e-3) / peak
+        result.device_ms = statistics.median(exe._runner.device_times(lambda: exe(*dev_args), repeats))
     if check:
         expected = jl.compile(exe.source, level="O0")(*program.args)
         host = [o.copy_to_host() for o in outputs]

@@ -26,6 +26,8 @@ class Prepared:
     call: Call                            # runs it once on inputs placed ahead of time
     to_numpy: Callable                    # turns call()'s result into a numpy array
     info: dict = field(default_factory=dict)   # runner-specific figures (jitlab: compile times)
+    # device milliseconds of each of n calls (CUDA events around the call's device work), where measured
+    device_times: Callable[[int], list[float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -116,9 +118,12 @@ def _jax_jit(bench: Benchmark, inputs: tuple):
     import jax.numpy as jnp
 
     _functional(bench)
+    # jax multiplies float32 matrices in TF32 on an Ampere or later GPU by default; jitlab keeps
+    # float32 unless allow_tf32=True, so the bench compares at full precision.
+    jax.config.update("jax_default_matmul_precision", "highest")
     compiled = jax.jit(lambda *a: bench.fn(*a, xp=jnp))
     arrays = [jax.device_put(a) for a in inputs]
-    return Prepared(lambda: jax.block_until_ready(compiled(*arrays)), np.asarray)
+    return Prepared(lambda: jax.block_until_ready(compiled(*arrays)), np.asarray, {"matmul_precision": "highest"})
 
 
 def _numba(bench: Benchmark, inputs: tuple):
@@ -165,7 +170,9 @@ def jitlab_runner(level: str, target: str) -> Runner:
         # there, as jax.jit does: the timing is the computation, not the transfers (results are
         # copied back only to check them).
         placed = [backend.copy_in(a) for a in inputs]
-        return Prepared(lambda: fn(*placed), backend.copy_out, info)
+        timer = getattr(exe._runner, "device_times", None)     # cuda's executor times its own device work
+        device_times = None if timer is None else (lambda n: timer(lambda: exe(*placed), n))
+        return Prepared(lambda: fn(*placed), backend.copy_out, info, device_times)
 
     return Runner(f"jitlab {level}", None, prepare)
 

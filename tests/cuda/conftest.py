@@ -70,3 +70,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
         elif no_device and item.path.parent == HERE and item.path.name not in MAIN_RUN_ONLY:
             item.add_marker(unsimulated)
+
+
+@pytest.fixture
+def generated_contractions(monkeypatch):
+    """Contractions run as jitlab's generated kernels even where cuBLAS is there (a GPU with CuPy):
+    for the tests of those kernels."""
+    from jitlab.backends.numba_cuda import library
+
+    monkeypatch.setattr(library, "probe", lambda: library.Libraries(cublas="the test asks for generated kernels"))

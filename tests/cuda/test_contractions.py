@@ -11,7 +11,7 @@ from tests.cuda.test_kernels import TINY_GRID
 
 
 @pytest.mark.parametrize("m,k,n", [(5, 7, 20), (1, 1, 1), (9, 17, 3), (16, 8, 16), (3, 0, 4)])
-def test_matmul_is_tiled_with_the_epilogue_fused(m, k, n):
+def test_matmul_is_tiled_with_the_epilogue_fused(m, k, n, generated_contractions):
     x, w, b = rand(m, k), rand(k, n), rand(n)
     exe = check(lambda x, w, b: np.maximum(x @ w + b, 0), x, w, b, rtol=1e-4, atol=1e-5, **TINY_GRID)
     assert "tiled matmul with the epilogue fused" in layouts(exe)[0]
@@ -23,7 +23,7 @@ def test_batched_matmul_broadcasts_batches():
     check(lambda a, b: a @ b + 1.0, rand(2, 5, 4), rand(4, 3), rtol=1e-4, atol=1e-5)
 
 
-def test_epilogue_reading_other_elements_goes_through_a_temporary():
+def test_epilogue_reading_other_elements_goes_through_a_temporary(generated_contractions):
     exe = check(lambda x, w: (x @ w).T[::2] * 2.0, rand(6, 5), rand(5, 4), rtol=1e-4, atol=1e-5)
     assert any("temporary" in c or "tiled matmul" in c for c in layouts(exe))
 
@@ -46,7 +46,7 @@ def conv_program(x_shape, w_shape, strides=(1, 1), pads=(0, 0, 0, 0), dilations=
     ((1, 4, 7, 7), (4, 2, 3, 3), {"groups": 2, "dilations": (2, 2), "pads": (2, 2, 2, 2)}),
     ((1, 2, 4, 4), (2, 2, 1, 1), {}),
 ])
-def test_conv2d_is_an_implicit_gemm_with_the_epilogue_fused(x_shape, w_shape, attrs):
+def test_conv2d_is_an_implicit_gemm_with_the_epilogue_fused(x_shape, w_shape, attrs, generated_contractions):
     program = conv_program(x_shape, w_shape, **attrs)
     inputs = [rand(*x_shape), rand(*w_shape), rand(w_shape[0], 1, 1)]
     exe = on_cuda(program, inputs, rtol=1e-4, atol=1e-4, **TINY_GRID)

@@ -212,7 +212,7 @@ LAUNCH_CASES = {   # case -> function, arguments, part of a kernel's choice
 
 
 @pytest.mark.parametrize("case", LAUNCH_CASES)
-def test_launches_pass_what_the_kernel_params_name(case):
+def test_launches_pass_what_the_kernel_params_name(case, generated_contractions):
     from jitlab.backends.numba_cuda.kernels import signature
 
     fn, args, choice = LAUNCH_CASES[case]

@@ -21,8 +21,9 @@ from ...report import FusionKind
 from ..base import Backend, Kernel, KernelParam, register_backend
 from ..loopnest import reads_result_in_place
 from ..numba_cpu.backend import fusion_kind, loop_nest_support
-from . import device
+from . import device, library
 from .launch import Policy
+from .memory import KeptBuffers
 
 if TYPE_CHECKING:
     from .kernels import Launcher
@@ -48,7 +49,7 @@ class NumbaCUDABackend(Backend):
     """Kernels generated from groups for NVIDIA GPUs (or numba's simulator)."""
 
     name = "numba_cuda"
-    options = ("threads_per_block", "max_blocks", "device_outputs", "streams")
+    options = ("threads_per_block", "max_blocks", "device_outputs", "streams", "allow_tf32", "graphs")
     device = "cuda"
     late_passes = ("assign-streams",)
     checks_memory_limit = True
@@ -79,25 +80,21 @@ class NumbaCUDABackend(Backend):
         return None
 
     def compile_group(self, group: Operation, options: dict[str, Any]) -> Kernel:
-        from .kernels import compile_launcher, load_module, module_source  # numba.cuda: on first use
-
         device.require()
         policy = Policy(device.info(), options.get("threads_per_block"), options.get("max_blocks"))
         con = next((op for op in group.body.ops if op.has(Trait.CONTRACTION)), None)
         start = time.perf_counter()
-        parts = contraction_parts(group, con, policy) if con is not None else generated_parts(group, policy)
-        source = module_source(group, [(part.source, part.layout) for part in parts])
-        entry = load_module(group, source, options)
-        launchers = []
-        for k, part in enumerate(parts):
-            launcher = part.make(getattr(entry.module, _name(k)))
-            compile_launcher(launcher, entry.module.__file__)
-            launchers.append(launcher)
-        run = _runner(group, con, launchers)
-        choice = _describe(group, con, parts)
+        selection = library.select(group, con, library.probe(), bool(options.get("allow_tf32"))) if con else None
+        call = _library_call(con, selection, options)
+        parts = _parts(group, con, policy, call is not None)
+        source, entry, launchers = _compile_parts(group, parts, options)
+        run, kept = _runner(group, con, ([call] if call is not None else []) + launchers)
+        choice = _describe(group, con, parts, selection)
         return Kernel(group.attrs["key"], "numba_cuda", run, source, time.perf_counter() - start,
-                      entry.hit, entry.miss_reason, choice, meta={"launchers": launchers},
-                      params=tuple(parts[0].params) if len(parts) == 1 else ())
+                      entry is not None and entry.hit, entry.miss_reason if entry is not None else "", choice,
+                      meta={"launchers": launchers, "library": selection.library if selection else None,
+                            "kept": kept},
+                      params=tuple(parts[0].params) if len(parts) == 1 and call is None else ())
 
     # -- runtime hooks ----------------------------------------------------------------
     def allocate(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
@@ -118,6 +115,10 @@ class NumbaCUDABackend(Backend):
         peak = info().peak_bytes_per_second
         return peak if peak > 0 else None        # the simulator has no memory to stream
 
+    def copy_bandwidth(self) -> float | None:
+        """The device's measured copy bandwidth (the bench's streaming bound); None under the simulator."""
+        return device.copy_bandwidth()
+
     def executor(self, program, kernels, report, options):
         from .executor import DeviceExecutor
 
@@ -128,8 +129,37 @@ def _name(k: int) -> str:
     return f"k{k}"
 
 
+def _parts(group: Operation, con: Operation | None, policy: Policy, library_call: bool) -> list:
+    """The generated kernels of a group: beside a library call, only the epilogue (if any) is generated."""
+    if library_call:
+        return [] if library.writes_output(group, con) else generated_parts(group, policy, [con.result])
+    return contraction_parts(group, con, policy) if con is not None else generated_parts(group, policy)
+
+
+def _library_call(con: Operation | None, selection, options: dict[str, Any]):
+    """The library call `selection` chose for the contraction, or None where generated kernels run it."""
+    if selection is None or selection.library is None:
+        return None
+    return library.library_call(con, bool(options.get("allow_tf32")))
+
+
+def _compile_parts(group: Operation, parts: list, options: dict[str, Any]) -> tuple[str, Any, list]:
+    """The parts' module source, its compile-cache entry and one launcher per part (none: "", None, [])."""
+    from .kernels import compile_launcher, load_module, module_source  # numba.cuda: on first use
+
+    if not parts:
+        return "", None, []
+    source = module_source(group, [(part.source, part.layout) for part in parts])
+    entry = load_module(group, source, options)
+    launchers = []
+    for k, part in enumerate(parts):
+        launcher = part.make(getattr(entry.module, _name(k)))
+        compile_launcher(launcher, entry.module.__file__)
+        launchers.append(launcher)
+    return source, entry, launchers
+
+
 def generated_parts(group: Operation, policy: Policy, materialized: Sequence[Value] = (), index: int = 0) -> list:
-    """The group as one generated elementwise kernel (reading `materialized` values from memory)."""
     from .codegen import generate
     from .kernels import Launcher
 
@@ -165,15 +195,18 @@ def contraction_parts(group: Operation, con: Operation, policy: Policy) -> list:
     return parts
 
 
-def _runner(group: Operation, con: Operation | None, launchers: list[Launcher]):
-    """`run(inputs, outputs, bindings, stream)` on device arrays."""
+def _runner(group: Operation, con: Operation | None, launchers: list):
+    """`run(inputs, outputs, bindings, stream)` on device arrays, and the KeptBuffers it holds; `launchers`
+    are Launchers or a library call taking the same arguments (the contraction first, then the epilogue
+    reading its result)."""
+    kept = [launcher.kept for launcher in launchers if hasattr(launcher, "kept")]
     if len(launchers) == 1:
         launcher = launchers[0]
 
         def run_one(inputs, outputs, bindings=None, stream=0):
             launcher(inputs, outputs, (), bindings or {}, stream)
 
-        return run_one
+        return run_one, kept
     tile, epilogue = launchers
     temp = _TempBuffer(con.result)
 
@@ -183,31 +216,32 @@ def _runner(group: Operation, con: Operation | None, launchers: list[Launcher]):
         tile(inputs, [result], (), bindings, stream)
         epilogue(inputs, outputs, (result,), bindings, stream)
 
-    return run
+    return run, [*kept, temp.kept]
 
 
 class _TempBuffer:
-    """The contraction result when the epilogue reads it at other elements: a device buffer
-    kept across calls (launches on one stream are ordered, so reuse is safe)."""
+    """The contraction result when the epilogue reads it at other elements (or a library wrote it):
+    a device buffer per shape, kept across calls (memory.KeptBuffers)."""
 
     def __init__(self, value: Value):
-        self.value, self.buffer = value, None
+        self.value, self.kept = value, KeptBuffers(value.type.dtype)
 
     def get(self, bindings: dict[str, int], stream) -> Any:
         from ...ir.shapes import evaluate_shape
 
-        shape = evaluate_shape(self.value.type.shape, bindings)
-        if self.buffer is None or self.buffer.shape != shape:
-            self.buffer = device.cuda().device_array(shape, self.value.type.dtype, stream=stream)
-        return self.buffer
+        return self.kept.get(evaluate_shape(self.value.type.shape, bindings), stream)
 
 
-def _describe(group: Operation, con: Operation | None, parts: list) -> str:
+def _describe(group: Operation, con: Operation | None, parts: list, selection=None) -> str:
     n = sum(1 for op in group.body.ops if not (op.has(Trait.TERMINATOR) or op.has(Trait.CONSTANT)))
     if con is None:
         return f"generated CUDA kernel ({parts[0].layout} layout): {n} op(s) in one pass over memory"
+    if selection.library is not None:
+        after = f", then a generated {parts[0].layout} kernel for the epilogue ({n - 1} op(s))" if parts else ""
+        return f"{selection.reason}{after}"
     kind = "tiled matmul" if con.name == "np.matmul" else "implicit-GEMM conv2d"
+    why = f" (not a library: {selection.reason})"
     if len(parts) == 1:
-        return f"{kind} with the epilogue fused ({n - 1} op(s) per result element)"
+        return f"{kind} with the epilogue fused ({n - 1} op(s) per result element){why}"
     return (f"{kind} into a temporary, then a generated {parts[1].layout} kernel for the epilogue "
-            "(it reads the contraction's result at other elements)")
+            f"(it reads the contraction's result at other elements){why}")

@@ -9,7 +9,9 @@ arrays, or stay on the device with `device_outputs=True`.
 A call makes no host synchronisation or transfer between kernels: launches are
 queued on the streams of `report.streams`, cross-stream reads wait on events, and
 the call ends with one synchronisation. O1 walks its steps; O2 calls one generated
-function holding the whole launch sequence (sequence.py). The exception is an op no kernel covers (a
+function holding the whole launch sequence (sequence.py). From the second call with an input
+signature on, a call replays a CUDA graph of all of it instead, where one can be captured
+(graph.py; `report.cuda_graphs` says whether and why). The exception is an op no kernel covers (a
 leftover at O1): it runs on the host between a sync, a download and an upload, and
 is counted in `stats["host_ops"]` and in the report's warnings.
 """
@@ -28,10 +30,11 @@ from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
 from ...ir.program import Program
 from ...ir.shapes import evaluate_shape
-from ...report import CompileReport
+from ...report import CompileReport, CudaGraphRecord
 from ..base import Kernel
 from ..device_arrays import is_numba_device_array
 from . import device
+from .graph import CapturedGraph, GraphCalls, decide
 from .memory import Arena, PerBuffer, check_budget
 from .sequence import compile_sequence
 
@@ -45,8 +48,12 @@ class _Step:
         self.records: list[Any] = []     # events to record after running
         self.types = [r.type for r in op.results]
         self.kernel: Kernel | None = None
+        # a static step's result shapes, worked out once rather than on every call
+        self.static = [tuple(t.shape) for t in self.types] if all(t.is_static for t in self.types) else None
 
     def shapes(self, bindings: dict[str, int]) -> list[tuple[int, ...]]:
+        if self.static is not None:
+            return self.static
         return [t.shape if t.is_static else evaluate_shape(t.shape, bindings) for t in self.types]
 
 
@@ -76,6 +83,8 @@ class DeviceExecutor:
             report.launch_sequence, self.sequence = compile_sequence(self)
         self._needs_checked: set[tuple] = set()
         self._record_host_ops(report)
+        self.graphs = self._graphs(report, options.get("graphs"))
+        self.clock: tuple | None = None     # (start, end) events while device_times measures calls
         if all(t.is_static for t in (v.type for v in program.inputs)):
             self._check_budget([tuple(v.type.shape) for v in program.inputs], {})
 
@@ -96,12 +105,34 @@ class DeviceExecutor:
                 steps.append(step)
         return steps
 
+    def _host_ops(self) -> list[str]:
+        return [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)]
+
     def _record_host_ops(self, report: CompileReport) -> None:
-        host = [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)]
+        host = self._host_ops()
         if host:
             report.warnings.append(f"cuda: {len(host)} op(s) without a kernel run on the host, each between a "
                                    f"sync and two transfers: {', '.join(sorted(set(host)))}")
         report.stats["device_host_ops"] = len(host)
+
+    def _graphs(self, report: CompileReport, option: bool | None) -> GraphCalls | None:
+        replay, reason = decide(option, device.simulator_enabled(), self._host_ops(), len(self.streams), self.limit)
+        report.cuda_graphs = CudaGraphRecord(replay=replay, reason=reason)
+        if not replay:
+            return None
+        return GraphCalls(report.cuda_graphs, lambda arrays, bindings: CapturedGraph(self, arrays, bindings))
+
+    def launches_per_call(self) -> int:
+        """Kernel launches (generated and library) one direct call queues."""
+        return sum(len(s.kernel.meta.get("launchers", ())) + bool(s.kernel.meta.get("library"))
+                   for s in self.steps if s.kernel is not None)
+
+    def fixed_buffer(self, slot: int, shape: tuple[int, ...], dtype) -> Any:
+        """A buffer for `slot` that nothing else hands out: the arena's (for the values it placed) or its own."""
+        arena = getattr(self.allocator, "arena", None)
+        if arena is not None and arena.covers(slot):
+            return arena.get(slot, shape, dtype, 0)
+        return self.cuda.device_array(shape, dtype)
 
     def _events(self, streams) -> None:
         if streams is None:
@@ -145,24 +176,36 @@ class DeviceExecutor:
     def __call__(self, arrays: list, bindings: dict[str, int]) -> list:
         if bindings:
             self._check_budget([tuple(a.shape) for a in arrays], bindings)
-        env: list = [None] * len(self.slots)
+        if self.graphs is not None:
+            results = self.graphs.call(arrays, bindings, self.clock)
+            if results is not None:
+                self.stats["graph_launches"] += 1
+                return results
         first = self.streams[0]
-        for i, a in enumerate(arrays):
-            env[i] = self._to_device(a, i, first)
-        for slot, array in self.resident.items():
-            env[slot] = array
+        if self.clock is not None:
+            self.clock[0].record(first)
+        inputs = [self._to_device(a, i, first) for i, a in enumerate(arrays)]
         if len(self.streams) > 1:
             self.inputs_ready.record(first)
             for s in self.streams[1:]:
                 self.inputs_ready.wait(s)
         if self.sequence is not None:
-            results = self.sequence(*env[:len(arrays)], bindings)
+            results = self.sequence(*inputs, bindings)
             self.stats["launches"] += self.n_kernels
         else:
-            for step in self.steps:
-                self._run(step, env, bindings)
-            results = [env[i] for i in self.outputs]
+            results = self.queue_steps(inputs, bindings, self.allocator.get)
         return self._finish(results)
+
+    def queue_steps(self, inputs: list, bindings: dict[str, int], alloc) -> list:
+        """Queues every step on its stream, results allocated by `alloc(slot, shape, dtype, stream)`;
+        returns the program's results (device arrays, not yet computed)."""
+        env: list = [None] * len(self.slots)
+        env[:len(inputs)] = inputs
+        for slot, array in self.resident.items():
+            env[slot] = array
+        for step in self.steps:
+            self._run(step, env, bindings, alloc)
+        return [env[i] for i in self.outputs]
 
     def _to_device(self, a, index: int, stream) -> Any:
         if isinstance(a, np.ndarray):
@@ -174,12 +217,12 @@ class DeviceExecutor:
                              f"(got strides {d.strides}); copy it first (e.g. cupy.ascontiguousarray)")
         return d
 
-    def _run(self, step: _Step, env: list, bindings: dict[str, int]) -> None:
+    def _run(self, step: _Step, env: list, bindings: dict[str, int], alloc) -> None:
         stream = self.streams[step.stream]
         for event in step.waits:
             event.wait(stream)
         if step.kernel is not None:
-            outs = [self.allocator.get(slot, shape, t.dtype, stream)
+            outs = [alloc(slot, shape, t.dtype, stream)
                     for slot, shape, t in zip(step.outs, step.shapes(bindings), step.types)]
             step.kernel.run([env[i] for i in step.ins], outs, bindings, stream)
             self.stats["launches"] += 1
@@ -207,6 +250,8 @@ class DeviceExecutor:
 
     def _finish(self, results: list) -> list:
         """The one synchronisation of a call, then (unless outputs stay on the device) the downloads."""
+        if self.clock is not None:
+            self.clock[1].record(0)     # the legacy default stream: after the work of every stream
         self.cuda.synchronize()
         self.stats["syncs"] += 1
         if self.device_outputs:
@@ -214,24 +259,39 @@ class DeviceExecutor:
         self.stats["downloads"] += len(results)
         return [r.copy_to_host() for r in results]
 
+    def device_times(self, call, repeats: int) -> list[float]:
+        """Milliseconds of device time of each of `repeats` calls of `call` (which calls this executor):
+        events recorded before its first copy or launch and after its last, before its synchronisation.
+        A direct call's time includes the gaps while the host queues its next launch; a replayed graph's
+        is the graph's."""
+        self.clock = (self.cuda.event(), self.cuda.event())
+        times = []
+        try:
+            for _ in range(repeats):
+                call()
+                times.append(self.clock[0].elapsed_time(self.clock[1]))
+        finally:
+            self.clock = None
+        return times
+
     def profile_steps(self, call, arrays, bindings: dict[str, int], repeats: int, warmup: int, recorder) -> str:
         """Profiling (runtime/profile.py's StepProfiler): an event before and after each step on its
-        stream, the elapsed times read after each call; O2's generated launch sequence is set aside
-        so the steps run one by one."""
+        stream, the elapsed times read after each call; O2's generated launch sequence and the captured
+        graphs are set aside so the steps run one by one."""
         cuda = self.cuda
         index = {id(step): k for k, step in enumerate(self.steps)}
         pending: list = []
-        run, sequence = self._run, self.sequence
+        run, sequence, graphs = self._run, self.sequence, self.graphs
 
-        def timed_run(step, env, bindings):
+        def timed_run(step, env, bindings, alloc):
             stream = self.streams[step.stream]
             start, end = cuda.event(), cuda.event()
             start.record(stream)
-            run(step, env, bindings)
+            run(step, env, bindings, alloc)
             end.record(stream)
             pending.append((index[id(step)], step, start, end))
 
-        self._run, self.sequence = timed_run, None
+        self._run, self.sequence, self.graphs = timed_run, None, None
         try:
             for n in range(warmup + repeats):
                 pending.clear()
@@ -246,7 +306,7 @@ class DeviceExecutor:
                     recorder.add(k, [step.op], offset, start.elapsed_time(end) / 1e3, step.stream)
         finally:
             del self._run
-            self.sequence = sequence
+            self.sequence, self.graphs = sequence, graphs
         return "events"
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from ...errors import OutOfMemoryError
 from ...report import MemoryPlan
 from ...units import format_bytes
+from . import device
 
 
 class PerBuffer:
@@ -86,6 +87,30 @@ class Arena:
         offset = self.offsets[self.names[slot]]
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         return self.base[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+class KeptBuffers:
+    """Device buffers of one kind by shape, kept across calls (launches on one stream are ordered, so
+    reuse is safe): at most `limit` shapes, besides those a captured graph recorded (`pin_all`), whose
+    addresses must outlive the graph."""
+
+    def __init__(self, dtype, limit: int = 8):
+        self.dtype, self.limit = np.dtype(dtype), limit
+        self.buffers: dict[tuple[int, ...], Any] = {}
+        self.pinned: set[tuple[int, ...]] = set()
+
+    def get(self, shape: tuple[int, ...], stream) -> Any:
+        buffer = self.buffers.get(shape)
+        if buffer is None:
+            unpinned = [s for s in self.buffers if s not in self.pinned]
+            if len(unpinned) >= self.limit:
+                del self.buffers[unpinned[0]]
+            buffer = self.buffers[shape] = device.cuda().device_array(shape, self.dtype, stream=stream)
+        return buffer
+
+    def pin_all(self) -> None:
+        """Keeps every buffer held now for good: a graph captured just now may have recorded any of them."""
+        self.pinned |= set(self.buffers)
 
 
 def check_budget(needs: list[tuple[str, int]], limit: int | None, free: float) -> None:
