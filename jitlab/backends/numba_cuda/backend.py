@@ -118,6 +118,11 @@ class NumbaCUDABackend(Backend):
         peak = info().peak_bytes_per_second
         return peak if peak > 0 else None        # the simulator has no memory to stream
 
+    def measured_bounds(self) -> dict[str, Any]:
+        from .bounds import measure
+
+        return measure()
+
     def executor(self, program, kernels, report, options):
         from .executor import DeviceExecutor
 
