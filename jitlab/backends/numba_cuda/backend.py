@@ -119,7 +119,7 @@ class NumbaCUDABackend(Backend):
         return peak if peak > 0 else None        # the simulator has no memory to stream
 
     def measured_bounds(self) -> dict[str, Any]:
-        from .bounds import measure
+        from .measure import measure
 
         return measure()
 

@@ -1,9 +1,11 @@
-"""The device's measured bounds for the roofline: a device-to-device copy timed with events,
-and cuBLAS's float32 matrix product through CuPy where it is installed (else no compute bound).
+"""Timing on the device: events (a host clock under the simulator, whose events hold no time),
+and the device's measured bounds for the roofline: a device-to-device copy timed with them and
+cuBLAS's float32 matrix product through CuPy where it is installed (else no compute bound).
 The simulator's "device" is host memory: its figures say so in `device`."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -14,9 +16,32 @@ COPY_BYTES = {True: 1 << 22, False: 1 << 30}     # by simulator: the simulator c
 GEMM = 8192
 
 
+class HostEvent:
+    """The simulator's stand-in for a CUDA event: numba's simulated events return -1 ms for any
+    interval, and the simulator runs each launch to its end on the host, so the host clock times it."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def record(self, stream=0) -> None:
+        self.seconds = time.perf_counter()
+
+    def synchronize(self) -> None:
+        """Nothing is pending: the simulator ran the work already."""
+
+    def elapsed_time(self, end: HostEvent) -> float:
+        """Milliseconds from this event to `end`, as numba's Event.elapsed_time."""
+        return (end.seconds - self.seconds) * 1e3
+
+
+def event(cuda):
+    """A CUDA event, or a HostEvent under the simulator."""
+    return HostEvent() if device.simulator_enabled() else cuda.event()
+
+
 def _event_seconds(cuda, fn, repeats: int = 5) -> float:
     """The best of `repeats` runs of `fn` between two events on the default stream."""
-    start, end = cuda.event(), cuda.event()
+    start, end = event(cuda), event(cuda)
     fn()
     best = float("inf")
     for _ in range(repeats):
