@@ -9,6 +9,7 @@ records, from which the explorer answers "which rule produced this op".
 from __future__ import annotations
 
 import bisect
+import contextvars
 import itertools
 import os
 import sys
@@ -39,6 +40,10 @@ class RewriteLog:
 
 
 _NAME_COUNTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+# Whether rewrite records carry the IR lines of what they changed (the explorer's stepper): the
+# pass manager turns it off where it keeps no snapshots (dry runs), which no explorer reads.
+RECORD_LINES: contextvars.ContextVar[bool] = contextvars.ContextVar("jitlab_rewrite_lines", default=True)
 
 
 def fresh_name(program: Program) -> str:
@@ -192,7 +197,7 @@ class Rewriter:
 
     def _note(self, op: Operation) -> None:
         """Keeps op's line as it is before its first change in this rewrite."""
-        if id(op) not in self.before and not op.has(Trait.TERMINATOR):
+        if id(op) not in self.before and not op.has(Trait.TERMINATOR) and RECORD_LINES.get():
             self.before[id(op)] = op_line(op)
 
     def fail(self, reason: str) -> bool:
@@ -223,7 +228,8 @@ class Rewriter:
                              erased=[o.uid for o in self.erased], modified=modified, moved=moved,
                              source=source if source is not None else caller(),
                              before=self._lines_before(root, created),
-                             after=[op_line(o) for o in made + changed if not o.has(Trait.TERMINATOR)])
+                             after=[op_line(o) for o in made + changed if not o.has(Trait.TERMINATOR)]
+                             if RECORD_LINES.get() else [])
 
 
 def caller(depth: int = 1) -> str:

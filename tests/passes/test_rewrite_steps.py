@@ -67,3 +67,11 @@ def test_the_lines_a_rewrite_made_are_the_ir_after_the_pass_where_nothing_change
                         checked += 1
             later |= touched | set(rw.erased)
     assert checked
+
+
+def test_a_pipeline_without_snapshots_records_sources_but_no_lines():
+    program = jl.parse(ONE)
+    ctx = PassContext()
+    PassManager.parse("canonicalize", snapshots=False).run(program, ctx)
+    (record,) = ctx.report.passes
+    assert record.rewrites and all(r.source and r.before == [] == r.after for r in record.rewrites)
