@@ -128,8 +128,9 @@ export class PassesView {
     this.stepper = new RewriteStepper(this.ctx, p, () => this.diffGraph);
     const steps = h("div", {});
     this.stepper.mount(steps);
-    this.detail.replaceChildren(nav, this.rules(p), h("h4", {}, "IR diff"), diffTable(p.diff), h("h4", {}, "graph diff (ops matched by id)"),
-      steps, this.graphDiff(p));
+    // The stepper and the graph it updates first, together on screen; the long lists below them.
+    this.detail.replaceChildren(nav, h("div", { class: "jl-stepgraph" }, h("h4", {}, "graph diff (ops matched by id)"), steps, this.graphDiff(p)),
+      this.rules(p), h("h4", {}, "IR diff"), diffTable(p.diff));
     this.markSelected();
   }
 

@@ -26,8 +26,8 @@ export class RewriteStepper {
     const button = (label, title, fn) => h("button", { class: "jl-btn", title, onclick: fn }, label);
     this.el = h("div", { class: "jl-stepper", "data-pass": pass.index },
       h("h4", {}, `step through the ${this.rewrites.length} rewrite${this.rewrites.length === 1 ? "" : "s"}`),
-      h("div", { class: "jl-toolbar" }, button("⏮", "first rewrite", () => this.go(0)), button("◀", "previous rewrite", () => this.go(this.k - 1)),
-        this.counter, button("▶", "next rewrite", () => this.go(this.k + 1)), button("⏭", "last rewrite", () => this.go(this.rewrites.length - 1)),
+      h("div", { class: "jl-toolbar" }, button("first", "first rewrite", () => this.go(0)), button("◀", "previous rewrite", () => this.go(this.k - 1)),
+        this.counter, button("▶", "next rewrite", () => this.go(this.k + 1)), button("last", "last rewrite", () => this.go(this.rewrites.length - 1)),
         this.slider),
       this.card);
   }

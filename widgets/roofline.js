@@ -6,6 +6,7 @@ import { chip, fmtBytes, fmtSec, h, s } from "./core.js";
 
 const RF_W = 600;
 const RF_H = 300;
+const RF_ROWS = 12;
 const RF_PAD = { l: 78, r: 16, t: 14, b: 40 };
 
 export function fmtRate(x, unit) {
@@ -130,16 +131,21 @@ export class Roofline {
 
   // The steps by time lost against the bound, the farthest first.
   table(steps) {
-    const rows = [...steps].sort((a, b) => (b.seconds - b.bound_seconds) - (a.seconds - a.bound_seconds)).slice(0, 40).map((st) =>
+    const rows = [...steps].sort((a, b) => (b.seconds - b.bound_seconds) - (a.seconds - a.bound_seconds)).map((st) =>
       h("tr", { "data-step": st.index, "data-group": st.group ?? "", title: stepTitle(this.data, st, this.rf.bounds), onclick: () => this.select(st) },
         h("td", {}, st.group !== null ? chip(this.data.colors[String(st.group)], `group ${st.group}`) : `${st.name} #${st.uid}`),
         h("td", { class: "jl-num" }, fmtSec(st.seconds)), h("td", { class: "jl-num" }, fmtSec(st.bound_seconds)),
         h("td", { class: "jl-num jl-rf-pct", style: `background:${boundColor(st.percent)}` }, pctText(st.percent)),
         h("td", {}, st.limit), h("td", { class: "jl-num" }, fmtBytes(st.bytes)), h("td", { class: "jl-num" }, fmtRate(st.bandwidth, "B/s")),
         h("td", { class: "jl-num" }, fmtCount(st.flops)), h("td", { class: "jl-num" }, fmtRate(st.flops_per_second, "FLOP/s"))));
-    return h("table", { class: "jl-table jl-rf-table" },
+    // The farthest first, RF_ROWS of them until asked for the rest.
+    const body = h("tbody", {}, rows.slice(0, RF_ROWS));
+    const more = rows.length > RF_ROWS ? h("a", { href: "#", class: "jl-rf-more", onclick: (e) => {
+      e.preventDefault(); body.append(...rows.slice(RF_ROWS)); more.remove(); this.mark(this.ctx.selection);
+    } }, `show the other ${rows.length - RF_ROWS} steps`) : null;
+    return h("div", {}, h("table", { class: "jl-table jl-rf-table" },
       h("thead", {}, h("tr", {}, ["step", "measured", "at bound", "% of bound", "bound by", "bytes", "bandwidth", "FLOPs", "FLOP/s"].map((t) => h("th", {}, t)))),
-      h("tbody", {}, rows));
+      body), more);
   }
 
   mark(sel) {
