@@ -37,17 +37,20 @@ export function boundLegend() {
     "100% · uncoloured: not timed");
 }
 
+// The roofline's steps by group and by uid, once per data object (kept apart from the data, which is the page's as saved).
+const STEP_INDEX = new WeakMap();
+
 function stepIndex(data) {
-  if (!data._rooflineIndex) {
+  if (!STEP_INDEX.has(data)) {
     const byGroup = new Map();
     const byUid = new Map();
     for (const st of (data.roofline || {}).steps || []) {
       if (st.group !== null && st.group !== undefined) (byGroup.get(st.group) || byGroup.set(st.group, []).get(st.group)).push(st);
       else byUid.set(st.uid, st);
     }
-    data._rooflineIndex = { byGroup, byUid };
+    STEP_INDEX.set(data, { byGroup, byUid });
   }
-  return data._rooflineIndex;
+  return STEP_INDEX.get(data);
 }
 
 // The % of bound of a set of graph leaves: the time their steps would take at the bounds over their measured time.
