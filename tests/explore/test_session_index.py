@@ -60,3 +60,15 @@ def test_a_saved_index_links_each_living_compile_to_its_page(tmp_path):
     assert page["title"] == f"#{kept['index']} scaled O1 cpu" and page["static"]
     assert page["ops"] and errors(page) == []
     assert session_errors(rows) == []
+
+
+def test_a_notebook_index_builds_a_compile_s_page_on_request():
+    f = jl.jit(scaled, target="cpu")
+    f(np.ones((3,), np.float32))
+    widget = jl.explore.session()
+    index = widget.data["session"]["compiles"][-1]["index"]
+    reply = widget.session.handle({"type": "page", "index": index})
+    assert reply["index"] == index and reply["data"]["title"].startswith(f"#{index} scaled")
+    assert reply["data"]["groups"] and reply["data"]["static"]
+    missing = widget.session.handle({"type": "page", "index": -5})
+    assert "no compile #-5" in missing["error"]
