@@ -7,13 +7,20 @@ import { chip, fmtBytes, fmtSec, h, s } from "./core.js";
 const RF_W = 600;
 const RF_H = 300;
 const RF_ROWS = 12;
-const RF_PAD = { l: 78, r: 16, t: 14, b: 40 };
+const RF_PAD = { l: 64, r: 16, t: 14, b: 40 };
 
 export function fmtRate(x, unit) {
   if (x === null || x === undefined) return "–";
   const steps = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
   const [div, prefix] = steps.find(([d]) => Math.abs(x) >= d) || [1, ""];
   return `${(x / div).toFixed(x / div < 10 ? 2 : 1)} ${prefix}${unit}`;
+}
+
+// A power of ten as "100 M": the axis names the unit.
+function tickText(v) {
+  const e = Math.round(Math.log10(v));
+  const k = Math.max(0, Math.min(4, Math.floor(e / 3)));
+  return `${10 ** (e - 3 * k)}${["", " k", " M", " G", " T"][k]}`;
 }
 
 function fmtCount(x) {
@@ -115,9 +122,9 @@ export class Roofline {
     const ticks = (lo, hi) => { const out = []; for (let e = Math.ceil(Math.log10(lo)); e <= Math.floor(Math.log10(hi)); e++) out.push(10 ** e); return out; };
     const grid = [
       ...ticks(x0, x1).map((v) => [s("line", { x1: X(v), x2: X(v), y1: RF_PAD.t, y2: RF_H - RF_PAD.b, class: "jl-rf-grid" }),
-        s("text", { x: X(v), y: RF_H - RF_PAD.b + 14, class: "jl-rf-tick", "text-anchor": "middle" }, fmtCount(v))]),
+        s("text", { x: X(v), y: RF_H - RF_PAD.b + 14, class: "jl-rf-tick", "text-anchor": "middle" }, tickText(v))]),
       ...ticks(y0, y1).map((v) => [s("line", { x1: RF_PAD.l, x2: RF_W - RF_PAD.r, y1: Y(v), y2: Y(v), class: "jl-rf-grid" }),
-        s("text", { x: RF_PAD.l - 4, y: Y(v) + 4, class: "jl-rf-tick", "text-anchor": "end" }, fmtRate(v, "FLOP/s").replace(".00 ", " "))])];
+        s("text", { x: RF_PAD.l - 4, y: Y(v) + 4, class: "jl-rf-tick", "text-anchor": "end" }, tickText(v))])];
     const knee = ridge ? Math.min(ridge, x1) : x1;
     const roofs = [s("polyline", { class: "jl-rf-roof", "data-roof": "memory",
       points: `${X(x0)},${Y(b.bandwidth * x0)} ${X(knee)},${Y(b.bandwidth * knee)}${ridge ? ` ${X(x1)},${Y(b.flops)}` : ""}` }),
