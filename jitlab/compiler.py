@@ -29,6 +29,7 @@ from .report import (
     snapshot,
 )
 from .runtime import (
+    compile_log,
     compile_pool,
     memexec,  # noqa: F401  (the interpreter's mem op handlers)
 )
@@ -159,7 +160,7 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
                           "(use jl.trace, jl.parse or jl.onnx.load first)")
     if level not in LEVEL_NAMES:
         raise JitlabError(f"unknown level {level!r}; levels are {', '.join(LEVEL_NAMES)}")
-    began, inferred = time.perf_counter(), InferClock.seconds
+    began, inferred, started = time.perf_counter(), InferClock.seconds, time.time()
     opts = CompileOptions.read(options, level, resolve_target(target), passes, engine_passes, verify_each)
     start = time.perf_counter()
     compiled, report, exe_cache_seconds = compile_passes(program, opts)
@@ -173,6 +174,7 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
         exe.check_memory({})      # static shapes: fail now, before anything runs
     report.timing = _timing(report, program, time.perf_counter() - began, InferClock.seconds - inferred,
                             start - began, exe_cache_seconds)
+    compile_log.add(exe, started, report.timing.total)
     return exe
 
 

@@ -54,6 +54,9 @@ class RewriteRecord:
     erased: list[int] = field(default_factory=list)
     modified: list[int] = field(default_factory=list)   # ops left in place whose operands or attrs changed
     moved: list[int] = field(default_factory=list)      # ops moved (to another place or into a region), uids kept
+    source: str = ""              # where the rule is defined ("path/file.py:line"), for the explorer's stepper
+    before: list[str] = field(default_factory=list)     # the lines of the ops it erased or changed, before it
+    after: list[str] = field(default_factory=list)      # the lines of the ops it made or changed, after it
 
 
 @dataclass(kw_only=True)
@@ -403,6 +406,7 @@ class StepProfile(TimeStats):
     stream: int
     launches: int
     bytes: int            # read and written
+    flops: int | None     # floating-point operations (runtime/flops.py); None: unknown (a loop)
     ops: list[int]
 
 
@@ -413,6 +417,7 @@ class KernelProfile(TimeStats):
     launches: int
     seconds: float
     bytes: int
+    flops: int | None     # per program call, as `bytes`
     groups: list[int | None]
 
 
@@ -429,6 +434,7 @@ class ProfileRecord(TypedDict, total=False):
     total: TimeStats      # the whole call
     steps: list[StepProfile]
     kernels: dict[str, KernelProfile]
+    bounds: dict[str, Any]   # the device's measured copy bandwidth and peak FLOP/s (runtime/bounds.py)
 
 
 @dataclass(kw_only=True)

@@ -2,7 +2,7 @@
 // selection. Loaded by anywidget in a notebook, and inlined by the static HTML export.
 
 import { CompareView } from "./compare.js";
-import { fmtSec, h, makeContext, recolor } from "./core.js";
+import { fmtSec, h, makeContext, recolor, staticModel } from "./core.js";
 import { FusionView } from "./fusion.js";
 import { GraphView } from "./graph.js";
 import { KernelsView } from "./kernels.js";
@@ -10,6 +10,7 @@ import { MemoryView } from "./memory.js";
 import { PassesView } from "./passes.js";
 import { ReproAction } from "./repro.js";
 import { ScheduleView } from "./schedule.js";
+import { SessionView } from "./session.js";
 
 const VIEWS = {
   graph: ["Graph", (ctx) => new GraphView(ctx), (d) => d.graph ? d.graph.nodes : 0],
@@ -19,6 +20,8 @@ const VIEWS = {
   memory: ["Memory", (ctx) => new MemoryView(ctx), (d) => (d.memory ? 1 : 0)],
   kernels: ["Kernels", (ctx) => new KernelsView(ctx), (d) => (d.kernels || []).length],
   compare: ["Compare", (ctx) => new CompareView(ctx), (d) => (d.compare ? d.compare.labels.length : 0)],
+  session: ["Session", (ctx) => new SessionView(ctx, (data, el) => render({ model: staticModel({ data, view: "all", selection: {} }), el })),
+    (d) => (d.session ? d.session.compiles.length : 0)],
 };
 
 function header(ctx) {
@@ -45,7 +48,7 @@ function render({ model, el }) {
   const ctx = makeContext(model, root);
   recolor(ctx.data);
   const only = model.get("view");
-  const names = only && only !== "all" ? [only] : Object.keys(VIEWS).filter((k) => k !== "compare" || ctx.data.compare);
+  const names = only && only !== "all" ? [only] : Object.keys(VIEWS).filter((k) => (k !== "compare" || ctx.data.compare) && k !== "session");
   const panes = {};
   const tabs = {};
   const body = h("div", { class: "jl-body" });
@@ -69,7 +72,7 @@ function render({ model, el }) {
         VIEWS[name][0], count ? h("span", { class: "jl-count" }, count) : null);
     }
   }
-  root.append(header(ctx));
+  if (!ctx.data.session) root.append(header(ctx));
   if (names.length > 1) root.append(h("div", { class: "jl-tabs", role: "tablist" }, Object.values(tabs)));
   root.append(body);
   open(names[0]);

@@ -6,6 +6,7 @@
 
 import { chip, fmtBytes, fmtSec, h, panZoom, s, tooltip, where } from "./core.js";
 import { arrange, toSvg } from "./layout.js";
+import { boundColor, boundLegend, boundOfLeaves } from "./roofline.js";
 
 const CHANGE = { added: "var(--jl-add)", removed: "var(--jl-del)", changed: "var(--jl-chg)" };
 const LINE_PX = 64;               // a rank's height (box and gap) at scale 1
@@ -410,7 +411,7 @@ export class GraphView {
         }
         const visible = this.leavesOf(c).filter((l) => !this.isHidden(l));
         if (!visible.length) continue;
-        const fill = c.kind === "group" || this.scaled() || this.overlay === "change" ? this.fillOf(visible, c) : null;
+        const fill = c.kind === "group" || this.scaled() || this.overlay === "change" || this.overlay === "bound" ? this.fillOf(visible, c) : null;
         if (expanded.has(c.id)) {
           out.push({ id: c.id, label: c.label.split("\n")[0], classes: `${c.kind}`, fill, children: make(c) });
         } else {
@@ -432,6 +433,7 @@ export class GraphView {
     const overlays = [["group", "group"], ["backend", "backend"], ["dtype", "dtype"], ["bytes", "bytes written"]];
     if (this.options.overlay === "change") overlays.unshift(["change", "what the pass did"]);
     if (this.kernelTimes().size || Object.values(this.data.ops).some((o) => typeof o.seconds === "number")) overlays.push(["time", "measured time"]);
+    if (this.data.roofline) overlays.push(["bound", "% of bound"]);
     const select = h("select", { class: "jl-overlay", title: "colour nodes by", onchange: (e) => { this.overlay = e.target.value; this.recolor(); } },
       overlays.map(([v, label]) => h("option", { value: v, selected: v === this.overlay }, `colour: ${label}`)));
     return h("div", { class: "jl-toolbar" },
@@ -492,6 +494,8 @@ export class GraphView {
         if (measured.length) return group !== null && group !== undefined ? Math.max(...measured) : measured.reduce((a, b) => a + b, 0);
         return group !== null && group !== undefined ? this.kernelTimes().get(group) ?? null : null;
       }
+      case "bound":
+        return boundOfLeaves(this.data, leaves);
       case "change": {        // what a pass did to these ops: one kind, or "changed" for a mix
         const kinds = new Set(leaves.flatMap((l) => l.classes.filter((c) => c in CHANGE)));
         return kinds.size ? (kinds.size === 1 ? [...kinds][0] : "changed") : null;
@@ -508,6 +512,7 @@ export class GraphView {
     if (this.seen) { this.seen.push(v); return null; }
     if (this.overlay === "group") return this.data.colors[String(v)] || null;
     if (this.overlay === "change") return CHANGE[v];
+    if (this.overlay === "bound") return boundColor(v);
     if (this.overlay === "bytes" || this.overlay === "time") {
       const [lo, hi] = this.range;
       const t = hi > lo ? (Math.log(v + 1) - Math.log(lo + 1)) / (Math.log(hi + 1) - Math.log(lo + 1)) : 1;
@@ -526,6 +531,8 @@ export class GraphView {
       head = h("span", { class: "jl-chip jl-legend-groups" }, swatches, ` colour = fusion group · ${this.groupIds.length} groups`);
     } else if (this.overlay === "change") {
       head = Object.entries(CHANGE).map(([kind, color]) => chip(color, `${kind} (or holds ${kind} ops)`));
+    } else if (this.overlay === "bound") {
+      head = boundLegend();
     } else if (this.overlay === "bytes" || this.overlay === "time") {
       const fmt = this.overlay === "bytes" ? fmtBytes : fmtSec;
       const [lo, hi] = this.range;

@@ -4,6 +4,7 @@
 
 import { chip, empty, fmtSec, h } from "./core.js";
 import { highlightPython } from "./pysyntax.js";
+import { Roofline } from "./roofline.js";
 
 export class KernelsView {
   constructor(ctx) {
@@ -135,6 +136,7 @@ export class KernelsView {
 
   mount(parent) {
     parent.append(this.el);
+    if (this.ctx.data.roofline) new Roofline(this.ctx).mount(this.el);
     const cached = this.executableCache();
     if (cached) this.el.append(cached);
     const breakdown = this.compileTime();

@@ -2,6 +2,7 @@
 // buffer layout as a Gantt chart, and a dry run for other values of symbolic dims.
 
 import { bufferLabel, chip, empty, fmtBytes, h, opLink, s } from "./core.js";
+import { LiveQuery } from "./memquery.js";
 
 const W = 760;
 const FIXED = new Set(["weight", "input", "constant"]);     // held from the first step to the last
@@ -58,14 +59,15 @@ export function timeline(mem, onStep, height = 170) {
   }
   const cursor = s("line", { class: "jl-cursor", x1: x(0), x2: x(0), y1: PAD.t, y2: y(0) });
   svg.append(cursor);
-  svg.addEventListener("click", (evt) => {
+  const stepAt = (evt) => {
     const r = svg.getBoundingClientRect();
     const px = ((evt.clientX - r.left) / r.width) * W;
-    const step = Math.round(((px - PAD.l) / (W - PAD.l - PAD.r)) * (n - 1));
-    if (onStep) onStep(Math.min(n - 1, Math.max(0, step)));
-  });
+    return Math.min(n - 1, Math.max(0, Math.round(((px - PAD.l) / (W - PAD.l - PAD.r)) * (n - 1))));
+  };
+  svg.addEventListener("click", (evt) => { if (onStep) onStep(stepAt(evt)); });
   return {
     el: svg,
+    stepAt,
     moveCursor(step) {
       cursor.setAttribute("x1", x(step));
       cursor.setAttribute("x2", x(step));
@@ -301,19 +303,22 @@ export class MemoryView {
     const shown = split && this.apart ? apart.mem : mem;
     this.timeline = timeline(shown, (step) => this.ctx.setStep(step, "memory"));
     this.gantt = gantt(this.ctx, mem);
+    this.query = view.planned ? null : new LiveQuery(this.ctx, mem);
+    this.query?.attach(this.timeline);
     const toggle = split ? h("label", { class: "jl-filter jl-apart" },
       h("input", { type: "checkbox", checked: this.apart, onchange: (e) => { this.apart = e.target.checked; this.drawCharts(mem, view); } }),
       `activations and temporaries only (weights and inputs: ${fmtBytes(apart.held)}, held throughout)`) : null;
     // By category at the compiled size only: a plan for another size carries no buffers of its own.
     const byCategory = !view.planned && mem.buffers.some((b) => b.category)
       ? [h("h4", {}, "live memory by category"), categoryChart(mem, split && this.apart)] : [];
-    this.charts.replaceChildren(this.summary(mem, view), h("h4", {}, "live memory per step"), toggle, this.timeline.el,
+    this.charts.replaceChildren(this.summary(mem, view), h("h4", {}, "live memory per step"), toggle, this.timeline.el, this.query?.el,
       ...byCategory, this.atPeak(mem, view), h("h4", {}, "buffer layout"), this.gantt.el);
     this.gantt.highlight(this.ctx.selection);
     this.moveCursor(this.ctx.step);
   }
 
   moveCursor(step) {
+    this.query?.show(step);
     if (this.timeline) this.timeline.moveCursor(step);
     if (this.gantt) this.gantt.moveCursor(step);
   }

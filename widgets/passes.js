@@ -3,6 +3,7 @@
 
 import { empty, fmtSec, h, opLink } from "./core.js";
 import { GraphView } from "./graph.js";
+import { RewriteStepper } from "./rewrites.js";
 
 // Rows drawn at first: a 10,000-op program's first pass has a diff of 10,000 lines (a second to draw).
 export const DIFF_ROWS = 600;
@@ -97,7 +98,7 @@ export class PassesView {
       const side = { data: { ...ctx.data, graph: { view: p.view, folded: {} } }, get selection() { return ctx.selection; },
         isStatic: ctx.isStatic, on() {}, select: (sel) => ctx.select({ ...sel, source: "passes" }), request() {} };
       this.diffGraph = new GraphView(side, { overlay: "change" });
-      requestAnimationFrame(() => this.diffGraph.mount(box));
+      requestAnimationFrame(() => { this.diffGraph.mount(box); this.stepper.paint(); });
     } else {
       box.append(empty("No graph snapshot recorded for this pass."));
     }
@@ -124,8 +125,12 @@ export class PassesView {
       h("b", { class: "jl-passtitle" }, `#${p.index} ${p.name}${p.options || ""}`),
       h("span", { class: "jl-muted" }, ` ${fmtSec(p.seconds)} · ops ${p.ops_before}→${p.ops_after}`));
     this.detail.dataset.index = p.index;
-    this.detail.replaceChildren(nav, this.rules(p), h("h4", {}, "IR diff"), diffTable(p.diff), h("h4", {}, "graph diff (ops matched by id)"),
-      this.graphDiff(p));
+    this.stepper = new RewriteStepper(this.ctx, p, () => this.diffGraph);
+    const steps = h("div", {});
+    this.stepper.mount(steps);
+    // The stepper and the graph it updates first, together on screen; the long lists below them.
+    this.detail.replaceChildren(nav, h("div", { class: "jl-stepgraph" }, h("h4", {}, "graph diff (ops matched by id)"), steps, this.graphDiff(p)),
+      this.rules(p), h("h4", {}, "IR diff"), diffTable(p.diff));
     this.markSelected();
   }
 

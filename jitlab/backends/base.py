@@ -183,6 +183,11 @@ class Backend:
         bounds; None where the bench measures it itself (the host) or nothing is known."""
         return None
 
+    def measured_bounds(self) -> dict[str, Any] | None:
+        """This backend's device measured for the roofline (runtime/bounds.py): {"device", "bandwidth"
+        (copy, bytes/s), "flops" (FLOP/s, None: unknown), "how"}; None: the host's bounds apply."""
+        return None
+
     def executor(self, program, kernels: dict[int, Kernel], report, options: dict[str, Any]) -> Callable | None:
         """A runner for programs compiled for this backend's device; None runs them with the O1 executor."""
         return None

@@ -12,9 +12,10 @@ import traceback
 
 import numpy as np
 
+from ..runtime.bounds import bandwidth
 from ..timing import interleaved_medians
 from ..units import format_bytes
-from .harness import bandwidth, machine
+from .harness import machine
 from .onnx_models import NAMES as ONNX_MODELS
 from .onnx_models import format_models, run_model
 from .peers import PEERS, Runner, jitlab_runner

@@ -13,23 +13,6 @@ COPY_BYTES = 1 << 30
 CALLS = 2000
 
 
-def copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = 5) -> float:
-    """Bytes per second a device-to-device copy moves, reads and writes counted (CUDA events)."""
-    from numba import cuda
-
-    a = cuda.device_array(nbytes, np.uint8)
-    b = cuda.device_array(nbytes, np.uint8)
-    seconds = []
-    for _ in range(repeats + 1):
-        start, end = cuda.event(), cuda.event()
-        start.record()
-        b.copy_to_device(a)
-        end.record()
-        end.synchronize()
-        seconds.append(start.elapsed_time(end) / 1e3)
-    return 2 * nbytes / statistics.median(seconds[1:])
-
-
 def median_us(call: Callable[[], object], repeats: int = CALLS) -> float:
     call()
     times = []
@@ -73,6 +56,7 @@ def jax_calls(repeats: int = CALLS) -> dict[str, float] | None:
 def measure(repeats: int = CALLS, copy_bytes: int = COPY_BYTES) -> dict:
     """The device, its copy rate and the cached-call figures, as plain data."""
     from ..backends.numba_cuda import device
+    from ..backends.numba_cuda.measure import copy_bandwidth
 
     info = device.info()
     calls = {f"jitlab {level}": jitlab_calls(level, repeats) for level in ("O1", "O2")}

@@ -56,6 +56,14 @@ class ExploreAPI:
         session, data = compare_session(xs, args, labels, repeats)
         return Explorer(session, data, "compare")
 
+    def session(self):
+        """Every compile and recompile of this process so far: reason, time, cache state, and its page."""
+        from .session_index import session_index
+        from .widget import Explorer
+
+        index = session_index()
+        return Explorer(index, index.data, "session")
+
     @staticmethod
     def load_repro(path):
         """(Program, inputs) from a repro file: `jl.compile(program)(*inputs)` replays it."""

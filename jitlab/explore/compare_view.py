@@ -39,7 +39,7 @@ def compare_session(xs: Sequence[Any], args: Sequence[Any] | None, labels: Seque
         data = s.build()
         columns[-1]["scopes"] = scope_figures(data["scopes"])
         # What the browser needs to lay each side's graph out itself, as the Graph view does.
-        views.append({k: data[k] for k in ("ops", "groups", "colors", "kernels", "memory", "graph")})
+        views.append({k: data[k] for k in ("ops", "groups", "colors", "kernels", "memory", "graph", "roofline")})
     first = sessions[0]
     data = dict(first.data)
     data["title"] = " vs ".join(labels)

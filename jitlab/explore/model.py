@@ -14,6 +14,7 @@ from ..report import CompileReport, GraphSnapshot, OpNode
 from . import layout
 from .memview import memory_data, schedule_data, streams_data
 from .passview import passes_data
+from .roofline import roofline_data
 from .scopes import SEP, is_bookkeeping, onnx_node, scope_tree
 
 # Fills chosen to stay distinct from each other and readable under dark text in both themes.
@@ -172,6 +173,7 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "kernels": kernels_data(report),
         "scopes": scopes,
         "profile": report.profile or None,
+        "roofline": roofline_data(report),
         "dry_run": None,
         "recompiles": [],
         "warnings": list(report.warnings),

@@ -67,7 +67,8 @@ def pass_entry(index: int, record: PassRecord) -> dict[str, Any]:
             "diff": ir_diff(record.before, record.after) if record.changed else [],
             "graph_diff": graph_diff(record.graph_before, record.graph_after),
             "rewrites": [{"rule": r.rule, "root": r.root, "root_name": r.root_name, "created": r.created,
-                          "erased": r.erased, "modified": r.modified, "moved": r.moved} for r in record.rewrites],
+                          "erased": r.erased, "modified": r.modified, "moved": r.moved, "source": r.source,
+                          "before": r.before, "after": r.after} for r in record.rewrites],
             "misses": [{"rule": m.rule, "op": m.op, "op_name": m.op_name, "reason": m.reason} for m in record.misses],
             "notes": list(record.notes), "view": pass_view(record) if record.changed else None}
 

@@ -18,7 +18,7 @@ from . import html
 from .assets import bundle, stylesheet
 from .session import Session
 
-VIEWS = ("all", "graph", "passes", "fusion", "schedule", "memory", "kernels", "compare")
+VIEWS = ("all", "graph", "passes", "fusion", "schedule", "memory", "kernels", "compare", "session")
 
 
 class Explorer(anywidget.AnyWidget):
@@ -42,9 +42,11 @@ class Explorer(anywidget.AnyWidget):
 
     def save(self, path: str | pathlib.Path) -> pathlib.Path:
         """Writes the same views as one self-contained offline HTML file."""
-        # The widget's own data: a comparison's is not its first session's.
-        state = {"data": self.session.static_data(dict(self.data)), "view": self.view,
-                 "selection": dict(self.selection)}
+        # The widget's own data: a comparison's is not its first session's. A session index writes
+        # each compile's page beside its own.
+        save_pages = getattr(self.session, "save_pages", None)
+        data = save_pages(pathlib.Path(path)) if save_pages else self.session.static_data(dict(self.data))
+        state = {"data": data, "view": self.view, "selection": dict(self.selection)}
         return html.write(path, state, self.data.get("title", "jitlab explorer"))
 
     def repro(self, path: str | pathlib.Path, inputs, *, group: int | None = None,

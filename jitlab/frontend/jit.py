@@ -20,6 +20,7 @@ from ..ir.dtypes import as_dtype
 from ..ir.program import Program
 from ..ir.shapes import sym
 from ..ir.types import TensorType
+from ..runtime import compile_log
 from ..runtime.signature import native_dtype
 from . import recompiles
 from .creation import TRACING_LOCK, routed_creation
@@ -299,8 +300,10 @@ class JitFunction:
         donate = written + [n for n in _donated_inputs(bound, self.donate_argnums) if n not in written]
         options = dict(self.options, donate=tuple(donate)) if donate else self.options
         exe = compile(traced.program, self.level, self.target, **options)
-        recompiles.record(self.compiles, recompiles.signature(traced.program, bound, self.static_argnums),
-                          time.perf_counter() - start, exe)
+        entry = recompiles.record(self.compiles, recompiles.signature(traced.program, bound, self.static_argnums),
+                                  time.perf_counter() - start, exe)
+        compile_log.annotate(exe, self.__qualname__, entry.reason, {k: str(v) for k, v in entry.signature.items()},
+                             entry.seconds)
         return traced, exe
 
     def __call__(self, *args, **kwargs):

@@ -82,6 +82,11 @@ def print_op(op: Operation, indent: str = "", locs: bool = False) -> str:
     return "\n".join(lines)
 
 
+def op_line(op: Operation) -> str:
+    """One op's own line (without its regions' bodies), as the program prints it."""
+    return _op_line(op, False)
+
+
 def _op_line(op: Operation, locs: bool) -> str:
     results = ", ".join(f"%{_name(r)}" for r in op.results)
     text = (results + " = " if results else "") + op.name

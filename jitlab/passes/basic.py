@@ -9,7 +9,6 @@ from ..ir.core import Block, Operation
 from ..ir.opdef import Trait
 from ..ir.program import Program
 from ..ir.verifier import verify
-from ..report import RewriteRecord
 from .drr_lang import exactly_commutative
 from .manager import Pass, PassContext, register_pass
 from .rewriter import Rewriter, is_trivially_dead
@@ -114,6 +113,4 @@ class CSE(Pass):
                 continue
             rw.reset()
             rw.replace_op(op, earlier.results)
-            users = [u.uid for u in dict.fromkeys(rw.modified) if u.parent is not None]
-            ctx.log.rewrites.append(RewriteRecord(rule="cse", root=op.uid, root_name=op.name, erased=[op.uid],
-                                                 modified=users))
+            ctx.log.rewrites.append(rw.record("cse", op))

@@ -29,6 +29,7 @@ constraints the program does not already have; otherwise the rule does not apply
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,7 @@ from ..ir.core import Operation, OpResult, Value
 from ..ir.dtypes import as_dtype
 from ..ir.opdef import get_opdef
 from ..ir.types import TensorType
+from . import drr_lang
 from .drr_lang import (
     Cast,
     Const,
@@ -71,7 +73,7 @@ from .drr_lang import (
     splat,
     target_names,
 )
-from .rewriter import Pattern, Rewriter, is_trivially_dead
+from .rewriter import Pattern, Rewriter, is_trivially_dead, relative_path
 
 __all__ = ["Cast", "Const", "Constant", "Constraint", "Many", "Native", "OpPat", "P", "Rule", "V", "Var", "check",
            "const_array", "dtype_kind", "exactly_commutative", "is_float", "is_integer", "is_splat_of", "one_use",
@@ -262,6 +264,14 @@ def _emit(planned: Any, rw: Rewriter, captures: dict[str, Any], memo: dict[int, 
     return memo[id(planned)]
 
 
+def defined_at() -> str:
+    """"file:line" of the first caller outside this module and drr_lang (where a rule is written)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename in (__file__, drr_lang.__file__):
+        frame = frame.f_back
+    return f"{relative_path(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else ""
+
+
 class Rule(Pattern):
     """A declarative rewrite rule, compiled into a Pattern rooted at the source's op."""
 
@@ -270,6 +280,7 @@ class Rule(Pattern):
         if not isinstance(source, OpPat):
             raise PassError(f"rule {name}: the source must be an op pattern, got {source!r}")
         self.name, self.source, self.target, self.where, self.doc = name, source, target, tuple(where), doc
+        self.defined_at = defined_at()
         self.root = source.names[0] if len(source.names) == 1 else source.names
         self.benefit = source.size() if benefit is None else benefit
         self._check_names()

@@ -23,7 +23,7 @@ from ..ir.verifier import verify
 from ..registry import Registry
 from ..report import CompileReport, PassRecord, snapshot
 from .capability import BackendCapability, BackendLookup, registered_backend
-from .rewriter import RewriteLog
+from .rewriter import RECORD_LINES, RewriteLog
 
 if TYPE_CHECKING:
     from .fusion import Marking
@@ -171,10 +171,14 @@ class PassManager:
         if self.stop_after is not None and self.stop_after not in names:
             raise PassError(f"stop_after names {self.stop_after!r}, which is not in the pipeline "
                             f"({', '.join(names) or 'empty'})")
-        for p in self.passes:
-            program = self.run_one(p, program, ctx)
-            if self.stop_after == p.name:
-                break
+        lines = RECORD_LINES.set(self.snapshots)
+        try:
+            for p in self.passes:
+                program = self.run_one(p, program, ctx)
+                if self.stop_after == p.name:
+                    break
+        finally:
+            RECORD_LINES.reset(lines)
         return program
 
     def run_one(self, p: Pass, program: Program, ctx: PassContext) -> Program:

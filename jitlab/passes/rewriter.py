@@ -9,7 +9,10 @@ records, from which the explorer answers "which rule produced this op".
 from __future__ import annotations
 
 import bisect
+import contextvars
 import itertools
+import os
+import sys
 import weakref
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -21,6 +24,7 @@ from ..ir.attributes import normalize_attrs
 from ..ir.builder import check_operand_count, infer_types
 from ..ir.core import Block, Operation, OpResult, Region, Value
 from ..ir.opdef import Trait, get_opdef
+from ..ir.printer import op_line
 from ..ir.program import Program
 from ..ir.types import TensorType
 from ..report import RewriteRecord, RuleMiss
@@ -36,6 +40,10 @@ class RewriteLog:
 
 
 _NAME_COUNTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+# Whether rewrite records carry the IR lines of what they changed (the explorer's stepper): the
+# pass manager turns it off where it keeps no snapshots (dry runs), which no explorer reads.
+RECORD_LINES: contextvars.ContextVar[bool] = contextvars.ContextVar("jitlab_rewrite_lines", default=True)
 
 
 def fresh_name(program: Program) -> str:
@@ -66,6 +74,7 @@ class Rewriter:
         self.moved: list[Operation] = []
         self.released: list[Operation] = []     # producers whose results lost a use: may be dead now
         self.failure: str | None = None
+        self.before: dict[int, str] = {}         # by id: the line of each op erased or changed, before it was
 
     # -- insertion ----------------------------------------------------------------
     def set_insertion_point(self, op: Operation) -> None:
@@ -114,20 +123,25 @@ class Rewriter:
         self.erase_op(op)
 
     def replace_uses(self, old: Value, new: Value) -> None:
+        for user in old.users:
+            self._note(user)
         self.modified.extend(old.users)
         old.replace_all_uses_with(new)
 
     def erase_op(self, op: Operation) -> None:
+        self._note(op)
         for inner in op.walk():
             self.erased.append(inner)
             self.released.extend(v.op for v in inner.operands if isinstance(v, OpResult))
         op.erase()
 
     def set_operand(self, op: Operation, index: int, value: Value) -> None:
+        self._note(op)
         op.set_operand(index, value)
         self.modified.append(op)
 
     def set_attr(self, op: Operation, key: str, value: Any) -> None:
+        self._note(op)
         attrs = dict(op.attrs)
         attrs[key] = value
         op.attrs = normalize_attrs(op.name, op.opdef.attrs, attrs)
@@ -176,6 +190,16 @@ class Rewriter:
         self.created.append(block.append(Operation(terminator, outputs)))
         return wrapper
 
+    def _lines_before(self, root: Operation, created: set[int]) -> list[str]:
+        """The lines noted before the changes, the root's first; none of ops this rewrite made."""
+        first = [self.before[id(root)]] if id(root) in self.before else []
+        return first + [text for key, text in self.before.items() if key != id(root) and key not in created]
+
+    def _note(self, op: Operation) -> None:
+        """Keeps op's line as it is before its first change in this rewrite."""
+        if id(op) not in self.before and not op.has(Trait.TERMINATOR) and RECORD_LINES.get():
+            self.before[id(op)] = op_line(op)
+
     def fail(self, reason: str) -> bool:
         """Records why a pattern did not apply; returns False for `return rw.fail(...)`."""
         self.failure = reason
@@ -188,22 +212,54 @@ class Rewriter:
     def reset(self) -> None:
         self.created, self.erased, self.modified, self.moved, self.released = [], [], [], [], []
         self.failure = None
+        self.before = {}
 
-    def record(self, rule: str, root: Operation) -> RewriteRecord:
-        """The changes made since the last reset, as one application of `rule` at `root`."""
+    def record(self, rule: str, root: Operation, source: str | None = None) -> RewriteRecord:
+        """The changes made since the last reset, as one application of `rule` at `root`, defined at
+        `source` ("file:line"; by default where this is called from)."""
         created = {id(o) for o in self.created}
         erased = {id(o) for o in self.erased}
         moved = [o.uid for o in dict.fromkeys(self.moved) if id(o) not in created and id(o) not in erased]
         counted = created | erased | {id(o) for o in self.moved}
         modified = [o.uid for o in dict.fromkeys(self.modified) if id(o) not in counted and o.parent is not None]
-        kept = [o.uid for o in self.created if id(o) not in erased]
-        return RewriteRecord(rule=rule, root=root.uid, root_name=root.name, created=kept,
-                             erased=[o.uid for o in self.erased], modified=modified, moved=moved)
+        made = [o for o in self.created if id(o) not in erased]
+        changed = [o for o in dict.fromkeys(self.modified) if id(o) not in counted and o.parent is not None]
+        return RewriteRecord(rule=rule, root=root.uid, root_name=root.name, created=[o.uid for o in made],
+                             erased=[o.uid for o in self.erased], modified=modified, moved=moved,
+                             source=source if source is not None else caller(),
+                             before=self._lines_before(root, created),
+                             after=[op_line(o) for o in made + changed if not o.has(Trait.TERMINATOR)]
+                             if RECORD_LINES.get() else [])
+
+
+def caller(depth: int = 1) -> str:
+    """"file:line" of the code `depth` frames above the caller, the path relative to jitlab's folder."""
+    frame = sys._getframe(depth + 1)
+    return f"{relative_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def relative_path(path: str) -> str:
+    """`path` from jitlab's folder's parent (jitlab/passes/x.py), else as it is."""
+    root = os.path.dirname(_PACKAGE)
+    return os.path.relpath(path, root) if path.startswith(_PACKAGE) else path
+
+
+def pattern_source(pattern: Pattern) -> str:
+    """Where a pattern is defined: a declarative rule where it was built, a Pattern class its match_and_rewrite."""
+    where = getattr(pattern, "defined_at", None)
+    if where:
+        return where
+    code = type(pattern).match_and_rewrite.__code__
+    return f"{relative_path(code.co_filename)}:{code.co_firstlineno}"
 
 
 def reorder(block: Block, ops: Sequence[Operation], program: Program, rule: str, log: RewriteLog) -> None:
     """Puts `ops` (every op of `block` but its terminator) in this order, moving only the ops off a
     longest run already in order; one rewrite record of `rule` per op moved, rooted at it."""
+    source = caller()
     if len(ops) != len(block) - (block.terminator is not None):
         raise PassError(f"reordering a block of {len(block)} ops: the order names {len(ops)}")
     position = {id(op): i for i, op in enumerate(block.ops)}
@@ -221,7 +277,7 @@ def reorder(block: Block, ops: Sequence[Operation], program: Program, rule: str,
             rw.move_to_end(op, block)
         else:
             rw.move_before(op, anchor)
-        log.rewrites.append(rw.record(rule, op))
+        log.rewrites.append(rw.record(rule, op, source))
 
 
 def _longest_increasing(seq: Sequence[int]) -> set[int]:
@@ -272,6 +328,9 @@ def is_trivially_dead(op: Operation) -> bool:
             and all(not r.uses for r in op.results))
 
 
+DEAD_SOURCE = f"{relative_path(is_trivially_dead.__code__.co_filename)}:{is_trivially_dead.__code__.co_firstlineno}"
+
+
 class GreedyDriver:
     """Applies patterns with a worklist until nothing changes.
 
@@ -294,6 +353,7 @@ class GreedyDriver:
         self.remove_dead = remove_dead
         self.record_misses = record_misses
         self._misses: dict[tuple[str, int], RuleMiss] = {}
+        self._sources: dict[int, str] = {}
 
     def run(self, program: Program) -> bool:
         """True if anything changed."""
@@ -347,7 +407,7 @@ class GreedyDriver:
         rw = Rewriter(program)
         if self.remove_dead and is_trivially_dead(op):
             rw.erase_op(op)
-            self._record("remove-dead", op, rw)
+            self._record("remove-dead", op, rw, DEAD_SOURCE)
             return rw
         return rw if self._try_patterns(op, rw) else None
 
@@ -367,7 +427,7 @@ class GreedyDriver:
             rw.set_insertion_point(op)
             if pattern.match_and_rewrite(op, rw):
                 self._misses.pop((pattern.name, op.uid), None)
-                self._record(pattern.name, op, rw)
+                self._record(pattern.name, op, rw, self._source(pattern))
                 return True
             if rw.changed:
                 raise PassError(f"pattern {pattern.name} changed the IR at {op.name} but reported no match")
@@ -376,8 +436,13 @@ class GreedyDriver:
                                                                   reason=rw.failure)
         return False
 
-    def _record(self, rule: str, op: Operation, rw: Rewriter) -> None:
-        self.log.rewrites.append(rw.record(rule, op))
+    def _source(self, pattern: Pattern) -> str:
+        if id(pattern) not in self._sources:
+            self._sources[id(pattern)] = pattern_source(pattern)
+        return self._sources[id(pattern)]
+
+    def _record(self, rule: str, op: Operation, rw: Rewriter, source: str) -> None:
+        self.log.rewrites.append(rw.record(rule, op, source))
 
 
 def apply_patterns(program: Program, patterns: Iterable[Pattern], log: RewriteLog | None = None,

@@ -27,6 +27,8 @@ from ..ir.core import Operation
 from ..ir.opdef import Trait
 from ..ir.shapes import evaluate_shape
 from ..report import KernelProfile, ProfileRecord, StepProfile, TimeStats
+from . import bounds
+from .flops import step_flops
 
 Clock = Callable[[], float]
 
@@ -119,6 +121,7 @@ def _profile(exe, args: tuple, kwargs: dict, repeats: int, warmup: int) -> Profi
                            bindings=dict(bindings), total=stats(total))
     record["steps"] = _step_records(recorder, bindings)
     record["kernels"] = _kernel_records(record["steps"])
+    record["bounds"] = bounds.for_target(exe.target)
     for k in exe.report.kernels:
         if k.key not in record["kernels"] and k.group is None:      # O2's program-wide function: the whole call
             record["kernels"][k.key] = _program_record(record)
@@ -207,14 +210,15 @@ def _step_records(recorder: Recorder, bindings: dict[str, int]) -> list[StepProf
                                    **stats(recorder.samples[k]), start=statistics.median(recorder.starts[k]),
                                    stream=recorder.streams[k],
                                    launches=len(groups) or int(not head.has(Trait.VIEW)),
-                                   bytes=sum(moved_bytes(op, bindings) for op in ops), ops=[op.uid for op in ops]))
+                                   bytes=sum(moved_bytes(op, bindings) for op in ops), flops=step_flops(ops, bindings),
+                                   ops=[op.uid for op in ops]))
     return records
 
 
 def _program_record(record: ProfileRecord) -> KernelProfile:
     steps = record["steps"]
     return KernelProfile(**record["total"], calls=1, launches=1, seconds=record["total"]["median"],
-                         bytes=sum(s["bytes"] for s in steps),
+                         bytes=sum(s["bytes"] for s in steps), flops=_sum_flops(steps),
                          groups=[s["group"] for s in steps if s["group"] is not None])
 
 
@@ -230,5 +234,11 @@ def _kernel_records(steps: list[StepProfile]) -> dict[str, KernelProfile]:
         seconds = sum(r["median"] for r in runs)
         per = [r["median"] / max(r["launches"], 1) for r in runs]
         out[key] = KernelProfile(**stats(per), calls=launches, launches=launches, seconds=seconds,
-                                 bytes=sum(r["bytes"] for r in runs), groups=[r["group"] for r in runs])
+                                 bytes=sum(r["bytes"] for r in runs), flops=_sum_flops(runs),
+                                 groups=[r["group"] for r in runs])
     return out
+
+
+def _sum_flops(steps: list[StepProfile]) -> int | None:
+    counts = [s["flops"] for s in steps]
+    return None if None in counts else sum(counts)

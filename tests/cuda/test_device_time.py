@@ -25,7 +25,7 @@ def test_device_times_gives_one_figure_per_call_and_stops_timing_after():
 
 
 def test_the_simulator_has_no_copy_bandwidth_to_bound_with():
-    assert device.copy_bandwidth() is None
+    assert jl.backends.base.backend_for_target("cuda").copy_bandwidth() is None
     host = {"1 thread": 2e10}
     assert cli._bound_bandwidth("cuda", host) == (None, "device")      # the simulator's peak is 0: no bounds
 

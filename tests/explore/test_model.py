@@ -44,8 +44,10 @@ def test_pass_records_become_diffs_matched_by_uid():
     assert marked == {f"op_{u}": kind for kind in ("added", "removed", "changed") for u in entry["graph_diff"][kind]}
     assert {f"op_{n.uid}" for n in record.graph_before.nodes if n.name not in layout.FOLDED} <= {n[0] for n in entry["view"]["nodes"]}
     assert entry["rewrites"] == [{"rule": r.rule, "root": r.root, "root_name": r.root_name, "created": r.created,
-                                  "erased": r.erased, "modified": r.modified, "moved": r.moved}
+                                  "erased": r.erased, "modified": r.modified, "moved": r.moved, "source": r.source,
+                                  "before": r.before, "after": r.after}
                                  for r in record.rewrites]
+    assert entry["rewrites"][0]["source"].startswith("jitlab/passes/basic.py:")
 
 
 def test_ops_know_the_pass_and_rule_that_made_them():

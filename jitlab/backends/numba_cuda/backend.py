@@ -117,7 +117,14 @@ class NumbaCUDABackend(Backend):
 
     def copy_bandwidth(self) -> float | None:
         """The device's measured copy bandwidth (the bench's streaming bound); None under the simulator."""
-        return device.copy_bandwidth()
+        from .measure import copy_bandwidth
+
+        return None if device.simulator_enabled() else copy_bandwidth()
+
+    def measured_bounds(self) -> dict[str, Any]:
+        from .measure import measure
+
+        return measure()
 
     def executor(self, program, kernels, report, options):
         from .executor import DeviceExecutor

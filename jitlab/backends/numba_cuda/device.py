@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-import statistics
 from dataclasses import dataclass
 
 from ...errors import UnsupportedError
@@ -104,26 +103,3 @@ def info() -> DeviceInfo:
                       (a("MAX_GRID_DIM_X"), a("MAX_GRID_DIM_Y"), a("MAX_GRID_DIM_Z")),
                       a("MAX_SHARED_MEMORY_PER_BLOCK"), float(total), bandwidth,
                       a("MAX_THREADS_PER_MULTIPROCESSOR"), a("MAX_BLOCKS_PER_MULTIPROCESSOR"))
-
-
-@functools.lru_cache(maxsize=1)
-def copy_bandwidth(nbytes: int = 1 << 29, repeats: int = 5) -> float | None:
-    """Bytes per second (read + write) a device-to-device copy moves, timed with events: the streaming
-    bound kernels are measured against (a few percent under the nominal peak). None under the simulator."""
-    if simulator_enabled():
-        return None
-    import numpy as np
-
-    module = cuda()
-    src = module.device_array(nbytes, np.uint8)
-    dst = module.device_array(nbytes, np.uint8)
-    start, end = module.event(), module.event()
-    dst.copy_to_device(src)
-    seconds = []
-    for _ in range(repeats):
-        start.record()
-        dst.copy_to_device(src)
-        end.record()
-        end.synchronize()
-        seconds.append(start.elapsed_time(end) / 1e3)
-    return 2 * nbytes / statistics.median(seconds)

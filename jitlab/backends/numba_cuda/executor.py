@@ -33,7 +33,7 @@ from ...ir.shapes import evaluate_shape
 from ...report import CompileReport, CudaGraphRecord
 from ..base import Kernel
 from ..device_arrays import is_numba_device_array
-from . import device
+from . import device, measure
 from .graph import CapturedGraph, GraphCalls, decide
 from .memory import Arena, PerBuffer, check_budget
 from .sequence import compile_sequence
@@ -285,7 +285,7 @@ class DeviceExecutor:
 
         def timed_run(step, env, bindings, alloc):
             stream = self.streams[step.stream]
-            start, end = cuda.event(), cuda.event()
+            start, end = measure.event(cuda), measure.event(cuda)
             start.record(stream)
             run(step, env, bindings, alloc)
             end.record(stream)
