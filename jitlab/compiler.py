@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from .backends.base import Backend, Kernel, backend_for_target, get_backend, kernel_record, resolve_target
 from .dialects.reference import Interpreter
+from .dialects.scf import REGION_OPS, region_program
 from .errors import JitlabError
 from .ir.builder import InferClock
 from .ir.core import Operation
@@ -223,11 +224,32 @@ def make_runner(compiled: Program, report: CompileReport, opts: CompileOptions) 
         if run is None:
             run = backend.compile_program(compiled, report, options)
             executable_cache.store_kernels(report.executable_cache, getattr(run, "kept", None))
+    regions = compile_regions(compiled, opts, report)
     if run is None:
         kernels = lower_groups(compiled, opts.target, report, options)
-        run = backend.executor(compiled, kernels, report, options) or O1Runner(compiled, kernels, report.memory)
+        run = backend.executor(compiled, kernels, report, options) or \
+            O1Runner(compiled, kernels, report.memory, regions)
+    if regions and not isinstance(run, O1Runner):
+        run.regions = regions       # the O2 runner's fallback steps interpret with them
     report.seconds["kernels"] = time.perf_counter() - start
     return run
+
+
+def compile_regions(compiled: Program, opts: CompileOptions, report: CompileReport) -> dict[tuple[int, int], Runner]:
+    """Each region of the program's control-flow ops compiled once as a program of its own, at the same
+    level and target (its groups fused inside it, its own loops compiled the same way): the runner
+    runs the loop from the host, calling these per iteration. Keyed by (op uid, region number)."""
+    sub_opts = dataclasses.replace(opts, passes=None, memory_limit=None, donate=(), recompute=False,
+                                   instrumentation={}, given={k: v for k, v in opts.given.items()
+                                                              if k not in ("donate", "memory_limit", "recompute")})
+    runners: dict[tuple[int, int], Runner] = {}
+    for op in compiled.body.ops:
+        for r in range(len(op.regions) if op.name in REGION_OPS else 0):
+            sub, sub_report, _ = compile_passes(region_program(op, r, compiled), sub_opts)
+            runners[(op.uid, r)] = make_runner(sub, sub_report, sub_opts)
+            report.stats["region_programs"] = report.stats.get("region_programs", 0) + 1
+            report.stats["region_kernels"] = report.stats.get("region_kernels", 0) + len(sub_report.kernels)
+    return runners
 
 
 @dataclass
