@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import DTypeError, TraceError, UnsupportedOp
 from ..ir.shapes import num_elements
+from . import dynamic_index
 from .indexing import _array_index, _expand_key, _getitem, _is_array_index, bounds
 from .numpy_api import context_of, implements, warn_complex_to_real
 from .tracer import TraceContext, Tracer, weak_dtype
@@ -88,7 +89,10 @@ def setitem(x: Tracer, key, v) -> None:
         rebind(x, _masked(x, key, v))
         return
     key = _expand_key(x, key)
-    if any(_is_array_index(k) for k in key):
+    if dynamic_index.is_dynamic(key):
+        if not _writes_itself(x, key, v):
+            rebind(x, dynamic_index.write(x, key, v))
+    elif any(_is_array_index(k) for k in key):
         rebind(x, scattered(x, key, v))
     elif not _writes_itself(x, key, v):
         rebind(x, write_basic(x, key, v))
