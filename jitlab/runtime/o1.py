@@ -154,9 +154,11 @@ class RegionStep(Step):
         self.regions = [regions[(op.uid, r)] for r in range(len(op.regions))]
 
     def run(self, env, bindings):
-        outs = self.loop(self.op, [env[i] for i in self.ins], lambda r, args: self.regions[r](args, bindings))
+        args = [env[i] for i in self.ins]
+        outs = self.loop(self.op, args, lambda r, values: self.regions[r](values, bindings))
+        # a loop that ran no iteration (or a branch yielding a capture) gives back an operand's array
         for slot, value in zip(self.outs, outs):
-            env[slot] = value
+            env[slot] = detached(value, args)
 
 
 def _detached_results(out, args: Sequence[np.ndarray]) -> list[np.ndarray]:
