@@ -23,6 +23,7 @@ from .errors import (
                      VerifyError,
 )
 from .explore import explore
+from .frontend.capture import capture_loops
 from .frontend.control_flow import cond, fori_loop, scan, while_loop
 from .frontend.jit import JitFunction, Spec, jit, spec, trace
 from .ir import Program, Sym, TensorType, parse, sym, verify
@@ -46,7 +47,7 @@ __all__ = ["CacheWarning", "CompileError", "CompileReport", "DTypeError", "Execu
            "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "dry_run", "explore", "jit", "opt",
            "parse", "profile", "spec", "sym", "trace", "verify"]
 __all__ += ["grad", "value_and_grad"]
-__all__ += ["cond", "fori_loop", "scan", "while_loop"]
+__all__ += ["capture_loops", "cond", "fori_loop", "scan", "while_loop"]
 
 
 def __getattr__(name: str):

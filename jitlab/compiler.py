@@ -168,6 +168,7 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     run = make_runner(compiled, report, opts)
     exe = Executable(compiled, level, opts.target, report, run, source=program, memory_limit=opts.executable_limit,
                      donations=_donations(compiled, run, report, opts))
+    report.warnings += [str(note) for note in program.loops if not note.captured]
     exe.replan = functools.partial(_plan_of_compile, opts=opts)
     exe.donated_in_plan = _donated_in_plan(opts)
     if exe.memory_limit is not None and not any(v.type.symbols for v in compiled.inputs):

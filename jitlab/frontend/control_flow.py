@@ -115,11 +115,36 @@ def _outputs(ctx: TraceContext, out, tree: TreeDef, types: Sequence[TensorType],
     for leaf, t, name in zip(leaves, types, names):
         v = _leaf_value(ctx, leaf, t.dtype)
         if v.value.type != t:
-            raise ShapeError(f"{what}: {name} is {t} on entry but {fn_name}{defined_at(fn)} returns "
-                             f"{v.value.type} ({ctx.where()}); a carried value keeps its shape and dtype from "
-                             "iteration to iteration: cast it, or start it with the shape and dtype it takes")
+            raise _CarryMismatch(len(values), v.value.type,
+                                 f"{what}: {name} is {t} on entry but {fn_name}{defined_at(fn)} returns "
+                                 f"{v.value.type} ({ctx.where()}); a carried value keeps its shape and dtype from "
+                                 "iteration to iteration: cast it, or start it with the shape and dtype it takes")
         values.append(v.value)
     return values
+
+
+class _CarryMismatch(ShapeError):
+    """A carried value whose type the body changes: which one, and the type the body gives it."""
+
+    def __init__(self, index: int, got: TensorType, message: str):
+        super().__init__(message)
+        self.index, self.got = index, got
+
+
+def _weakly_typed(ctx: TraceContext, leaves: list, trace: Callable[[list[Tracer]], Any]):
+    """`trace(init)` where a carry that starts as a Python number takes the dtype the body gives it, as
+    numpy's weak scalars do (`total = 0.0; total += x[i]` carries x's float32): traced again then."""
+    init = [_carry_in(ctx, x) for x in leaves]
+    for _ in range(len(leaves) + 1):
+        try:
+            return trace(init)
+        except _CarryMismatch as e:
+            leaf = leaves[e.index]
+            weak = isinstance(leaf, (bool, int, float, complex)) and init[e.index].dtype != e.got.dtype
+            if not weak or e.got.shape != () or np.result_type(leaf, e.got.dtype) != e.got.dtype:
+                raise
+            init[e.index] = ctx.constant(leaf, e.got.dtype)
+    raise AssertionError("unreachable: each retry fixes one carry's dtype")
 
 
 def _structure(tree: TreeDef) -> str:
@@ -140,16 +165,20 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     bounds = [_index(ctx, lower, "jl.fori_loop's lower"), _index(ctx, upper, "jl.fori_loop's upper"),
               ctx.constant(1, INDEX)]
     leaves, names, tree = flatten(init_val, "init_val", is_leaf=_is_tracer)
-    init = [_carry_in(ctx, x) for x in leaves]
-    types = [t.value.type for t in init]
 
-    def body(args: list[Tracer]) -> list[Value]:
-        i, *carried = args
-        return _outputs(ctx, body_fun(i, unflatten(tree, carried)), tree, types, names, "jl.fori_loop", body_fun)
+    def trace(init: list[Tracer]):
+        types = [t.value.type for t in init]
 
-    blocks, captures = _trace_regions(ctx, [_Region([INDEX_TYPE, *types], body, "scf.yield")])
-    outs = _build(ctx, "scf.for", [*(b.value for b in bounds), *(t.value for t in init), *captures], blocks, types)
-    return unflatten(tree, outs)
+        def body(args: list[Tracer]) -> list[Value]:
+            i, *carried = args
+            return _outputs(ctx, body_fun(i, unflatten(tree, carried)), tree, types, names, "jl.fori_loop",
+                            body_fun)
+
+        blocks, captures = _trace_regions(ctx, [_Region([INDEX_TYPE, *types], body, "scf.yield")])
+        return _build(ctx, "scf.for", [*(b.value for b in bounds), *(t.value for t in init), *captures], blocks,
+                      types)
+
+    return unflatten(tree, _weakly_typed(ctx, leaves, trace))
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val, max_iterations: int | None = None):
