@@ -23,7 +23,10 @@ def traced_scalar(k) -> bool:
 
 
 def is_dynamic(key: tuple) -> bool:
-    """Whether an expanded key indexes with a traced integer scalar or slices between traced bounds."""
+    """Whether an expanded key indexes with a traced integer scalar or slices between traced bounds, and
+    with no index array (numpy's advanced indexing, which np.take and the scatters handle)."""
+    if any(isinstance(k, (np.ndarray, list)) or isinstance(k, Tracer) and not traced_scalar(k) for k in key):
+        return False
     return any(traced_scalar(k) or isinstance(k, slice) and any(isinstance(b, Tracer) for b in (k.start, k.stop))
                for k in key)
 
@@ -68,8 +71,8 @@ def _plan(x: Tracer, key: tuple) -> _Plan:
             plan.static.append(k)
             plan.layout.append(dim)
         else:
-            raise TraceError(f"an index array cannot be mixed with a traced scalar index or traced slice bounds; "
-                             f"index in two steps ({x.ctx.where()})")
+            raise TraceError(f"cannot index with a {type(k).__name__} beside a traced scalar index or traced slice "
+                             f"bounds; index in two steps ({x.ctx.where()})")
         dim += 1
     return plan
 

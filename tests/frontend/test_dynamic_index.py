@@ -98,3 +98,13 @@ def test_gradients_of_dynamic_slices_against_finite_differences():
             d[k] = eps
             numeric[k] = (loss(a + d, i) - loss(a - d, i)) / (2 * eps)
         np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_a_traced_scalar_beside_an_index_array_stays_advanced_indexing():
+    def f(a, i):
+        return a[i, np.array([0, 2])], a[np.array([1, 0]), i]
+
+    a = np.arange(12.0).reshape(3, 4)
+    got = jl.compile(jl.trace(f, a, np.int64(1)), level="O0")(a, np.int64(1))
+    for g, e in zip(got, f(a, 1)):
+        np.testing.assert_array_equal(g, e)
