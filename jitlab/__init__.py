@@ -23,6 +23,8 @@ from .errors import (
                      VerifyError,
 )
 from .explore import explore
+from .frontend.capture import capture_loops
+from .frontend.control_flow import cond, fori_loop, scan, while_loop
 from .frontend.jit import JitFunction, Spec, jit, spec, trace
 from .ir import Program, Sym, TensorType, parse, sym, verify
 from .report import CompileReport, MemoryPlan
@@ -45,6 +47,7 @@ __all__ = ["CacheWarning", "CompileError", "CompileReport", "DTypeError", "Execu
            "UnsupportedError", "UnsupportedOp", "VerifyError", "compile", "dry_run", "explore", "jit", "opt",
            "parse", "profile", "spec", "sym", "trace", "verify"]
 __all__ += ["grad", "value_and_grad"]
+__all__ += ["capture_loops", "cond", "fori_loop", "scan", "while_loop"]
 
 
 def __getattr__(name: str):

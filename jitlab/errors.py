@@ -34,6 +34,10 @@ class InputError(JitlabError):
     """Arguments at call time do not match the program's signature."""
 
 
+class OutOfBoundsError(InputError, IndexError):
+    """An index out of range at run time, as numpy's IndexError (an InputError too)."""
+
+
 class UnknownOpError(JitlabError):
     """An op name that no dialect registers."""
 

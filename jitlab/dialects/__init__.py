@@ -1,3 +1,3 @@
 """Dialects: families of ops. Importing this package registers all of them."""
 
-from . import jit, mem, np  # noqa: F401
+from . import jit, mem, np, scf  # noqa: F401

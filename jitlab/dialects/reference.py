@@ -31,10 +31,13 @@ def handles(*names: str) -> Callable[[Handler], Handler]:
 class Interpreter:
     """Evaluates a program on concrete arrays, one op at a time."""
 
-    def __init__(self, program: Program, bindings: dict[str, int] | None = None, check: bool = True):
+    def __init__(self, program: Program, bindings: dict[str, int] | None = None, check: bool = True,
+                 regions: dict[tuple[int, int], Callable] | None = None):
         self.program = program
         self.bindings = bindings or {}
         self.check = check
+        # (op uid, region number) -> a compiled runner of that region (O1/O2); others are interpreted
+        self.regions = regions or {}
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return self.run_block(self.program.body, list(inputs))
@@ -48,6 +51,13 @@ class Interpreter:
             for r, out in zip(op.results, self.run_op(op, values)):
                 env[r] = out
         raise JitlabError("block ended without a terminator")
+
+    def run_region(self, op: Operation, region: int, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Runs region `region` of a region op (an scf body) on `args`: its terminator's operands."""
+        compiled = self.regions.get((op.uid, region))
+        if compiled is not None:
+            return compiled(list(args), self.bindings)
+        return self.run_block(op.regions[region].blocks[0], args)
 
     def run_op(self, op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
         handler = HANDLERS.get(op.name)

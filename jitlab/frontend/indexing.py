@@ -94,6 +94,13 @@ def getitem(x: Tracer, key) -> Tracer:
             raise UnsupportedOp(f"a traced bool mask is supported as the only index (x[mask]) ({x.ctx.where()})")
         return select(x, x.ctx.lift(mask))
     key = expand_key(x, key)
+    from . import dynamic_index
+
+    if dynamic_index.is_dynamic(key):
+        from .inplace import make_view
+
+        return make_view(dynamic_index.getitem(x, key), x, lambda base: dynamic_index.getitem(base, key),
+                         lambda base, new: dynamic_index.write(base, key, new), f"x[{key_text(key)}]", key)
     arrays = sum(1 for k in key if is_array_index(k))
     if arrays > 1 or arrays and any(isinstance(k, (int, np.integer)) for k in key):
         from .inplace import gathered

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import DTypeError, TraceError, UnsupportedOp
 from ..ir.shapes import num_elements
+from . import dynamic_index
 from .indexing import apply_key, array_index, bounds, expand_key, is_array_index
 from .numpy_api import context_of, implements, warn_complex_to_real
 from .tracer import TraceContext, Tracer, weak_dtype
@@ -65,6 +66,10 @@ def rebind(t: Tracer, new: Tracer) -> None:
     if view is not None and view.write is None:
         raise TraceError(f"cannot write into {view.what}: numpy makes it a read-only view ({t.ctx.where()}); "
                          "write into a copy (.copy()) instead")
+    if not t.ctx.is_local(t._value) and (view is None or not t.ctx.is_local(view.base._value)):
+        raise TraceError(f"a loop body or branch writes into an array from outside it ({t.ctx.where()}): "
+                         "the write would be lost after the region; pass the array in as a carried value "
+                         "(init_val or an operand) and return its new value")
     t._value = new.value
     t._version += 1
     if view is not None:
@@ -84,7 +89,10 @@ def setitem(x: Tracer, key, v) -> None:
         rebind(x, _masked(x, key, v))
         return
     key = expand_key(x, key)
-    if any(is_array_index(k) for k in key):
+    if dynamic_index.is_dynamic(key):
+        if not _writes_itself(x, key, v):
+            rebind(x, dynamic_index.write(x, key, v))
+    elif any(is_array_index(k) for k in key):
         rebind(x, scattered(x, key, v))
     elif not _writes_itself(x, key, v):
         rebind(x, write_basic(x, key, v))
@@ -95,7 +103,17 @@ def _writes_itself(x: Tracer, key: tuple, v) -> bool:
 
     A view of x at the same key always holds x[key] (it re-derives after writes to x)."""
     view = v._view if isinstance(v, Tracer) else None
-    return view is not None and view.base is x and view.key == key
+    return view is not None and view.base is x and view.key is not None and len(view.key) == len(key) \
+        and all(_same_index(a, b) for a, b in zip(view.key, key))
+
+
+def _same_index(a, b) -> bool:
+    """Whether two entries of an expanded key are the same index; traced ones by identity (their `==` traces)."""
+    if isinstance(a, slice) and isinstance(b, slice):
+        return all(_same_index(p, q) for p, q in ((a.start, b.start), (a.stop, b.stop), (a.step, b.step)))
+    if isinstance(a, (Tracer, np.ndarray)) or isinstance(b, (Tracer, np.ndarray)):
+        return a is b
+    return bool(a == b)
 
 
 def _is_mask(k) -> bool:

@@ -151,7 +151,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
     arguments = unflatten(in_tree, [next(inputs) if m else x for x, m in zip(leaves, mask)])
     bound.arguments.update({k: v.value if isinstance(v, _Static) else v for k, v in arguments.items()})
     try:
-        with routed_creation(fn, ctx):
+        with routed_creation(fn, ctx), ctx.active():
             result = fn(*bound.args, **bound.kwargs)
     except Exception as e:
         error = located(e, fn)

@@ -8,10 +8,11 @@ tables in `numpy_api`; operators and methods route to the same implementations.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from ..errors import JitlabError, LongTraceWarning, TraceError
 from ..ir.attributes import Dense
 from ..ir.builder import Builder
-from ..ir.core import Location, Value
+from ..ir.core import Block, BlockArgument, Location, Operation, OpResult, Region, Value
 from ..ir.program import Program
 from ..ir.shapes import Dim
 from ..ir.types import TensorType
@@ -32,13 +33,43 @@ CONSTANT_LIMIT = 16  # captured arrays with more elements become weights instead
 LONG_TRACE = 5000
 
 
+class RegionFrame:
+    """A region being traced (a loop body, a branch): its block, and the values from outside it that its
+    ops read, each with the block argument standing for it (scf ops are isolated from above)."""
+
+    def __init__(self, block: Block):
+        self.block = block
+        self.captures: dict[Value, tuple[Value, BlockArgument]] = {}   # value -> (its outer value, argument)
+
+    def defines(self, v: Value) -> bool:
+        if isinstance(v, BlockArgument):
+            return v.block is self.block
+        return isinstance(v, OpResult) and v.op.parent is self.block
+
+
+class _CapturingBuilder(Builder):
+    """The trace's builder: an operand from outside the region being traced becomes a capture."""
+
+    def __init__(self, ctx: TraceContext, block: Block, constraints):
+        super().__init__(block, constraints=constraints)
+        self.ctx = ctx
+
+    def create(self, name: str, operands: Sequence[Value] = (), attrs=None, result_types=None,
+               regions: Sequence[Region] = (), loc: Location | None = None) -> Operation:
+        return super().create(name, [self.ctx.local(v) for v in operands], attrs, result_types, regions, loc)
+
+
+ACTIVE: list[TraceContext] = []      # the traces running now, innermost last (jl.fori_loop & co. read it)
+
+
 class TraceContext:
     """The program under construction and what tracing it has captured so far."""
 
     def __init__(self, program: Program, function_name: str):
         self.program = program
         self.function_name = function_name
-        self.builder = Builder(program.body, constraints=program.constraints)
+        self.builder: Builder = _CapturingBuilder(self, program.body, program.constraints)
+        self.frames: list[RegionFrame] = []     # regions being traced, innermost last
         self._constants: dict[tuple, Value] = {}
         self._captured: dict[int, tuple[np.ndarray, Value]] = {}
         # Scopes are the user functions called below the frame that creates this context (the
@@ -50,6 +81,49 @@ class TraceContext:
         self._loops = LoopTracker()
         self._ops_per_line: Counter[tuple[str, int]] = Counter()
         self._ops = 0
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[TraceContext]:
+        """Marks this trace as running (explicit control flow traces into it)."""
+        ACTIVE.append(self)
+        try:
+            yield self
+        finally:
+            ACTIVE.remove(self)
+
+    # -- regions --------------------------------------------------------------------
+    @contextlib.contextmanager
+    def region(self, block: Block, seed: Sequence[Value] = ()) -> Iterator[RegionFrame]:
+        """Ops recorded inside go into `block`; outside values they read become captures, `seed`'s first
+        and in its order (so that an op's regions take their captures in one order)."""
+        frame = RegionFrame(block)
+        saved = (self.builder.block, self.builder.before, self._constants, dict(self._captured))
+        self.frames.append(frame)
+        self.builder.block, self.builder.before, self._constants = block, None, {}
+        try:
+            for v in seed:
+                self.local(v)
+            yield frame
+        finally:
+            self.frames.pop()
+            self.builder.block, self.builder.before, self._constants, self._captured = saved
+
+    def local(self, v: Value, depth: int | None = None) -> Value:
+        """`v` as the region being traced sees it: itself, or the argument that captures it."""
+        depth = len(self.frames) - 1 if depth is None else depth
+        if depth < 0:
+            return v
+        frame = self.frames[depth]
+        if frame.defines(v):
+            return v
+        if v not in frame.captures:
+            outer = self.local(v, depth - 1)
+            frame.captures[v] = (outer, frame.block.add_arg(v.type))
+        return frame.captures[v][1]
+
+    def is_local(self, v: Value) -> bool:
+        """Whether `v` belongs to the region being traced (always, outside any region)."""
+        return not self.frames or self.frames[-1].defines(v)
 
     # -- emitting ops -------------------------------------------------------------
     def location(self) -> Location | None:

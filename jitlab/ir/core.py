@@ -272,6 +272,13 @@ class Block:
         self.args.append(arg)
         return arg
 
+    def insert_arg(self, index: int, type: TensorType, name: str | None = None) -> BlockArgument:
+        arg = BlockArgument(type, self, index, name)
+        self.args.insert(index, arg)
+        for i, a in enumerate(self.args):
+            a.index = i
+        return arg
+
     def erase_arg(self, arg: BlockArgument) -> None:
         if arg.uses:
             raise VerifyError(f"cannot erase block argument %{arg.name}: still used")

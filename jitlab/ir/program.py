@@ -33,6 +33,8 @@ class Program:
         self.trace_inference_seconds = 0.0   # of which inferring result types
         # set by the frontend: a callable from shapes by input name to this program traced at them
         self.retrace = None
+        # set by the frontend (jl.capture_loops): per Python loop, captured as an scf.for or unrolled and why
+        self.loops: list = []
 
     @property
     def inputs(self) -> list[Value]:

@@ -1,6 +1,18 @@
 """Passes: the pass manager, pattern rewriting, and one module per pass family."""
 
-from . import alias_views, basic, canonicalize, decompose, fold_weights, fusion, memory, recompute, schedule, streams  # noqa: F401
+from . import (  # noqa: F401
+           alias_views,
+           basic,
+           canonicalize,
+           decompose,
+           fold_weights,
+           fusion,
+           licm,
+           memory,
+           recompute,
+           schedule,
+           streams,
+)
 from .manager import PASSES, Pass, PassContext, PassManager, function_pass, parse_pipeline, register_pass
 from .pipelines import LEVELS, pipeline_for
 from .provenance import history, produced_by, why_not

@@ -114,6 +114,8 @@ class _Marker:
             return "excluded by the user (mark-subgraphs{exclude=...})"
         if op.has(Trait.CONSTANT) or op.name == "np.weight":
             return "constant data: passed to kernels, not computed"
+        if op.regions:
+            return "control flow: each of its regions compiles as a program of its own, run from the host"
         if op.has(Trait.VIEW) and self._kind(op) == FusionKind.VIEW:
             return "no-task view: an alias of its input, no kernel needed"
         return self.backend.supports(op)

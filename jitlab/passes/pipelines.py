@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ..errors import JitlabError
 
-# fold-weights runs once composites are decomposed (batch norm's arithmetic is then visible)
-SIMPLIFY = ["canonicalize", "decompose", "canonicalize", "cse", "fold-weights", "dce"]
+# fold-weights runs once composites are decomposed (batch norm's arithmetic is then visible);
+# licm last, on bodies already simplified, so that what it hoists out of a loop fuses with its neighbours
+SIMPLIFY = ["canonicalize", "decompose", "canonicalize", "cse", "fold-weights", "dce", "licm"]
 FUSE = ["mark-subgraphs", "fuse", "alias-views", "dce"]
 
 LEVELS: dict[str, list[str]] = {

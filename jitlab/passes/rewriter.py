@@ -140,6 +140,11 @@ class Rewriter:
         op.set_operand(index, value)
         self.modified.append(op)
 
+    def add_operands(self, op: Operation, values: Sequence[Value]) -> None:
+        """Appends operands to `op` (a region op's new captures)."""
+        op.set_operands([*op.operands, *values])
+        self.modified.append(op)
+
     def set_attr(self, op: Operation, key: str, value: Any) -> None:
         self._note(op)
         attrs = dict(op.attrs)

@@ -20,6 +20,7 @@ from ..backends.base import Kernel
 from ..backends.fastcall import SMALL_OUTPUT_BYTES, FunctionWriter
 from ..backends.host import OutputBuffers, detached, safe_to_donate
 from ..dialects.reference import concrete_attrs, weight_data
+from ..dialects.scf import REGION_OPS, RUNNERS
 from ..ir.core import Operation, Value
 from ..ir.opdef import Trait
 from ..ir.program import Program
@@ -144,6 +145,22 @@ class LibraryStep(Step):
         return True
 
 
+class RegionStep(Step):
+    """A control-flow op run from the host, its regions compiled once as programs of their own."""
+
+    def __init__(self, op, ins, outs, regions: dict[tuple[int, int], Callable]):
+        super().__init__(op, ins, outs)
+        self.loop = RUNNERS[op.name]
+        self.regions = [regions[(op.uid, r)] for r in range(len(op.regions))]
+
+    def run(self, env, bindings):
+        args = [env[i] for i in self.ins]
+        outs = self.loop(self.op, args, lambda r, values: self.regions[r](values, bindings))
+        # a loop that ran no iteration (or a branch yielding a capture) gives back an operand's array
+        for slot, value in zip(self.outs, outs):
+            env[slot] = detached(value, args)
+
+
 def _detached_results(out, args: Sequence[np.ndarray]) -> list[np.ndarray]:
     """A library op's result or results, each detached from its operands (host.detached)."""
     return [detached(value, args) for value in (out if isinstance(out, (tuple, list)) else (out,))]
@@ -156,7 +173,8 @@ class O1Runner:
     # holds it), a detached library result or a constant's copy (runtime/ownership.py).
     fresh_outputs = True
 
-    def __init__(self, program: Program, kernels: dict[int, Kernel], plan: MemoryPlan | None = None):
+    def __init__(self, program: Program, kernels: dict[int, Kernel], plan: MemoryPlan | None = None,
+                 regions: dict[tuple[int, int], Callable] | None = None):
         slots: dict[Value, int] = {v: i for i, v in enumerate(program.inputs)}
         self.constants: dict[int, np.ndarray] = {}
         self.steps: list[Step] = []
@@ -188,6 +206,8 @@ class O1Runner:
                 self.steps.append(step)
             elif op.has(Trait.VIEW):
                 self.steps.append(ViewStep(op, ins, outs))
+            elif op.name in REGION_OPS:
+                self.steps.append(RegionStep(op, ins, outs, regions or {}))
             elif op.has(Trait.MEMORY):
                 continue
             else:

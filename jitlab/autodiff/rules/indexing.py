@@ -84,3 +84,24 @@ def _update_slice(p: Primal, g):
     where = dict(starts=p.attrs["starts"], stops=p.attrs["stops"], steps=p.attrs["steps"])
     return [p.emit("np.update_slice", g, zeros(p.ctx, update.shape, update.dtype), **where),
             p.emit("np.slice", g, **where)]
+
+
+def _dynamic_where(p: Primal) -> dict:
+    return {k: p.attrs[k] for k in ("axes", "sizes", "index_axes")}
+
+
+@vjp("np.dynamic_slice")
+def _dynamic_slice(p: Primal, g):
+    """The block's cotangent goes back where the block was read from; the offsets get none."""
+    x, *starts = p.args
+    return [p.emit("np.dynamic_update_slice", zeros(p.ctx, x.shape, x.dtype), g, *starts, **_dynamic_where(p)),
+            *([None] * len(starts))]
+
+
+@vjp("np.dynamic_update_slice")
+def _dynamic_update_slice(p: Primal, g):
+    """As np.update_slice's, at offsets known when the op runs."""
+    x, update, *starts = p.args
+    where = _dynamic_where(p)
+    return [p.emit("np.dynamic_update_slice", g, zeros(p.ctx, update.shape, update.dtype), *starts, **where),
+            p.emit("np.dynamic_slice", g, *starts, **where), *([None] * len(starts))]

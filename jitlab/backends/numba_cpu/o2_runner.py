@@ -194,6 +194,9 @@ class O2Runner:
         self._blas = blas_addresses() if any(_BLAS in k for k in self._keys if k is not None) else None
         self._static_layout: _Layout | None = None    # a static program's one layout, once made
         self.kept: KeptProgram | None = None      # what the executable cache may keep (compile_program sets it)
+        # (op uid, region number) -> the region compiled as a program of its own (the compiler sets it):
+        # a control-flow op, a fallback, runs its loop from the host through them
+        self.regions: dict[tuple[int, int], Callable] = {}
 
     def donate(self, program: Program, donations: list) -> None:
         """Outputs the plan lodges in donated inputs, and outputs a segment writes that lend no bytes
@@ -351,6 +354,7 @@ class O2Runner:
 
     def _fallback(self, op, env, layout: _Layout, bindings) -> None:
         args = [self._value(v.name, env, layout, bindings) for v in op.operands]
-        out = Interpreter(self.program, bindings, check=False).run_op(op, args)   # groups run op by op
+        # groups run op by op; control-flow ops run their loops through the compiled regions
+        out = Interpreter(self.program, bindings, check=False, regions=self.regions).run_op(op, args)
         for r, value in zip(op.results, out):
             env[r.name] = detached(value, args)

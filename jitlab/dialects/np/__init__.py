@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     bits,
     composite,
     dims,
+    dynamic,
     elementwise,
     gradient,
     indexing,

@@ -1,0 +1,145 @@
+"""jl.capture_loops: Python `for i in range(...)` loops traced as one scf.for when their body allows,
+else unrolled as before with the reason and line recorded; results always those of plain numpy."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import jitlab as jl
+
+
+@jl.capture_loops
+def heat(u, steps):
+    for _ in range(steps):
+        u = u + 0.1 * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+    return u
+
+
+@jl.capture_loops
+def recurrence(a, b):
+    total = 0.0
+    for i in range(1, a.shape[0] - 1):
+        tmp = a[i - 1] * 0.5
+        a[i] = tmp + b[i] * a[i + 1]
+        total += a[i].sum()
+    return a, total
+
+
+@jl.capture_loops
+def nested(x, n):
+    for _ in range(n):
+        for j in range(3):
+            x = x * 0.5 + j
+        x = np.tanh(x)
+    return x
+
+
+def line_of(fn, text):
+    lines, first = inspect.getsourcelines(fn.__wrapped__)
+    return first + next(k for k, line in enumerate(lines) if text in line)
+
+
+def run_levels(fn, args, levels=("O0", "O1", "O2"), static_argnums=()):
+    expected = fn.__wrapped__(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    program = jl.trace(fn, *args, static_argnums=static_argnums)
+    dynamic = [a for k, a in enumerate(args) if k not in static_argnums]
+    for level in levels:
+        got = jl.compile(program, level=level)(*[a.copy() if isinstance(a, np.ndarray) else a for a in dynamic])
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-5, err_msg=level)
+            assert np.asarray(g).dtype == np.asarray(e).dtype, level
+    return program
+
+
+def test_a_time_loop_is_one_scf_for_whatever_its_trip_count():
+    u = np.sin(np.linspace(0, 3, 32)).astype(np.float32)
+    small = run_levels(heat, (u, 10), static_argnums=(1,))
+    large = jl.trace(heat, u, 10_000, static_argnums=1)
+    assert small.op_counts()["scf.for"] == large.op_counts()["scf.for"] == 1
+    assert sum(small.op_counts().values()) == sum(large.op_counts().values())
+    assert [(n.line, n.captured) for n in small.loops] == [(line_of(heat, "for _ in"), True)]
+
+
+def test_a_traced_trip_count():
+    u = np.ones(8, np.float32)
+    program = run_levels(heat, (u, np.int64(7)), levels=("O0", "O1"))
+    assert program.op_counts()["scf.for"] == 1
+
+
+def test_in_place_writes_and_a_python_number_accumulator_are_carried():
+    a, b = np.linspace(0, 1, 7), np.linspace(1, 2, 7)
+    program = run_levels(recurrence, (a, b))
+    assert program.op_counts()["scf.for"] == 1
+    x = np.arange(5, dtype=np.float32)
+
+    @jl.capture_loops
+    def acc(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += x[i] * 2           # numpy's weak scalar: s is float32 after the first step
+        return s
+
+    run_levels(acc, (x,))
+
+
+def test_nested_loops_both_captured():
+    program = run_levels(nested, (np.linspace(-1, 1, 4), 3), static_argnums=(1,))
+    assert program.op_counts()["scf.for"] == 2
+    assert all(n.captured for n in program.loops)
+
+
+@jl.capture_loops
+def refused(a):
+    outs = []
+    for _ in range(3):
+        a = a * 2
+        outs.append(a)
+    for i in range(3):
+        if i == 0:
+            a = a + 1
+    for _ in range(3):
+        a = np.concatenate([a, a[:1]])
+    for k in range(3):
+        if k == 2:
+            break
+        a = a + 1
+    return np.stack(outs), a
+
+
+def test_loops_that_cannot_be_captured_are_unrolled_with_the_reason_and_line():
+    a = np.arange(4.0)
+    program = run_levels(refused, (a,), levels=("O0",))
+    assert "scf.for" not in program.op_counts()
+    notes = {n.line: n.reason for n in program.loops}
+    assert not any(n.captured for n in program.loops)
+    assert "calls .append()" in notes[line_of(refused, "outs = []") + 1]
+    reasons = list(notes.values())
+    assert any("truth value" in r for r in reasons)
+    assert any("f64[5]" in r for r in reasons)          # a shape growing with the index
+    assert any("uses break" in r for r in reasons)
+    warnings = jl.compile(program, level="O0").report.warnings
+    assert sum("was unrolled" in w for w in warnings) == 4
+
+
+def test_outside_a_trace_it_is_the_function():
+    u = np.linspace(0, 1, 8)
+    np.testing.assert_array_equal(heat(u, 3), heat.__wrapped__(u, 3))
+
+
+def test_the_loop_index_read_after_the_loop_keeps_the_loop_unrolled():
+    @jl.capture_loops
+    def f(x):
+        for i in range(3):  # noqa: B007  (read after the loop)
+            x = x + 1
+        return x * i
+
+    program = run_levels(f, (np.ones(2),), levels=("O0",))
+    assert "index i is read after the loop" in program.loops[0].reason
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_short_loops_stay_unrolled(n):
+    program = run_levels(heat, (np.ones(4), n), levels=("O0",), static_argnums=(1,))
+    assert "fewer than two iterations" in program.loops[0].reason
