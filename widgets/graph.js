@@ -4,36 +4,18 @@
 // hidden unless asked for; colour overlays with a short legend; search; hover details,
 // the linked selection and the schedule overlays (order, live buffers).
 
-import { chip, fmtBytes, fmtSec, h, panZoom, s, tooltip, where } from "./core.js";
+import { callTimeText, chip, fmtBytes, fmtSec, h, panZoom, plural, s, scopeOf, tooltip, typeBytes, where } from "./core.js";
+import { heaviestKinds } from "./labels.js";
 import { arrange, toSvg } from "./layout.js";
+import { matches, matchList } from "./search.js";
 
 const CHANGE = { added: "var(--jl-add)", removed: "var(--jl-del)", changed: "var(--jl-chg)" };
 const LINE_PX = 64;               // a rank's height (box and gap) at scale 1
-const TYPE = /^(\w+)\[(.*)\]$/;
-const ITEM = { f64: 8, i64: 8, u64: 8, c64: 8, c128: 16, f32: 4, i32: 4, u32: 4, f16: 2, bf16: 2, i16: 2, u16: 2, i8: 1, u8: 1, bool: 1 };
-
 function uidOf(id) {
   return id && id.startsWith("op_") ? Number(id.slice(3)) : null;
 }
 
 
-function scopeOf(op) {
-  const sc = op && op.scope;
-  if (!sc) return [];
-  return (Array.isArray(sc) ? sc : String(sc).split("/")).filter(Boolean);
-}
-
-export function typeBytes(text, bindings) {
-  const m = TYPE.exec(String(text || "").trim());
-  if (!m || !(m[1] in ITEM)) return null;
-  let n = ITEM[m[1]];
-  for (const d of m[2].split(",").map((x) => x.trim()).filter(Boolean)) {
-    const v = /^\d+$/.test(d) ? Number(d) : (bindings || {})[d];
-    if (v === undefined) return null;
-    n *= v;
-  }
-  return n;
-}
 
 export function opDetails(data, uid, folded) {
   const op = data.ops[String(uid)];
@@ -58,18 +40,11 @@ function groupDetails(data, gid) {
   const g = data.groups.find((x) => x.id === gid) || { ops: [], op_names: [] };
   const names = [...new Set(g.op_names.map((n) => n.replace(/^np\./, "")))];
   return h("div", { class: "jl-details" },
-    chip(data.colors[String(gid)], `group ${gid}`), ` ${g.ops.length} ops`,
+    chip(data.colors[String(gid)], `group ${gid}`), ` ${plural(g.ops.length, "op")}`,
     g.backend ? h("div", {}, `backend: ${g.backend}${g.kind ? ` · ${g.kind}` : ""}`) : null,
     g.key ? h("div", { class: "jl-muted" }, `key: ${g.key.slice(0, 60)}`) : null,
     h("div", {}, names.slice(0, 8).join(", ") + (names.length > 8 ? ", …" : "")),
     h("div", { class: "jl-muted" }, "click to expand"));
-}
-
-function kindsSummary(names, n = 3) {
-  const count = new Map();
-  for (const x of names) count.set(x, (count.get(x) || 0) + 1);
-  return [...count].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, c]) => (c > 1 ? `${k} ×${c}` : k)).join(", ") +
-    (count.size > n ? ", …" : "");
 }
 
 // Categorical colours for the overlays that are not groups.
@@ -281,8 +256,7 @@ export class GraphView {
     const ops = this.leavesOf(c).filter((l) => l.op && !l.book);
     const groups = new Set(ops.map((l) => l.group).filter((g) => g !== null && g !== undefined)).size;
     const head = c.stage ? `${c.name} (${c.children[0].name} … ${c.children[c.children.length - 1].name})` : c.name;
-    const written = ops.filter((l) => !l.op.origin || l.op.origin.pass === "trace");
-    return `${head} · ${ops.length} ops${groups ? `, ${groups} groups` : ""}\n${kindsSummary((written.length ? written : ops).map((l) => l.op.name.replace(/^\w+\./, "")))}`;
+    return `${head} · ${plural(ops.length, "op")}${groups ? `, ${plural(groups, "group")}` : ""}\n${heaviestKinds(this.data, ops.map((l) => l.op))}`;
   }
 
   partLabel(part) {
@@ -302,10 +276,8 @@ export class GraphView {
       span = fns.length ? `${fns.slice(0, 3).join(", ")}${fns.length > 3 ? ", …" : ""}${range}` : "";
     }
     const groups = new Set(ops.map((l) => l.group).filter((g) => g !== null && g !== undefined)).size;
-    const head = `${span || `part ${part.id.slice(5)}`} · ${ops.length} ops${groups ? `, ${groups} groups` : ""}`;
-    // The ops as written (traced or imported) say what a part does; decompositions repeat them.
-    const written = ops.filter((l) => !l.op.origin || l.op.origin.pass === "trace");
-    return `${head}\n${kindsSummary((written.length ? written : ops).map((l) => l.op.name.replace(/^\w+\./, "")))}`;
+    const head = `${span || `part ${part.id.slice(5)}`} · ${plural(ops.length, "op")}${groups ? `, ${plural(groups, "group")}` : ""}`;
+    return `${head}\n${heaviestKinds(this.data, ops.map((l) => l.op))}`;
   }
 
   // The deepest level whose drawing still fits the canvas with readable labels, opened from the top.
@@ -426,12 +398,19 @@ export class GraphView {
   toolbar() {
     const button = (label, fn, title) => h("button", { class: "jl-btn", onclick: fn, title }, label);
     const book = [...this.leaves.values()].filter((l) => l.book).length;
-    this.search = h("input", { type: "search", class: "jl-search", placeholder: "search: op, %value, node name, group, line",
-      onkeydown: (e) => { if (e.key === "Enter") { e.preventDefault(); this.find(this.search.value, e.shiftKey ? -1 : 1); } },
-      oninput: () => this.find(this.search.value, 0) });
+    this.search = h("input", { type: "search", class: "jl-search", placeholder: "search op, %value, node, group, line",
+      title: "an op's name, %value, #uid, ONNX node name, group N, scope or file.py:line; Enter: next match",
+      onkeydown: (e) => {
+        if (e.key === "Enter") { e.preventDefault(); this.find(this.search.value, e.shiftKey ? -1 : 1); }
+        if (e.key === "Escape") this.matchEl.hidden = true;
+      },
+      oninput: () => this.find(this.search.value, 0),
+      onfocus: () => { this.matchEl.hidden = !this.matchEl.childElementCount; },
+      onblur: () => { this.matchEl.hidden = true; } });
+    this.matchEl = h("div", { class: "jl-matchlist", hidden: true });
     const overlays = [["group", "group"], ["backend", "backend"], ["dtype", "dtype"], ["bytes", "bytes written"]];
     if (this.options.overlay === "change") overlays.unshift(["change", "what the pass did"]);
-    if (this.kernelTimes().size || Object.values(this.data.ops).some((o) => typeof o.seconds === "number")) overlays.push(["time", "measured time"]);
+    if (this.groupTimes().size || Object.values(this.data.ops).some((o) => typeof o.seconds === "number")) overlays.push(["time", "measured time"]);
     const select = h("select", { class: "jl-overlay", title: "colour nodes by", onchange: (e) => { this.overlay = e.target.value; this.recolor(); } },
       overlays.map(([v, label]) => h("option", { value: v, selected: v === this.overlay }, `colour: ${label}`)));
     return h("div", { class: "jl-toolbar" },
@@ -441,17 +420,14 @@ export class GraphView {
       book ? h("label", { class: "jl-filter", title: "mem.alloc, mem.free and view ops" },
         h("input", { type: "checkbox", class: "jl-bookkeeping", onchange: (e) => { this.showBookkeeping = e.target.checked; this.render(true); } }),
         `bookkeeping (${book})`) : null,
-      select, this.search,
+      select, h("span", { class: "jl-searchbox" }, this.search, this.matchEl),
       h("span", { class: "jl-muted" }, "wheel: zoom · drag: pan · click: expand or select"),
       this.status);
   }
 
-  kernelTimes() {
-    const out = new Map();
-    for (const k of this.data.kernels || []) {
-      if (k.per_call_seconds !== null && k.per_call_seconds !== undefined && k.group !== null && k.group !== undefined) out.set(k.group, k.per_call_seconds);
-    }
-    return out;
+  // Measured seconds per call of every timed group, shared kernel or not (groups[i].seconds).
+  groupTimes() {
+    return new Map((this.data.groups || []).filter((g) => typeof g.seconds === "number").map((g) => [g.id, g.seconds]));
   }
 
   scaled() {
@@ -487,10 +463,10 @@ export class GraphView {
         const sizes = outs.flatMap((o) => o.types.map((t) => typeBytes(t, bind))).filter((x) => x !== null);
         return sizes.length ? sizes.reduce((a, b) => a + b, 0) : null;
       }
-      case "time": {
+      case "time": {       // a group's steps (the data's sum), else the op's own step
+        if (group !== null && group !== undefined) return (this.times || (this.times = this.groupTimes())).get(group) ?? null;
         const measured = ops.map((o) => o.seconds).filter((x) => typeof x === "number");
-        if (measured.length) return group !== null && group !== undefined ? Math.max(...measured) : measured.reduce((a, b) => a + b, 0);
-        return group !== null && group !== undefined ? this.kernelTimes().get(group) ?? null : null;
+        return measured.length ? measured.reduce((a, b) => a + b, 0) : null;
       }
       case "change": {        // what a pass did to these ops: one kind, or "changed" for a mix
         const kinds = new Set(leaves.flatMap((l) => l.classes.filter((c) => c in CHANGE)));
@@ -523,14 +499,15 @@ export class GraphView {
     let head;
     if (this.overlay === "group") {
       const swatches = this.groupIds.slice(0, 12).map((g) => h("span", { class: "jl-swatch", style: `background:${this.data.colors[String(g)]}` }));
-      head = h("span", { class: "jl-chip jl-legend-groups" }, swatches, ` colour = fusion group · ${this.groupIds.length} groups`);
+      head = h("span", { class: "jl-chip jl-legend-groups" }, swatches, ` colour = fusion group · ${plural(this.groupIds.length, "group")}`);
     } else if (this.overlay === "change") {
       head = Object.entries(CHANGE).map(([kind, color]) => chip(color, `${kind} (or holds ${kind} ops)`));
     } else if (this.overlay === "bytes" || this.overlay === "time") {
       const fmt = this.overlay === "bytes" ? fmtBytes : fmtSec;
       const [lo, hi] = this.range;
       head = h("span", { class: "jl-chip jl-scale" }, `${this.overlay === "bytes" ? "bytes written" : "time per call"}: ${fmt(lo)}`,
-        h("span", { class: "jl-ramp", style: `background:linear-gradient(90deg, ${scaleColor(0)}, ${scaleColor(0.5)}, ${scaleColor(1)})` }), fmt(hi), " (log scale)");
+        h("span", { class: "jl-ramp", style: `background:linear-gradient(90deg, ${scaleColor(0)}, ${scaleColor(0.5)}, ${scaleColor(1)})` }), fmt(hi), " (log scale)",
+        this.overlay === "time" && this.data.call_time ? h("span", { class: "jl-muted jl-calltime", title: callTimeText(this.data) }, ` · ${callTimeText(this.data, true)}`) : null);
     } else {
       head = [...this.cats].map(([v, c]) => chip(c, v));
     }
@@ -749,7 +726,7 @@ export class GraphView {
     if (!each.length || !each.every(Boolean)) return null;
     const sum = (key) => (each.every((x) => typeof x[key] === "number") ? each.reduce((a, x) => a + x[key], 0) : null);
     const sc = { op_count: sum("op_count"), bytes: sum("bytes"), peak_bytes: sum("peak_bytes"), seconds: sum("seconds") };
-    const parts = [`${sc.op_count ?? "?"} ops`];
+    const parts = [typeof sc.op_count === "number" ? plural(sc.op_count, "op") : "? ops"];
     if (typeof sc.bytes === "number") parts.push(`writes ${fmtBytes(sc.bytes)}`);
     if (typeof sc.peak_bytes === "number") parts.push(`${fmtBytes(sc.peak_bytes)} live at the peak`);
     if (typeof sc.seconds === "number") parts.push(`${fmtSec(sc.seconds)} per call`);
@@ -775,59 +752,44 @@ export class GraphView {
     this.pz.set({ x: box[0] + box[2] / 2 - w / 2, y: box[1] + box[3] / 2 - hh / 2, w, h: hh });
   }
 
-  // Search terms of one leaf: its op's kind, values, uid, ONNX node name or source line, group and scope.
-  terms(leaf) {
-    if (!leaf.terms) leaf.terms = this.termsOf(leaf);       // kept: every keystroke searches every leaf
-    return leaf.terms;
-  }
-
-  termsOf(leaf) {
-    const op = leaf.op;
-    if (!op) return [leaf.id.replace(/^(in|out)_/, ""), leaf.label.split("\n")[0]];
-    const out = [op.name, op.name.replace(/^\w+\./, ""), `#${op.uid}`, ...op.results.map((r) => `%${r}`)];
-    const w = where(op);
-    if (w) out.push(w);
-    if (op.group !== null && op.group !== undefined) out.push(`group ${op.group}`, `g${op.group}`);
-    if (op.loc) out.push(op.loc);
-    if (op.onnx) out.push(op.onnx);
-    if (op.path) out.push(op.path);
-    out.push(...scopeOf(op));
-    for (const v of Object.values(op.attrs || {})) if (typeof v === "string" && v.startsWith("\"")) out.push(v.slice(1, -1));
-    return out.map((t) => String(t).toLowerCase());
-  }
-
-  // Finds leaves by exact term (else by part of one) and marks them all; typing jumps to the first
-  // (from three characters on), Enter to the next, Shift+Enter to the previous.
+  // Marks every match and lists them (exact first, then those that only contain the query); typing
+  // moves nothing. Enter goes to the first match, then the next; Shift+Enter the previous.
   find(query, step) {
     const q = query.trim().toLowerCase();
     if (step === 0 || q !== this.lastQuery) {
-      const all = q ? [...this.leaves.values()] : [];
-      // Hidden bookkeeping (an alloc in the scope searched) is a match only when nothing else is, not even
-      // a partial one: jumping to it would turn bookkeeping on and double what is drawn.
-      const shown = (list) => (this.showBookkeeping ? list : list.filter((l) => !l.book));
-      const exact = all.filter((l) => this.terms(l).includes(q));
-      const partial = () => (q.length >= 2 ? all.filter((l) => this.terms(l).some((t) => t.includes(q))) : []);
-      let hits = shown(exact);
-      if (!hits.length) hits = shown(partial());
-      if (!hits.length) hits = exact.length ? exact : partial();
-      this.matches = hits.sort((a, b) => a.order - b.order);
+      this.found = matches(this.leaves.values(), q, this.showBookkeeping);
+      this.matches = [...this.found.exact, ...this.found.partial];
       this.matchAt = -1;
       this.lastQuery = q;
       this.markMatches();
-      if (step === 0 && q.length < 3) {
-        this.status.textContent = q ? ` ${this.matches.length} matches` : "";
-        return;
-      }
     }
-    if (!this.matches.length) { this.status.textContent = q ? " no match" : ""; return; }
-    this.matchAt = (this.matchAt + (step || 1) + this.matches.length) % this.matches.length;
-    const leaf = this.matches[this.matchAt];
+    if (step === 0 || !this.matches.length) {
+      const { exact, partial } = this.found;
+      this.status.textContent = !q ? "" : !this.matches.length ? " no match"
+        : ` ${exact.length} exact${partial.length ? `, ${partial.length} also contain it` : ""} · Enter: go to the first`;
+      this.listMatches(q);
+      return;
+    }
+    this.goTo((this.matchAt + (step || 1) + this.matches.length) % this.matches.length);
+  }
+
+  // Goes to match `k`: reveals it, says which it is, and selects it so every view shows it (its
+  // group's fusion decisions, the pass and rule that made it, its kernel, its buffers, its repro).
+  goTo(k) {
+    this.matchAt = k;
+    const leaf = this.matches[k];
     this.reveal(leaf);
-    this.status.textContent = ` match ${this.matchAt + 1} of ${this.matches.length}`;
-    // Enter (not typing) also selects the op found, so every view shows it: its group's fusion decisions,
-    // the pass and rule that made it, its kernel, its buffers, its repro.
+    const exact = k < this.found.exact.length;
+    this.status.textContent = ` match ${k + 1} of ${this.matches.length}${exact ? "" : " (contains it; not an exact match)"}`;
+    this.listMatches(this.lastQuery);
     const uid = uidOf(leaf.id);
-    if (step !== 0 && uid !== null) this.ctx.select({ kind: "op", uids: [uid], label: `${leaf.op.name} #${uid}`, source: "graph" });
+    if (uid !== null) this.ctx.select({ kind: "op", uids: [uid], label: `${leaf.op.name} #${uid}`, source: "graph" });
+  }
+
+  listMatches(q) {
+    this.matchEl.replaceChildren(...(q && this.matches.length ? matchList(this.found, q, this.matchAt, (k) => this.goTo(k)) : []));
+    this.matchEl.hidden = !this.matchEl.childElementCount;
+    this.matchEl.querySelector(".jl-match-current")?.scrollIntoView({ block: "nearest" });
   }
 
   // Expands whatever hides a leaf (and shows it if it is bookkeeping), then centres on it.

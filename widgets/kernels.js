@@ -2,7 +2,7 @@
 // its typing, LLVM and cache parts), cache outcome and per-call time, and its generated source,
 // syntax highlighted here.
 
-import { chip, empty, fmtSec, h } from "./core.js";
+import { callTimeText, chip, empty, fmtSec, h, plural } from "./core.js";
 import { highlightPython } from "./pysyntax.js";
 
 export class KernelsView {
@@ -29,7 +29,8 @@ export class KernelsView {
     const jump = (mark) => { pre.scrollTop = Math.max(0, mark.offsetTop - 40); };
     const where = spans.length ? [` · group ${gid}: lines `, ...spans.flatMap(([a, b], i) => [i ? ", " : "",
       h("a", { class: "jl-lines", href: "#", onclick: (e) => { e.preventDefault(); jump(marks[i]); } }, `${a}–${b}`)])] : [];
-    this.source.replaceChildren(h("div", { class: "jl-muted jl-kernelhead" }, `${k.key} · ${k.backend}${k.choice ? ` · ${k.choice}` : ""}`, ...where), pre);
+    this.source.replaceChildren(h("div", { class: "jl-muted jl-kernelhead", "data-group": gid ?? "" },
+      `${k.key} · ${k.backend}${k.choice ? ` · ${k.choice}` : ""}${this.runsFor(k, gid)}`, ...where), pre);
     // Scrolled to the group's last range (its calls) once the pane is shown: a hidden tab has no layout to scroll.
     if (marks.length) {
       const seen = new ResizeObserver(() => {
@@ -49,11 +50,27 @@ export class KernelsView {
 
   follow(sel) {
     if (!sel || sel.source === "kernels" || !sel.uids || !sel.uids.length) return;
-    const gid = this.ctx.data.ops[String(sel.uids[0])]?.group;
-    if (gid === null || gid === undefined) return;
-    // A group's own kernel (O1), else the program-wide source holding its lines (O2).
-    const k = this.kernels.find((x) => x.group === gid) || this.kernels.find((x) => (x.group_lines || {})[String(gid)]);
-    if (k && this.el.isConnected) this.show(k, gid);
+    const gid = sel.kind === "group" ? sel.id : this.ctx.data.ops[String(sel.uids[0])]?.group;
+    if (gid === null || gid === undefined || !this.el.isConnected) return;
+    // The record the data names for the group: its own, the one it reuses, or O2's program-wide source.
+    const key = this.group(gid)?.kernel;
+    const k = this.kernels.find((x) => x.key === key);
+    if (k) this.show(k, gid);
+    else this.none(gid);
+  }
+
+  // A group no kernel record names (it runs op by op): said so, rather than leaving the last kernel up.
+  none(gid) {
+    this.current = null;
+    this.el.querySelectorAll("tr.jl-current").forEach((tr) => tr.classList.remove("jl-current"));
+    this.source.replaceChildren(h("div", { class: "jl-muted jl-kernelhead", "data-group": gid }, `group ${gid}: no compiled kernel recorded for it`));
+  }
+
+  // Whose kernel a group runs: its own, or one compiled for another group of the same structure.
+  runsFor(k, gid) {
+    if (gid === null || gid === undefined || k.group === gid) return "";
+    if ((k.reused_by || []).includes(gid)) return ` · group ${gid} runs the kernel compiled for group ${k.group}`;
+    return "";
   }
 
   // The profile's spread, launches and the groups a shared kernel ran for, when profiled.
@@ -62,7 +79,7 @@ export class KernelsView {
     if (!p || typeof p !== "object") return "";
     const parts = [];
     if (typeof p.min === "number" && typeof p.max === "number") parts.push(`${fmtSec(p.min)}–${fmtSec(p.max)}`);
-    if (p.launches) parts.push(`${p.launches} launches`);
+    if (p.launches) parts.push(plural(p.launches, "launch", "launches"));
     if ((p.groups || []).length > 1) parts.push(`shared by groups ${p.groups.join(", ")}`);
     return parts.join(" · ");
   }
@@ -135,6 +152,8 @@ export class KernelsView {
 
   mount(parent) {
     parent.append(this.el);
+    const call = callTimeText(this.ctx.data);
+    if (call) this.el.append(h("div", { class: "jl-calltime" }, call));
     const cached = this.executableCache();
     if (cached) this.el.append(cached);
     const breakdown = this.compileTime();
