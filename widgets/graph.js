@@ -11,6 +11,8 @@ import { matches, matchList } from "./search.js";
 
 const CHANGE = { added: "var(--jl-add)", removed: "var(--jl-del)", changed: "var(--jl-chg)" };
 const LINE_PX = 64;               // a rank's height (box and gap) at scale 1
+const LABEL_UNITS = 10;           // the drawing's font size (layout.js), in its own units
+const MIN_LABEL_PX = 9;           // Fit never shrinks labels below this
 function uidOf(id) {
   return id && id.startsWith("op_") ? Number(id.slice(3)) : null;
 }
@@ -664,8 +666,20 @@ export class GraphView {
     this.mini.setAttribute("height", hh);
   }
 
+  // The whole drawing when its labels stay readable (9 px or more); else the drawing at 9 px, from its
+  // top and around what was opened last, the rest reached by dragging or the overview.
   fit() {
-    if (this.pz) this.pz.fit();
+    if (!this.pz) return;
+    const r = this.svg.getBoundingClientRect();
+    const [w, hh] = [this.at.width + 8, this.at.height + 8];
+    if (!r.width || Math.min(r.width / w, r.height / hh) * LABEL_UNITS >= MIN_LABEL_PX) { this.pz.fit(); return; }
+    const k = MIN_LABEL_PX / LABEL_UNITS;
+    const [vw, vh] = [r.width / k, r.height / k];
+    const box = (this.focus && this.boxOf(this.focus)) || [-4, -4, w, 0];
+    const clamp = (v, lo, hi) => Math.max(lo, Math.min(v, Math.max(lo, hi)));
+    const x = vw >= w ? -4 + (w - vw) / 2 : clamp(box[0] + box[2] / 2 - vw / 2, -4, w - 4 - vw);
+    const y = clamp(box[1] - 20, -4, hh - 4 - vh);
+    this.pz.set({ x, y, w: vw, h: vh });
   }
 
   elementFor(uid) {
