@@ -13,6 +13,7 @@ const CHANGE = { added: "var(--jl-add)", removed: "var(--jl-del)", changed: "var
 const LINE_PX = 64;               // a rank's height (box and gap) at scale 1
 const LABEL_UNITS = 10;           // the drawing's font size (layout.js), in its own units
 const MIN_LABEL_PX = 9;           // Fit never shrinks labels below this
+const SCOPE_CHILDREN = 16;        // boxes a scope opens onto before its loose ops are gathered into parts
 function uidOf(id) {
   return id && id.startsWith("op_") ? Number(id.slice(3)) : null;
 }
@@ -170,8 +171,11 @@ export class GraphView {
     const keep = ["input", "output"].flatMap((kind) => this.bundle(node, ends.filter((c) => c.kind === kind), kind));
     let kids = node.children.filter((c) => !ends.includes(c)).sort((a, b) => a.order - b.order);
     const shown = (list) => list.reduce((a, c) => a + (c.children || !c.book ? 1 : 0), 0);
-    if (shown(kids) > this.maxChildren) kids = this.stages(node, kids);
-    if (shown(kids) > this.maxChildren) kids = this.merge(node, kids);
+    // The root keeps few boxes; a scope opened in place may hold more (Fit keeps them readable), so the
+    // ops a function wrote stay its own children rather than parts cut by line.
+    const limit = node === this.root ? this.maxChildren : node.stage ? 4 * SCOPE_CHILDREN : SCOPE_CHILDREN;
+    if (!node.stage && shown(kids) > this.maxChildren) kids = this.stages(node, kids);
+    if (shown(kids) > limit) kids = this.merge(node, kids, limit);
     node.children = [...keep, ...kids];
     for (const c of node.children) if (c.children) this.split(c);
   }
@@ -185,7 +189,7 @@ export class GraphView {
       let e = k + 1;
       while (stem(kids[k]) !== null && e < kids.length && stem(kids[e]) === stem(kids[k])) e += 1;
       const run = kids.slice(k, e);
-      if (run.length >= 2 && run.length < kids.length && !kids.some((c) => c.kind === "scope" && c.name === stem(run[0]) && !run.includes(c))) {
+      if (run.length >= 2 && !kids.some((c) => c.kind === "scope" && c.name === stem(run[0]) && !run.includes(c))) {
         const path = node.path ? `${node.path}/${stem(run[0])}` : node === this.root ? stem(run[0]) : `${node.id}/${stem(run[0])}`;     // unique under a part too
         const stage = { id: `st_${path}`, kind: "scope", stage: true, name: stem(run[0]), path, children: run, parent: node, order: run[0].order };
         for (const c of run) c.parent = stage;
@@ -198,9 +202,10 @@ export class GraphView {
     return [...out, ...all.filter((c) => !c.children && c.book)].sort((a, b) => a.order - b.order);
   }
 
-  // Merges the neighbours holding the fewest ops (where more values flow between them first) until maxChildren remain.
+  // Merges the neighbours holding the fewest ops (where more values flow between them first) until `limit`
+  // remain; a scope is never merged into a part (the tree follows the call stack), so more may remain.
   // Bookkeeping ops (hidden by default) go into the part whose span holds them, else stay where they were.
-  merge(node, all) {
+  merge(node, all, limit) {
     const kids = all.filter((c) => c.children || !c.book);
     const index = new Map();
     kids.forEach((c, k) => { for (const l of this.leavesOf(c)) index.set(l.id, k); });
@@ -214,14 +219,17 @@ export class GraphView {
     lastUse.forEach((last, k) => { for (let b = k + 1; b <= last; b += 1) crossing[b] += 1; });
     const size = (c) => Math.max(1, this.leavesOf(c).filter((l) => l.op && !l.book).length);
     const runs = kids.map((c, k) => ({ members: [c], ops: size(c), start: k }));
-    while (runs.length > this.maxChildren) {
-      let best = 0;
+    const scoped = (run) => run.members.some((c) => c.kind === "scope");
+    while (runs.length > limit) {
+      let best = -1;
       const score = (k) => [runs[k].ops + runs[k + 1].ops, -crossing[runs[k + 1].start]];
-      for (let k = 1; k + 1 < runs.length; k += 1) {
+      for (let k = 0; k + 1 < runs.length; k += 1) {
+        if (scoped(runs[k]) || scoped(runs[k + 1])) continue;
         const [a, b] = score(k);
-        const [c, d] = score(best);
+        const [c, d] = best < 0 ? [Infinity, 0] : score(best);
         if (a < c || (a === c && b < d)) best = k;
       }
+      if (best < 0) break;
       const [x, y] = [runs[best], runs[best + 1]];
       runs.splice(best, 2, { members: [...x.members, ...y.members], ops: x.ops + y.ops, start: x.start });
     }
@@ -384,7 +392,7 @@ export class GraphView {
         }
         const visible = this.leavesOf(c).filter((l) => !this.isHidden(l));
         if (!visible.length) continue;
-        const fill = c.kind === "group" || this.scaled() || this.overlay === "change" ? this.fillOf(visible, c) : null;
+        const fill = c.kind === "group" || this.overlay !== "group" ? this.fillOf(visible, c) : null;
         if (expanded.has(c.id)) {
           out.push({ id: c.id, label: c.label.split("\n")[0], classes: `${c.kind}`, fill, children: make(c) });
         } else {
@@ -441,11 +449,13 @@ export class GraphView {
     if (part && part.kind !== "group" && this.scaled()) {
       let sum = null;
       for (const c of part.children) {
-        const v = c.children ? this.valueOf(this.leavesOf(c), c) : c.op && !c.book ? this.valueOf([c]) : null;
+        // a view's step takes time too: the data's per-scope sums (the tooltips') count it
+        const v = c.children ? this.valueOf(this.leavesOf(c), c) : c.op && (!c.book || this.overlay === "time") ? this.valueOf([c]) : null;
         if (typeof v === "number") sum = (sum || 0) + v;
       }
       return sum;
     }
+    if (part && part.kind !== "group" && (this.overlay === "backend" || this.overlay === "dtype")) return this.majority(leaves);
     const ops = leaves.map((l) => l.op).filter(Boolean);
     const group = leaves[0].group;
     switch (this.overlay) {
@@ -477,6 +487,17 @@ export class GraphView {
       default:
         return group;
     }
+  }
+
+  // A collapsed scope or part under a categorical overlay: the value most of its ops have.
+  majority(leaves) {
+    const count = new Map();
+    for (const l of leaves) {
+      if (!l.op || l.book) continue;
+      const v = this.valueOf([l]);
+      if (v !== null && v !== undefined) count.set(v, (count.get(v) || 0) + 1);
+    }
+    return count.size ? [...count].sort((a, b) => b[1] - a[1])[0][0] : null;
   }
 
   fillOf(leaves, part = null) {
@@ -511,7 +532,7 @@ export class GraphView {
         h("span", { class: "jl-ramp", style: `background:linear-gradient(90deg, ${scaleColor(0)}, ${scaleColor(0.5)}, ${scaleColor(1)})` }), fmt(hi), " (log scale)",
         this.overlay === "time" && this.data.call_time ? h("span", { class: "jl-muted jl-calltime", title: callTimeText(this.data) }, ` · ${callTimeText(this.data, true)}`) : null);
     } else {
-      head = [...this.cats].map(([v, c]) => chip(c, v));
+      head = [...[...this.cats].map(([v, c]) => chip(c, v)), h("span", { class: "jl-muted" }, "(a closed box: what most of its ops are)")];
     }
     this.legendEl.replaceChildren(h("span", { class: "jl-legend-head" }, head),
       ...styles.map(([cls, label]) => h("span", { class: `jl-chip jl-style-${cls}` }, h("span", { class: "jl-swatch" }), label)),

@@ -204,8 +204,11 @@ export class MemoryView {
       chip(this.ctx.data.colors[String(b.group)] || "var(--jl-neutral)", `${bufferLabel(this.ctx.data, b)} · ${fmtBytes(b.bytes)}`), " ",
       b.producer !== null ? opLink(this.ctx, b.producer) : null);
     if (view.largest) {      // a plan for another size lists only its largest buffers live at the peak, with their bytes at that size
+      const [held, others] = [view.largest.filter((b) => FIXED.has(b.kind)), view.largest.filter((b) => !FIXED.has(b.kind))];
       return h("div", {}, h("h4", {}, `largest buffers live at the peak (step ${step}, planned)`),
-        h("ul", { class: "jl-peaklist" }, view.largest.map(row)));
+        held.length ? h("div", { class: "jl-muted jl-fixed" }, `among them held for the whole run (${[...new Set(held.map((b) => b.kind))].join(", ")}): ` +
+          `${held.length}, ${fmtBytes(held.reduce((a, b) => a + b.bytes, 0))}`) : null,
+        h("ul", { class: "jl-peaklist" }, others.map(row)));
     }
     const rows = moving.slice(0, 10).map(row);
     const total = (bs) => fmtBytes(bs.reduce((a, b) => a + b.bytes, 0));

@@ -5,6 +5,8 @@ import { bufferLabel, callTimeText, empty, fmtBytes, fmtSec, h, opLink, opName, 
 import { GraphView } from "./graph.js";
 import { timeline } from "./memory.js";
 
+const HELD = ["weight", "input"];     // categories held from the first step to the last
+
 // A step by what it runs: "group 3 · res2_0/branch2a" for a group's launch, else the op.
 export function stepName(data, uid) {
   const op = data.ops[String(uid)];
@@ -22,7 +24,7 @@ function stepLink(ctx, uid) {
 // The buffers live at a step, largest first, each with the op, scope and line that made it; weights,
 // inputs and constants (held throughout) summed on one line.
 function liveList(ctx, buffers, step) {
-  const fixed = buffers.filter((b) => ["weight", "input"].includes(b.category));
+  const fixed = buffers.filter((b) => HELD.includes(b.category));
   const moving = buffers.filter((b) => !fixed.includes(b)).sort((a, b) => b.bytes - a.bytes);
   const sum = (list) => fmtBytes(list.reduce((a, b) => a + b.bytes, 0));
   const row = (b) => h("li", { "data-name": b.name }, `${bufferLabel(ctx.data, b)} · ${fmtBytes(b.bytes)} · ${b.category || b.kind}, steps ${b.first}–${b.last}`);
@@ -58,7 +60,9 @@ export class ScheduleView {
     const uid = order[step];
     const buffers = this.liveBuffers(step);
     const bytes = this.mem && this.mem.live_bytes.length ? ` · live ${fmtBytes(this.mem.live_bytes[step])}` : "";
-    this.label.replaceChildren(`step ${step} / ${order.length - 1}: `, stepLink(this.ctx, uid), ` · ${plural(buffers.length, "live buffer")}${bytes}`);
+    const held = buffers.filter((b) => HELD.includes(b.category)).length;
+    this.label.replaceChildren(`step ${step} / ${order.length - 1}: `, stepLink(this.ctx, uid),
+      ` · ${plural(buffers.length - held, "live buffer")}${held ? ` (and ${held} weights and inputs)` : ""}${bytes}`);
     this.liveEl.replaceChildren(liveList(this.ctx, buffers, step));
     this.graph.setLive(buffers.map((b) => b.producer), uid);
     if (this.chart) this.chart.moveCursor(step);

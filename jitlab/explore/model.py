@@ -150,6 +150,8 @@ def compile_time_data(report: CompileReport) -> dict[str, Any] | None:
             # on an executable cache hit the passes did not run: their seconds are the compile that stored them
             "passes_cached": report.executable_cache is not None and report.executable_cache.hit,
             "passes": [{"name": p.name, "seconds": p.seconds} for p in report.passes],
+            # kernels loaded at once from the executable cache: one load's seconds split evenly, not measured each
+            "kernels_loaded": report.stats.get("kernels_from_executable_cache", 0),
             "kernel_parts": dataclasses.asdict(t.kernel_parts)}
 
 
