@@ -35,8 +35,12 @@ export function matches(leaves, q, showBookkeeping) {
   const all = [...leaves];
   const shown = (list) => (showBookkeeping ? list : list.filter((l) => !l.book));
   const byOrder = (list) => list.sort((a, b) => a.order - b.order);
-  const exactAll = all.filter((l) => terms(l).includes(q));
-  const partialAll = q.length >= 2 ? all.filter((l) => !exactAll.includes(l) && terms(l).some((t) => t.includes(q))) : [];
+  const [exactAll, partialAll] = [[], []];
+  for (const l of all) {
+    const ts = terms(l);
+    if (ts.includes(q)) exactAll.push(l);
+    else if (q.length >= 2 && ts.some((t) => t.includes(q))) partialAll.push(l);
+  }
   let [exact, partial] = [shown(exactAll), shown(partialAll)];
   if (!exact.length && !partial.length) [exact, partial] = [exactAll, partialAll];
   return { exact: byOrder(exact), partial: byOrder(partial) };
