@@ -62,6 +62,11 @@ export function opName(data, uid) {
   return op ? `${op.name.replace(/^np\./, "")} #${uid}` : `op #${uid}`;
 }
 
+// The op uid a drawn box's id (`op_12`) stands for, or null.
+export function uidOf(id) {
+  return id && id.startsWith("op_") ? Number(id.slice(3)) : null;
+}
+
 // An op's scope path as a list of names.
 export function scopeOf(op) {
   const sc = op && op.scope;
