@@ -121,12 +121,13 @@ export class CompareView {
     parent.append(this.el);
     const { labels, columns } = this.cmp;
     // The smaller figure is marked better; a compile served from a cache is a load, not a faster compile.
-    const counts = (key, c) => typeof c[key] === "number" && !(key === "compile_seconds" && c.compile_cached);
+    const counts = (key, c) => typeof c[key] === "number" && !(key === "compile_seconds" && c.compile_cache);
     const best = (key, i) => {
       const values = columns.filter((c) => counts(key, c)).map((c) => c[key]);
       return counts(key, columns[i]) && values.length > 1 && columns[i][key] === Math.min(...values) && key !== "ops";
     };
-    const shown = (key, c, fmt) => `${fmt(c[key])}${key === "compile_seconds" && c.compile_cached ? " (from cache)" : ""}`;
+    const cache = { executable: " (passes and kernels from the executable cache)", kernel: " (every kernel from the kernel cache)" };
+    const shown = (key, c, fmt) => `${fmt(c[key])}${key === "compile_seconds" && c.compile_cache ? cache[c.compile_cache] : ""}`;
     this.el.append(h("table", { class: "jl-table jl-cmp" },
       h("thead", {}, h("tr", {}, h("th", {}, ""), labels.map((l) => h("th", {}, l)))),
       h("tbody", {}, ROWS.map(([key, fmt]) => h("tr", {}, h("td", {}, key.replace("_", " ")),

@@ -71,16 +71,16 @@ def figures(report: CompileReport) -> dict[str, Any]:
             "bytes_moved": bytes_moved(graph, bindings),
             "peak_bytes": report.memory.peak_bytes if report.memory else None,
             "compile_seconds": sum(report.seconds.values()) if report.seconds else None,
-            "compile_cached": compile_cached(report),
+            "compile_cache": compile_cache(report),
             "run_seconds": profiled_seconds(report)}
 
 
-def compile_cached(report: CompileReport) -> bool:
-    """Whether the compile was served from a cache (the passes' result, or every kernel): its seconds
-    are a load, not a compile, and no faster compiler."""
+def compile_cache(report: CompileReport) -> str:
+    """Which cache served the compile ("executable": the passes' result and its kernels; "kernel": every
+    kernel), "" when it compiled: a cache's seconds are a load, not a faster compiler."""
     if report.executable_cache is not None and report.executable_cache.hit:
-        return True
-    return bool(report.kernels) and all(k.cache_hit for k in report.kernels)
+        return "executable"
+    return "kernel" if report.kernels and all(k.cache_hit for k in report.kernels) else ""
 
 
 def profiled_seconds(report: CompileReport) -> float | None:

@@ -64,3 +64,20 @@ def test_unprofiled_data_has_no_times():
     data = from_object(exe).build()
     assert data["call_time"] is None and all(g["seconds"] is None for g in data["groups"])
     assert all(g["kernel"] for g in data["groups"])
+
+
+def test_compare_counts_ops_as_the_views_do_and_names_the_cache_that_served_a_compile(profiled):
+    import dataclasses
+
+    from jitlab.explore.compare import figures
+    from jitlab.report import ExecutableCacheRecord
+
+    exe, data = profiled["O1"]
+    report = exe.report
+    assert figures(report)["ops"] == data["scopes"][""]["op_count"]
+    hits = [k.cache_hit for k in report.kernels]
+    assert figures(report)["compile_cache"] == ("kernel" if all(hits) else "")
+    missed = dataclasses.replace(report, kernels=[dataclasses.replace(report.kernels[0], cache_hit=False), *report.kernels[1:]])
+    assert figures(missed)["compile_cache"] == ""
+    loaded = dataclasses.replace(missed, executable_cache=ExecutableCacheRecord(hit=True, path="x"))
+    assert figures(loaded)["compile_cache"] == "executable"
