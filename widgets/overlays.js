@@ -107,7 +107,9 @@ export const overlayMethods = {
     } else if (this.overlay === "bytes" || this.overlay === "time") {
       const fmt = this.overlay === "bytes" ? fmtBytes : fmtSec;
       const [lo, hi] = this.range;
-      head = h("span", { class: "jl-chip jl-scale" }, `${this.overlay === "bytes" ? "bytes written" : "time per call"}: ${fmt(lo)}`,
+      const what = this.overlay === "bytes" ? "bytes written" : "time per call";
+      if (lo === hi && this.seenCount === 1) head = h("span", { class: "jl-chip jl-scale" }, `${what}: ${fmt(lo)}, the one box with a value; open it to compare its parts`);
+      else head = h("span", { class: "jl-chip jl-scale" }, `${what}: ${fmt(lo)}`,
         h("span", { class: "jl-ramp", style: `background:linear-gradient(90deg, ${scaleColor(0)}, ${scaleColor(0.5)}, ${scaleColor(1)})` }), fmt(hi), " (log scale)",
         this.overlay === "time" && this.data.call_time ? h("span", { class: "jl-muted jl-calltime", title: callTimeText(this.data) }, ` · ${callTimeText(this.data, true)}`) : null);
     } else {
@@ -127,6 +129,7 @@ export const overlayMethods = {
     this.units();
     const ok = this.seen.filter((v) => typeof v === "number");
     this.seen = null;
+    this.seenCount = ok.length;
     this.range = ok.length ? [Math.min(...ok), Math.max(...ok)] : [0, 0];
   },
 

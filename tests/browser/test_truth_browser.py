@@ -268,4 +268,12 @@ def test_categorical_colourings_fill_the_opening_level_and_counts_agree_in_numbe
     for tab in ("graph", "schedule", "memory", "kernels"):
         root.locator(f"[data-tab={tab}]").click()
         assert not re.search(r"\b1 (groups|launches|ops|buffers|steps)\b", root.inner_text())
+    # The Passes list shows its columns whole.
+    root.locator("[data-tab=passes]").click()
+    root.locator(".jl-passlist tr.jl-pass").first.wait_for()
+    clipped = page.evaluate("""() => { const list = document.querySelector('.jl-passlist').getBoundingClientRect();
+        return [...document.querySelectorAll('.jl-passlist td, .jl-passlist th')]
+            .filter((c) => c.scrollWidth > c.clientWidth + 1 || c.getBoundingClientRect().right > list.right + 1).length; }""")
+    assert clipped == 0
+    root.locator(".jl-passcol").screenshot(path=str(artifacts / "issue32_10_passes_list.png"))
     assert page.errors == []
