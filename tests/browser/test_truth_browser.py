@@ -277,3 +277,43 @@ def test_categorical_colourings_fill_the_opening_level_and_counts_agree_in_numbe
     assert clipped == 0
     root.locator(".jl-passcol").screenshot(path=str(artifacts / "issue32_10_passes_list.png"))
     assert page.errors == []
+
+
+@pytest.fixture(scope="module")
+def o2_transformer(tmp_path_factory):
+    """(saved page, data) of a traced 2-layer transformer at O2, whose groups share kernels and the program-wide source."""
+    import jitlab as jl
+    from jitlab.explore import explore
+    from tests.browser.transformer import example
+
+    fn, x = example(layers=2)
+    exe = jl.compile(jl.trace(fn, x), level="O2")
+    exe(x)
+    path = explore(exe).save(tmp_path_factory.mktemp("o2") / "o2.html")
+    return path, read_state(path.read_text(encoding="utf-8"))["data"]
+
+
+def test_at_o2_each_group_shows_its_own_lines_or_kernel(page, o2_transformer, artifacts):
+    path, data = o2_transformer
+    kernels = {k["key"]: k for k in data["kernels"]}
+    root = open_page(page, path)
+    pane = root.locator(".jl-pane-graph")
+    pane.locator("svg[data-layout=browser]").wait_for()
+    head = root.locator(".jl-pane-kernels .jl-kernelhead")
+    seen_lines = 0
+    for g in data["groups"][:12]:
+        root.locator("[data-tab=graph]").click()
+        search(pane, f"group {g['id']}")
+        root.locator("[data-tab=kernels]").click()
+        root.locator(f".jl-pane-kernels .jl-kernelhead[data-group='{g['id']}']").wait_for()
+        k = kernels[g["kernel"]]
+        assert k["key"] in head.inner_text()
+        spans = k["group_lines"].get(str(g["id"]), [])
+        marks = root.locator(".jl-pane-kernels .jl-linemark").evaluate_all("(ms) => ms.map((m) => m.dataset.lines)")
+        assert marks == [f"{a}-{b}" for a, b in spans]       # this group's lines, never the previous group's
+        seen_lines += bool(spans)
+        if k["group"] != g["id"] and not spans:
+            assert f"group {g['id']} runs the kernel compiled for group {k['group']}" in head.inner_text()
+    assert seen_lines >= 2
+    root.screenshot(path=str(artifacts / "issue32_01_o2_group_lines.png"))
+    assert page.errors == []
