@@ -13,6 +13,7 @@ import { treeMethods } from "./tree.js";
 const LINE_PX = 64;               // a rank's height (box and gap) at scale 1
 const LABEL_UNITS = 10;           // the drawing's font size (layout.js), in its own units
 const MIN_LABEL_PX = 9;           // Fit never shrinks labels below this
+const MAX_LABEL_PX = 12;          // nor blows them up past this
 
 
 export function opDetails(data, uid, folded) {
@@ -328,13 +329,20 @@ export class GraphView {
     this.mini.setAttribute("height", hh);
   }
 
-  // The whole drawing when its labels stay readable (9 px or more); else the drawing at 9 px, from its
-  // top and around what was opened last, the rest reached by dragging or the overview.
+  // The whole drawing when its labels stay readable (9 px or more), never blown up past 12 px (a few boxes
+  // would fill the canvas, and what opens in place would dwarf it); else the drawing at 9 px, from its top
+  // and around what was opened last, the rest reached by dragging or the overview.
   fit() {
     if (!this.pz) return;
     const r = this.svg.getBoundingClientRect();
     const [w, hh] = [this.at.width + 8, this.at.height + 8];
-    if (!r.width || Math.min(r.width / w, r.height / hh) * LABEL_UNITS >= MIN_LABEL_PX) { this.pz.fit(); return; }
+    const whole = Math.min(r.width / w, r.height / hh) * LABEL_UNITS;
+    if (r.width && whole > MAX_LABEL_PX) {
+      const k = MAX_LABEL_PX / LABEL_UNITS;
+      this.pz.set({ x: -4 + (w - r.width / k) / 2, y: -4 + (hh - r.height / k) / 2, w: r.width / k, h: r.height / k });
+      return;
+    }
+    if (!r.width || whole >= MIN_LABEL_PX) { this.pz.fit(); return; }
     const k = MIN_LABEL_PX / LABEL_UNITS;
     const [vw, vh] = [r.width / k, r.height / k];
     const box = (this.focus && this.boxOf(this.focus)) || [-4, -4, w, 0];
