@@ -24,6 +24,14 @@ def mib(n):
     return f"{n / 2**20:.1f} MiB"
 
 
+def fmt_bytes(n):
+    """The page's fmtBytes (widgets/core.js)."""
+    units, i, v = ["B", "KiB", "MiB", "GiB", "TiB"], 0, n
+    while abs(v) >= 1024 and i < len(units) - 1:
+        v, i = v / 1024, i + 1
+    return f"{v} {units[0]}" if i == 0 else f"{v:.{2 if v < 10 else 1}f} {units[i]}"
+
+
 @pytest.fixture(params=["resnet", "transformer"])
 def program(request, resnet_pages, transformer_page):
     """(name, saved page, its data)."""
@@ -316,4 +324,26 @@ def test_at_o2_each_group_shows_its_own_lines_or_kernel(page, o2_transformer, ar
             assert f"group {g['id']} runs the kernel compiled for group {k['group']}" in head.inner_text()
     assert seen_lines >= 2
     root.screenshot(path=str(artifacts / "issue32_01_o2_group_lines.png"))
+    assert page.errors == []
+
+
+def test_a_dry_run_size_keeps_the_by_category_chart_at_that_size(page, resnet_pages, artifacts):
+    data = read_state(resnet_pages[0].read_text(encoding="utf-8"))["data"]
+    root = open_page(page, resnet_pages[0])
+    root.locator("[data-tab=memory]").click()
+    pane = root.locator(".jl-pane-memory")
+    pane.locator(".jl-catlegend").wait_for()
+    pane.locator("input.jl-planslider").fill("3")
+    pane.locator(".jl-stats", has_text="peak (planned; nothing ran)").wait_for()
+    plan = data["dry_run"]["plans"][3]
+    # The chart's "live at the peak" by category: each category's bytes at that size, from the plan's buffers.
+    step = plan["peak_step"]
+    temporaries = sum(plan["buffer_bytes"][b["name"]] for b in data["memory"]["buffers"]
+                      if b["category"] == "temporary" and not b["alias_of"] and b["first"] <= step <= b["last"])
+    legend = pane.locator(".jl-catlegend")
+    assert f"live at the peak (step {step})" in legend.inner_text()
+    assert legend.locator("[data-category=temporary]").inner_text().endswith(fmt_bytes(temporaries))
+    # and the largest buffers listed there name no weight among the activations
+    assert all(" · weight" not in t for t in pane.locator(".jl-peaklist li").all_inner_texts())
+    pane.locator(".jl-catchart").screenshot(path=str(artifacts / "issue32_10_dry_run_categories.png"))
     assert page.errors == []

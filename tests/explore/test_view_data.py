@@ -81,3 +81,20 @@ def test_compare_counts_ops_as_the_views_do_and_names_the_cache_that_served_a_co
     assert figures(missed)["compile_cache"] == ""
     loaded = dataclasses.replace(missed, executable_cache=ExecutableCacheRecord(hit=True, path="x"))
     assert figures(loaded)["compile_cache"] == "executable"
+
+
+def test_a_dry_run_plan_gives_each_buffer_its_bytes_at_that_size():
+    from jitlab.explore.session import Session
+
+    fn, x = example(layers=1)
+    exe = jl.compile(jl.trace(fn, x), level="O1")
+    data = Session(exe.report, exe, exe.source).build()
+    plans = data["dry_run"]["plans"]
+    assert len(plans) > 1
+    for plan in plans[:3]:
+        again = exe.dry_run({k: tuple(v) for k, v in plan["shapes"].items()})
+        assert plan["buffer_bytes"] == {b.name: b.bytes for b in again.buffers if b.alias_of is None}
+    compiled = {b["name"]: b["bytes"] for b in data["memory"]["buffers"] if not b["alias_of"]}
+    doubled = next(p for p in plans if p["scale"] == 2)
+    inputs = {b["name"] for b in data["memory"]["buffers"] if b["kind"] == "input"}
+    assert all(doubled["buffer_bytes"][n] == 2 * compiled[n] for n in inputs)
