@@ -105,7 +105,6 @@ function linkSearch(side) {
     for (const other of side.others) {
       other.view.search.value = side.view.search.value;
       other.view.find(side.view.search.value, 0);
-      other.view.matchEl.hidden = true;
     }
   });
 }

@@ -194,7 +194,7 @@ export class GraphView {
         if (e.key === "Escape") this.matchEl.hidden = true;
       },
       oninput: () => this.find(this.search.value, 0),
-      onfocus: () => { this.matchEl.hidden = !this.matchEl.childElementCount; },
+      onfocus: () => this.listMatches(),
       onblur: () => { this.matchEl.hidden = true; } });
     this.matchEl = h("div", { class: "jl-matchlist", hidden: true });
     const overlays = [["group", "group"], ["backend", "backend"], ["dtype", "dtype"], ["bytes", "bytes written"]];
@@ -470,10 +470,15 @@ export class GraphView {
     if (uid !== null) this.ctx.select({ kind: "op", uids: [uid], label: `${leaf.op.name} #${uid}`, source: "graph" });
   }
 
-  listMatches(q) {
-    this.matchEl.replaceChildren(...(q && this.matches.length ? matchList(this.found, q, this.matchAt, (k) => this.goTo(k)) : []));
-    this.matchEl.hidden = !this.matchEl.childElementCount;
-    this.matchEl.querySelector(".jl-match-current")?.scrollIntoView({ block: "nearest" });
+  // The list shows while the search box has the focus; its current row scrolled to within the list only
+  // (scrollIntoView would scroll the page too, and lay out the whole drawing to do it).
+  // Built only then: a search run by a script or a jump needs no list.
+  listMatches(q = this.lastQuery) {
+    const shown = Boolean(q && this.matches.length) && document.activeElement === this.search;
+    this.matchEl.replaceChildren(...(shown ? matchList(this.found, q, this.matchAt, (k) => this.goTo(k)) : []));
+    this.matchEl.hidden = !shown;
+    const current = shown ? this.matchEl.querySelector(".jl-match-current") : null;
+    if (current) this.matchEl.scrollTop = Math.max(0, current.offsetTop - this.matchEl.clientHeight / 2);
   }
 
   // Expands whatever hides a leaf (and shows it if it is bookkeeping), then centres on it.
