@@ -59,9 +59,10 @@ function passTable(cmp, k) {
   const first = pp.first_difference === null ? null : pp.rows[pp.first_difference];
   return h("div", { class: "jl-cmppasses" },
     h("h4", {}, `pipelines pass by pass: ${cmp.labels[0]} vs ${cmp.labels[k]}`),
-    h("table", { class: "jl-table" }, h("thead", {}, h("tr", {}, h("th", {}, "pass"), h("th", {}, `${cmp.labels[0]}: ops after`), h("th", {}, "time"),
-      h("th", {}, `${cmp.labels[k]}: ops after`), h("th", {}, "time"), h("th", {}, ""))), h("tbody", {}, rows)),
-    first ? h("div", {}, h("h4", {}, `IR after ${first.name}, the first pass after which they differ`), diffTable(first.diff, [cmp.labels[0], cmp.labels[k]]))
+    h("table", { class: "jl-table" }, h("thead", {}, h("tr", {}, h("th", {}, "pass"), h("th", {}, `${cmp.labels[0]}: IR ops after`), h("th", {}, "time"),
+      h("th", {}, `${cmp.labels[k]}: IR ops after`), h("th", {}, "time"), h("th", {}, ""))), h("tbody", {}, rows)),
+    first ? h("details", { class: "jl-cmpirdiff" }, h("summary", {}, `IR after ${first.name}, the first pass after which they differ (${first.diff.length} rows)`),
+      diffTable(first.diff, [cmp.labels[0], cmp.labels[k]]))
       : h("div", { class: "jl-muted" }, "The programs are the same after every pass both ran."));
 }
 
@@ -69,6 +70,44 @@ const ROWS = [
   ["level", (v) => v || "–"], ["target", (v) => v || "–"], ["ops", String], ["groups", String], ["kernels", String],
   ["launches", String], ["bytes_moved", fmtBytes], ["peak_bytes", fmtBytes], ["compile_seconds", fmtSec], ["run_seconds", fmtSec],
 ];
+
+// An op's identity across compilations of one program (passes renumber the ops they make).
+function identity(op) {
+  return op ? `${op.name}|${op.path || ""}|${op.loc || ""}|${(op.types || []).join(",")}` : null;
+}
+
+// The ops of `data` that are `uids` of `from`: the same uid where it is the same op, else matched by identity.
+function mates(from, data, uids) {
+  const keys = new Set(uids.map((u) => identity(from.ops[String(u)])));
+  const same = uids.filter((u) => identity(data.ops[String(u)]) === identity(from.ops[String(u)]));
+  if (same.length) return same;
+  return Object.values(data.ops).filter((op) => keys.has(identity(op)) && !op.bookkeeping).map((op) => op.uid).slice(0, 8);
+}
+
+// One side's context: its own selection, passed on to the other sides as their matching ops.
+function linkedSide(data, isStatic) {
+  const listeners = [];
+  const side = { data, selection: {}, isStatic, others: [], on(kind, fn) { if (kind === "select") listeners.push(fn); }, request() {} };
+  side.show = (sel) => { side.selection = sel; for (const fn of listeners) fn(sel); };
+  side.select = (sel) => {
+    side.show(sel);
+    for (const other of side.others) {
+      const uids = mates(data, other.data, (sel && sel.uids) || []);
+      other.show(uids.length ? { ...sel, uids, source: "link" } : {});
+    }
+  };
+  return side;
+}
+
+// Typing in one side's search box searches the other sides too.
+function linkSearch(side) {
+  side.view.search.addEventListener("input", () => {
+    for (const other of side.others) {
+      other.view.search.value = side.view.search.value;
+      other.view.find(side.view.search.value, 0);
+    }
+  });
+}
 
 export class CompareView {
   constructor(ctx) {
@@ -79,28 +118,43 @@ export class CompareView {
 
   mount(parent) {
     parent.append(this.el);
-    const { labels, columns, views } = this.cmp;
+    const { labels, columns } = this.cmp;
+    // The smaller figure is marked better; a compile served from a cache is a load, not a faster compile.
+    const counts = (key, c) => typeof c[key] === "number" && !(key === "compile_seconds" && c.compile_cache);
     const best = (key, i) => {
-      const values = columns.map((c) => c[key]).filter((v) => typeof v === "number");
-      return typeof columns[i][key] === "number" && values.length > 1 && columns[i][key] === Math.min(...values) && key !== "ops";
+      const values = columns.filter((c) => counts(key, c)).map((c) => c[key]);
+      return counts(key, columns[i]) && values.length > 1 && columns[i][key] === Math.min(...values) && key !== "ops";
     };
+    const cache = { executable: " (passes and kernels from the executable cache)", kernel: " (every kernel from the kernel cache)" };
+    const shown = (key, c, fmt) => `${fmt(c[key])}${key === "compile_seconds" && c.compile_cache ? cache[c.compile_cache] : ""}`;
     this.el.append(h("table", { class: "jl-table jl-cmp" },
       h("thead", {}, h("tr", {}, h("th", {}, ""), labels.map((l) => h("th", {}, l)))),
       h("tbody", {}, ROWS.map(([key, fmt]) => h("tr", {}, h("td", {}, key.replace("_", " ")),
         columns.map((c, i) => h("td", { class: `jl-num${best(key, i) ? " jl-good" : ""}`, title: key === "run_seconds" && c.time_note ? c.time_note : null },
-          c[key] === null || c[key] === undefined ? (key === "run_seconds" && c.time_note ? "not timed" : "–") : fmt(c[key]))))))));
+          c[key] === null || c[key] === undefined ? (key === "run_seconds" && c.time_note ? "not timed" : "–") : shown(key, c, fmt))))))));
     // A side without a profile says so, and how to get its time, where a reader looks for it.
     const notes = columns.map((c, i) => c.time_note ? h("li", {}, `${labels[i]}: ${c.time_note}`) : null).filter(Boolean);
     if (notes.length) this.el.append(h("ul", { class: "jl-muted jl-timenote" }, notes));
+    this.graphs();
     for (let k = 1; k < labels.length && this.cmp.diffs; k += 1) this.el.append(scopeTable(this.cmp, k), passTable(this.cmp, k));
-    // Each side laid out like the Graph view (collapsed, expandable, searchable); selections stay per side.
-    const cols = views.map((view, i) => {
+  }
+
+  // Each side laid out like the Graph view (collapsed, expandable, searchable), right under the figures,
+  // and linked: what is searched or selected on one side is searched or shown on the others.
+  graphs() {
+    const { labels, views } = this.cmp;
+    const sides = views.map((view) => {
       recolor(view);
-      const side = { data: view, selection: {}, isStatic: this.ctx.isStatic, on() {}, select() {}, request() {} };
-      const col = h("div", { class: "jl-cmpcol" }, h("b", {}, labels[i]));
-      return [col, new GraphView(side)];
+      return linkedSide(view, this.ctx.isStatic);
     });
-    this.el.append(h("div", { class: "jl-cmpgraphs" }, cols.map(([col]) => col)));
-    for (const [col, view] of cols) view.mount(col);
+    sides.forEach((side) => { side.others = sides.filter((x) => x !== side); });
+    const cols = sides.map((side, i) => {
+      const col = h("div", { class: "jl-cmpcol", "data-side": i }, h("b", {}, labels[i]));
+      side.view = new GraphView(side);
+      return col;
+    });
+    this.el.append(h("div", { class: "jl-muted" }, "the two graphs are linked: search or select on one side, the other follows"),
+      h("div", { class: "jl-cmpgraphs" }, cols));
+    sides.forEach((side, i) => { side.view.mount(cols[i]); linkSearch(side); });
   }
 }

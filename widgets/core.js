@@ -62,6 +62,33 @@ export function opName(data, uid) {
   return op ? `${op.name.replace(/^np\./, "")} #${uid}` : `op #${uid}`;
 }
 
+// The op uid a drawn box's id (`op_12`) stands for, or null.
+export function uidOf(id) {
+  return id && id.startsWith("op_") ? Number(id.slice(3)) : null;
+}
+
+// An op's scope path as a list of names.
+export function scopeOf(op) {
+  const sc = op && op.scope;
+  return sc ? (Array.isArray(sc) ? sc : String(sc).split("/")).filter(Boolean) : [];
+}
+
+// Bytes of a printed tensor type (`f32[B,4]`) with these symbol values, or null.
+const TYPE = /^(\w+)\[(.*)\]$/;
+const ITEM = { f64: 8, i64: 8, u64: 8, c64: 8, c128: 16, f32: 4, i32: 4, u32: 4, f16: 2, bf16: 2, i16: 2, u16: 2, i8: 1, u8: 1, bool: 1 };
+
+export function typeBytes(text, bindings) {
+  const m = TYPE.exec(String(text || "").trim());
+  if (!m || !(m[1] in ITEM)) return null;
+  let n = ITEM[m[1]];
+  for (const d of m[2].split(",").map((x) => x.trim()).filter(Boolean)) {
+    const v = /^\d+$/.test(d) ? Number(d) : (bindings || {})[d];
+    if (v === undefined) return null;
+    n *= v;
+  }
+  return n;
+}
+
 // The ONNX node name or source line an op came from, as its `loc` says.
 export function where(op) {
   const loc = op ? `${op.onnx || ""} ${op.loc || ""}` : "";
@@ -241,4 +268,26 @@ export function tooltip(root) {
     },
     hide() { tip.style.display = "none"; },
   };
+}
+
+// The whole call's measured time, its steps' sum and the rest, each named (data.call_time); "" unprofiled.
+export function callTimeText(data, short = false) {
+  const t = data.call_time;
+  if (!t) return "";
+  if (short) {
+    const rest = typeof t.gap_seconds === "number" ? ` = steps ${fmtSec(t.steps_seconds)} ${t.gap_seconds >= 0 ? "+" : "−"} host ${fmtSec(Math.abs(t.gap_seconds))}` : "";
+    return `call ${fmtSec(t.call_seconds)}${rest}`;
+  }
+  const parts = [`call ${fmtSec(t.call_seconds)} (measured whole, median)`];
+  if (typeof t.steps_seconds === "number") {
+    parts.push(`${plural(t.steps, "step")} ${fmtSec(t.steps_seconds)} (kernels and ops, timed one by one)`);
+    parts.push(t.gap_seconds >= 0 ? `host work between steps ${fmtSec(t.gap_seconds)}`
+      : `timing each step cost ${fmtSec(-t.gap_seconds)} more than the whole call`);
+  }
+  return parts.join(" · ");
+}
+
+// "1 group", "3 groups"; `many` where adding an s is wrong ("launches").
+export function plural(n, word, many = `${word}s`) {
+  return `${n} ${n === 1 ? word : many}`;
 }

@@ -2,7 +2,7 @@
 // selection. Loaded by anywidget in a notebook, and inlined by the static HTML export.
 
 import { CompareView } from "./compare.js";
-import { fmtSec, h, makeContext, recolor, staticModel } from "./core.js";
+import { fmtSec, h, makeContext, plural, recolor, staticModel } from "./core.js";
 import { FusionView } from "./fusion.js";
 import { GraphView } from "./graph.js";
 import { KernelsView } from "./kernels.js";
@@ -34,8 +34,10 @@ function header(ctx) {
   };
   ctx.on("select", show);
   show(ctx.selection);
-  const facts = [d.level ? `${d.level} on ${d.target}` : "program (not compiled)", `${Object.keys(d.ops || {}).length} ops`,
-    `${(d.groups || []).length} groups`, d.seconds && d.seconds.passes !== undefined ? `passes ${fmtSec(d.seconds.passes)}` : null];
+  // Ops as every view counts them: the final graph's computing ops (scopes[""].op_count), not every pass's snapshot.
+  const ops = (d.scopes || {})[""] ? d.scopes[""].op_count : Object.keys(d.ops || {}).length;
+  const facts = [d.level ? `${d.level} on ${d.target}` : "program (not compiled)", plural(ops, "op"),
+    plural((d.groups || []).length, "group"), d.seconds && d.seconds.passes !== undefined ? `passes ${fmtSec(d.seconds.passes)}` : null];
   const repro = new ReproAction(ctx);
   return h("div", { class: "jl-header" }, h("b", { class: "jl-title" }, d.title || "jitlab"),
     h("span", { class: "jl-muted" }, facts.filter(Boolean).join(" · ")), h("span", { class: "jl-spacer" }), selected, repro.button, clear,

@@ -4,37 +4,17 @@
 // hidden unless asked for; colour overlays with a short legend; search; hover details,
 // the linked selection and the schedule overlays (order, live buffers).
 
-import { chip, fmtBytes, fmtSec, h, panZoom, s, tooltip, where } from "./core.js";
+import { chip, fmtBytes, fmtSec, h, panZoom, plural, s, scopeOf, tooltip, uidOf } from "./core.js";
 import { arrange, toSvg } from "./layout.js";
-import { boundColor, boundLegend, boundOfLeaves } from "./roofline.js";
+import { overlayMethods } from "./overlays.js";
+import { matches, matchList } from "./search.js";
+import { treeMethods } from "./tree.js";
 
-const CHANGE = { added: "var(--jl-add)", removed: "var(--jl-del)", changed: "var(--jl-chg)" };
 const LINE_PX = 64;               // a rank's height (box and gap) at scale 1
-const TYPE = /^(\w+)\[(.*)\]$/;
-const ITEM = { f64: 8, i64: 8, u64: 8, c64: 8, c128: 16, f32: 4, i32: 4, u32: 4, f16: 2, bf16: 2, i16: 2, u16: 2, i8: 1, u8: 1, bool: 1 };
+const LABEL_UNITS = 10;           // the drawing's font size (layout.js), in its own units
+const MIN_LABEL_PX = 9;           // Fit never shrinks labels below this
+const MAX_LABEL_PX = 12;          // nor blows them up past this
 
-function uidOf(id) {
-  return id && id.startsWith("op_") ? Number(id.slice(3)) : null;
-}
-
-
-function scopeOf(op) {
-  const sc = op && op.scope;
-  if (!sc) return [];
-  return (Array.isArray(sc) ? sc : String(sc).split("/")).filter(Boolean);
-}
-
-export function typeBytes(text, bindings) {
-  const m = TYPE.exec(String(text || "").trim());
-  if (!m || !(m[1] in ITEM)) return null;
-  let n = ITEM[m[1]];
-  for (const d of m[2].split(",").map((x) => x.trim()).filter(Boolean)) {
-    const v = /^\d+$/.test(d) ? Number(d) : (bindings || {})[d];
-    if (v === undefined) return null;
-    n *= v;
-  }
-  return n;
-}
 
 export function opDetails(data, uid, folded) {
   const op = data.ops[String(uid)];
@@ -59,26 +39,11 @@ function groupDetails(data, gid) {
   const g = data.groups.find((x) => x.id === gid) || { ops: [], op_names: [] };
   const names = [...new Set(g.op_names.map((n) => n.replace(/^np\./, "")))];
   return h("div", { class: "jl-details" },
-    chip(data.colors[String(gid)], `group ${gid}`), ` ${g.ops.length} ops`,
+    chip(data.colors[String(gid)], `group ${gid}`), ` ${plural(g.ops.length, "op")}`,
     g.backend ? h("div", {}, `backend: ${g.backend}${g.kind ? ` · ${g.kind}` : ""}`) : null,
     g.key ? h("div", { class: "jl-muted" }, `key: ${g.key.slice(0, 60)}`) : null,
     h("div", {}, names.slice(0, 8).join(", ") + (names.length > 8 ? ", …" : "")),
     h("div", { class: "jl-muted" }, "click to expand"));
-}
-
-function kindsSummary(names, n = 3) {
-  const count = new Map();
-  for (const x of names) count.set(x, (count.get(x) || 0) + 1);
-  return [...count].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, c]) => (c > 1 ? `${k} ×${c}` : k)).join(", ") +
-    (count.size > n ? ", …" : "");
-}
-
-// Categorical colours for the overlays that are not groups.
-const CATS = ["#8cb4e8", "#f2a86f", "#8fd18f", "#e88f8f", "#c3a5e0", "#d9d96a", "#7fd4d9", "#f0a8d8"];
-
-function scaleColor(t) {
-  const c = (a, b) => Math.round(a + (b - a) * t);
-  return `rgb(${c(255, 215)},${c(245, 48)},${c(200, 39)})`;     // pale yellow to red
 }
 
 export class GraphView {
@@ -102,211 +67,6 @@ export class GraphView {
     this.el = h("div", { class: "jl-graphview" }, this.toolbar(), this.crumbEl, this.canvas, this.legendEl);
     this.tip = tooltip(this.el);
     ctx.on("select", (sel) => this.highlight(sel, true));
-  }
-
-  // Leaves (drawable ops, inputs, outputs) and the containers above them.
-  build() {
-    const view = this.graph.view || { nodes: [], edges: [] };
-    this.leaves = new Map();
-    view.nodes.forEach(([id, label, kind, group, classes], order) => {
-      const op = this.data.ops[String(uidOf(id))];
-      const book = kind === "op" && !!op && (op.bookkeeping ?? (op.name.startsWith("mem.") || !!op.view));
-      this.leaves.set(id, { id, label, kind, group, classes: classes || [], order, op, book, parent: null });
-    });
-    this.edges = view.edges.filter(([a, b]) => this.leaves.has(a) && this.leaves.has(b));
-    this.containers = new Map();
-    const root = { id: "root", kind: "root", children: [], parent: null };
-    this.root = root;
-    const container = (id, kind, label, parent) => {
-      if (!this.containers.has(id)) {
-        const c = { id, kind, label, children: [], parent, order: Infinity };
-        this.containers.set(id, c);
-        parent.children.push(c);
-      }
-      return this.containers.get(id);
-    };
-    const scopeNode = (path) => {
-      let node = root;
-      path.forEach((name, k) => {
-        node = container(`sc_${path.slice(0, k + 1).join("/")}`, "scope", name, node);
-        Object.assign(node, { name, path: path.slice(0, k + 1).join("/") });
-      });
-      return node;
-    };
-    const groupScopes = new Map();
-    for (const leaf of this.leaves.values()) {
-      if (leaf.group === null || leaf.group === undefined) continue;
-      const path = scopeOf(leaf.op);
-      const prev = groupScopes.get(leaf.group);
-      if (!prev) { groupScopes.set(leaf.group, path); continue; }
-      let k = 0;
-      while (k < prev.length && k < path.length && prev[k] === path[k]) k += 1;
-      groupScopes.set(leaf.group, prev.slice(0, k));
-    }
-    for (const leaf of this.leaves.values()) {
-      let parent;
-      if (leaf.group !== null && leaf.group !== undefined) {
-        parent = container(`grp_${leaf.group}`, "group", `group ${leaf.group}`, scopeNode(groupScopes.get(leaf.group)));
-      } else {
-        parent = leaf.kind === "op" ? scopeNode(scopeOf(leaf.op)) : root;
-      }
-      leaf.parent = parent;
-      parent.children.push(leaf);
-    }
-    const first = (node) => {
-      if (!node.children) return node.order;
-      node.order = Math.min(Infinity, ...node.children.map(first));
-      return node.order;
-    };
-    first(root);
-    this.groupIds = [...this.containers.values()].filter((c) => c.kind === "group").map((c) => Number(c.id.slice(4))).sort((a, b) => a - b);
-    this.groupLabels();
-    for (const c of this.containers.values()) if (c.kind === "scope") c.label = this.scopeLabel(c);
-    this.parts = 0;
-    // Seven parts stacked, with the inputs above and the results below, fit a 620 px canvas at scale 1 (10 px labels).
-    this.maxChildren = 7;
-    this.split(root);
-    for (const c of this.containers.values()) c.children.sort((a, b) => a.order - b.order);
-    root.children.sort((a, b) => a.order - b.order);
-    this.expanded = new Set();
-  }
-
-  groupLabels() {
-    for (const c of this.containers.values()) {
-      if (c.kind !== "group") continue;
-      const names = c.children.filter((l) => !l.book).map((l) => l.label.split("\n")[0]);
-      const uniq = [...new Set(names)];
-      c.label = `${c.label}\n${uniq.slice(0, 3).join(", ")}${uniq.length > 3 ? ", …" : ""}`;
-    }
-  }
-
-  leavesOf(node, out = []) {
-    if (!node.children) out.push(node);
-    else for (const c of node.children) this.leavesOf(c, out);
-    return out;
-  }
-
-  // Splits a container with too many children: numbered sibling scopes (res2_0, res2_1…) gathered
-  // under their stem first, then the smallest neighbours merged into parts until few enough remain.
-  split(node) {
-    if (!node.children || node.kind === "group" || node.bundle) return;
-    const ends = node === this.root ? node.children.filter((c) => c.kind === "input" || c.kind === "output") : [];
-    const keep = ["input", "output"].flatMap((kind) => this.bundle(node, ends.filter((c) => c.kind === kind), kind));
-    let kids = node.children.filter((c) => !ends.includes(c)).sort((a, b) => a.order - b.order);
-    const shown = (list) => list.reduce((a, c) => a + (c.children || !c.book ? 1 : 0), 0);
-    if (shown(kids) > this.maxChildren) kids = this.stages(node, kids);
-    if (shown(kids) > this.maxChildren) kids = this.merge(node, kids);
-    node.children = [...keep, ...kids];
-    for (const c of node.children) if (c.children) this.split(c);
-  }
-
-  // Runs of sibling scopes named stem_0, stem_1… (or stem, stem_1… for repeated calls) under one scope named stem.
-  stages(node, all) {
-    const kids = all.filter((c) => c.children || !c.book);
-    const stem = (c) => (c.kind === "scope" ? (/^(.+?)_\d+$/.exec(c.name) || [null, c.name])[1] : null);
-    const out = [];
-    for (let k = 0; k < kids.length;) {
-      let e = k + 1;
-      while (stem(kids[k]) !== null && e < kids.length && stem(kids[e]) === stem(kids[k])) e += 1;
-      const run = kids.slice(k, e);
-      if (run.length >= 2 && run.length < kids.length && !kids.some((c) => c.kind === "scope" && c.name === stem(run[0]) && !run.includes(c))) {
-        const path = node.path ? `${node.path}/${stem(run[0])}` : node === this.root ? stem(run[0]) : `${node.id}/${stem(run[0])}`;     // unique under a part too
-        const stage = { id: `st_${path}`, kind: "scope", stage: true, name: stem(run[0]), path, children: run, parent: node, order: run[0].order };
-        for (const c of run) c.parent = stage;
-        stage.label = this.scopeLabel(stage);
-        this.containers.set(stage.id, stage);
-        out.push(stage);
-      } else out.push(...run);
-      k = e;
-    }
-    return [...out, ...all.filter((c) => !c.children && c.book)].sort((a, b) => a.order - b.order);
-  }
-
-  // Merges the neighbours holding the fewest ops (where more values flow between them first) until maxChildren remain.
-  // Bookkeeping ops (hidden by default) go into the part whose span holds them, else stay where they were.
-  merge(node, all) {
-    const kids = all.filter((c) => c.children || !c.book);
-    const index = new Map();
-    kids.forEach((c, k) => { for (const l of this.leavesOf(c)) index.set(l.id, k); });
-    const lastUse = kids.map((_, k) => k);
-    for (const [a, b] of this.edges) {
-      const ka = index.get(a);
-      const kb = index.get(b);
-      if (ka !== undefined && kb !== undefined && kb > lastUse[ka]) lastUse[ka] = kb;
-    }
-    const crossing = new Array(kids.length + 1).fill(0);       // sources still used past each cut
-    lastUse.forEach((last, k) => { for (let b = k + 1; b <= last; b += 1) crossing[b] += 1; });
-    const size = (c) => Math.max(1, this.leavesOf(c).filter((l) => l.op && !l.book).length);
-    const runs = kids.map((c, k) => ({ members: [c], ops: size(c), start: k }));
-    while (runs.length > this.maxChildren) {
-      let best = 0;
-      const score = (k) => [runs[k].ops + runs[k + 1].ops, -crossing[runs[k + 1].start]];
-      for (let k = 1; k + 1 < runs.length; k += 1) {
-        const [a, b] = score(k);
-        const [c, d] = score(best);
-        if (a < c || (a === c && b < d)) best = k;
-      }
-      const [x, y] = [runs[best], runs[best + 1]];
-      runs.splice(best, 2, { members: [...x.members, ...y.members], ops: x.ops + y.ops, start: x.start });
-    }
-    const loose = [];
-    for (const leaf of all.filter((c) => !c.children && c.book)) {
-      const r = runs.findLast((x) => x.members[0].order <= leaf.order);
-      if (r && r.members.length > 1 && leaf.order < r.members[r.members.length - 1].order) r.members.push(leaf); else loose.push(leaf);
-    }
-    return [...loose, ...runs.map((r) => {
-      r.members.sort((a, b) => a.order - b.order);
-      if (r.members.length === 1) return r.members[0];
-      this.parts += 1;
-      const part = { id: `part_${this.parts}`, kind: "part", children: r.members, parent: node, order: r.members[0].order };
-      for (const c of r.members) c.parent = part;
-      part.label = this.partLabel(part);
-      this.containers.set(part.id, part);
-      return part;
-    })].sort((a, b) => a.order - b.order);
-  }
-
-  // Many inputs (weights passed as arguments) or results: one part holding them, not a row of hundreds.
-  bundle(parent, members, kind) {
-    if (members.length <= this.maxChildren) return members;
-    const part = { id: `${kind}s`, kind: "part", bundle: true, children: members, parent, order: Math.min(...members.map((c) => c.order)) };
-    for (const c of members) c.parent = part;
-    const names = members.slice(0, 3).map((c) => c.label.split("\n")[0]).join(", ");
-    part.label = `${members.length} ${kind === "input" ? "inputs" : "results"}\n${names}, …`;
-    this.containers.set(part.id, part);
-    return [part];
-  }
-
-  // A scope's name (a stage's: with its first and last member), then its size and the kinds of its ops.
-  scopeLabel(c) {
-    const ops = this.leavesOf(c).filter((l) => l.op && !l.book);
-    const groups = new Set(ops.map((l) => l.group).filter((g) => g !== null && g !== undefined)).size;
-    const head = c.stage ? `${c.name} (${c.children[0].name} … ${c.children[c.children.length - 1].name})` : c.name;
-    const written = ops.filter((l) => !l.op.origin || l.op.origin.pass === "trace");
-    return `${head} · ${ops.length} ops${groups ? `, ${groups} groups` : ""}\n${kindsSummary((written.length ? written : ops).map((l) => l.op.name.replace(/^\w+\./, "")))}`;
-  }
-
-  partLabel(part) {
-    const ops = this.leavesOf(part).filter((l) => l.op && !l.book);
-    const named = part.children.map((c) => (c.kind === "scope" ? c.name : c.kind === "group" ? c.label.split("\n")[0] : null));
-    const onnx = ops.filter((l) => l.op.onnx || /node '/.test(l.op.loc || "")).map((l) => where(l.op));
-    // Imported: the span of ONNX node names. Traced: the functions the ops were written in, and their lines.
-    // Scopes: the names of its first and last members.
-    let span = named.some((n, k) => n && part.children[k].kind === "scope") && named[0] && named[named.length - 1]
-      ? `${named[0]} … ${named[named.length - 1]}` : "";
-    if (!span && onnx.length) span = onnx[0] === onnx[onnx.length - 1] ? onnx[0] : `${onnx[0]} … ${onnx[onnx.length - 1]}`;
-    if (!span) {
-      const fns = [...new Set(ops.map((l) => (/\sin\s+(\S+)\s*$/.exec(l.op.loc || "") || [])[1]).filter(Boolean))];
-      const lines = ops.map((l) => Number((/:(\d+)\b/.exec(l.op.loc || "") || [])[1])).filter((n) => n > 0);
-      const [lo, hi] = [Math.min(...lines), Math.max(...lines)];
-      const range = lines.length ? (lo === hi ? ` · line ${lo}` : ` · lines ${lo}–${hi}`) : "";
-      span = fns.length ? `${fns.slice(0, 3).join(", ")}${fns.length > 3 ? ", …" : ""}${range}` : "";
-    }
-    const groups = new Set(ops.map((l) => l.group).filter((g) => g !== null && g !== undefined)).size;
-    const head = `${span || `part ${part.id.slice(5)}`} · ${ops.length} ops${groups ? `, ${groups} groups` : ""}`;
-    // The ops as written (traced or imported) say what a part does; decompositions repeat them.
-    const written = ops.filter((l) => !l.op.origin || l.op.origin.pass === "trace");
-    return `${head}\n${kindsSummary((written.length ? written : ops).map((l) => l.op.name.replace(/^\w+\./, "")))}`;
   }
 
   // The deepest level whose drawing still fits the canvas with readable labels, opened from the top.
@@ -411,7 +171,7 @@ export class GraphView {
         }
         const visible = this.leavesOf(c).filter((l) => !this.isHidden(l));
         if (!visible.length) continue;
-        const fill = c.kind === "group" || this.scaled() || this.overlay === "change" || this.overlay === "bound" ? this.fillOf(visible, c) : null;
+        const fill = c.kind === "group" || this.overlay !== "group" ? this.fillOf(visible, c) : null;
         if (expanded.has(c.id)) {
           out.push({ id: c.id, label: c.label.split("\n")[0], classes: `${c.kind}`, fill, children: make(c) });
         } else {
@@ -427,12 +187,19 @@ export class GraphView {
   toolbar() {
     const button = (label, fn, title) => h("button", { class: "jl-btn", onclick: fn, title }, label);
     const book = [...this.leaves.values()].filter((l) => l.book).length;
-    this.search = h("input", { type: "search", class: "jl-search", placeholder: "search: op, %value, node name, group, line",
-      onkeydown: (e) => { if (e.key === "Enter") { e.preventDefault(); this.find(this.search.value, e.shiftKey ? -1 : 1); } },
-      oninput: () => this.find(this.search.value, 0) });
+    this.search = h("input", { type: "search", class: "jl-search", placeholder: "search op, %value, node, group, line",
+      title: "an op's name, %value, #uid, ONNX node name, group N, scope or file.py:line; Enter: next match",
+      onkeydown: (e) => {
+        if (e.key === "Enter") { e.preventDefault(); this.find(this.search.value, e.shiftKey ? -1 : 1); }
+        if (e.key === "Escape") this.matchEl.hidden = true;
+      },
+      oninput: () => this.find(this.search.value, 0),
+      onfocus: () => this.listMatches(),
+      onblur: () => { this.matchEl.hidden = true; } });
+    this.matchEl = h("div", { class: "jl-matchlist", hidden: true });
     const overlays = [["group", "group"], ["backend", "backend"], ["dtype", "dtype"], ["bytes", "bytes written"]];
     if (this.options.overlay === "change") overlays.unshift(["change", "what the pass did"]);
-    if (this.kernelTimes().size || Object.values(this.data.ops).some((o) => typeof o.seconds === "number")) overlays.push(["time", "measured time"]);
+    if (this.groupTimes().size || Object.values(this.data.ops).some((o) => typeof o.seconds === "number")) overlays.push(["time", "measured time"]);
     if (this.data.roofline) overlays.push(["bound", "% of bound"]);
     const select = h("select", { class: "jl-overlay", title: "colour nodes by", onchange: (e) => { this.overlay = e.target.value; this.recolor(); } },
       overlays.map(([v, label]) => h("option", { value: v, selected: v === this.overlay }, `colour: ${label}`)));
@@ -443,140 +210,9 @@ export class GraphView {
       book ? h("label", { class: "jl-filter", title: "mem.alloc, mem.free and view ops" },
         h("input", { type: "checkbox", class: "jl-bookkeeping", onchange: (e) => { this.showBookkeeping = e.target.checked; this.render(true); } }),
         `bookkeeping (${book})`) : null,
-      select, this.search,
+      select, h("span", { class: "jl-searchbox" }, this.search, this.matchEl),
       h("span", { class: "jl-muted" }, "wheel: zoom · drag: pan · click: expand or select"),
       this.status);
-  }
-
-  kernelTimes() {
-    const out = new Map();
-    for (const k of this.data.kernels || []) {
-      if (k.per_call_seconds !== null && k.per_call_seconds !== undefined && k.group !== null && k.group !== undefined) out.set(k.group, k.per_call_seconds);
-    }
-    return out;
-  }
-
-  scaled() {
-    return this.overlay === "bytes" || this.overlay === "time";
-  }
-
-  // The overlay's value for a set of leaves (a part: the sum of its groups' and ops'), and the colour it maps to.
-  valueOf(leaves, part = null) {
-    if (part && part.kind !== "group" && this.scaled()) {
-      let sum = null;
-      for (const c of part.children) {
-        const v = c.children ? this.valueOf(this.leavesOf(c), c) : c.op && !c.book ? this.valueOf([c]) : null;
-        if (typeof v === "number") sum = (sum || 0) + v;
-      }
-      return sum;
-    }
-    const ops = leaves.map((l) => l.op).filter(Boolean);
-    const group = leaves[0].group;
-    switch (this.overlay) {
-      case "backend": {
-        const g = this.data.groups.find((x) => x.id === group);
-        return g ? g.backend || "fused" : ops.length ? "host (numpy)" : null;
-      }
-      case "dtype": {
-        const t = ops.length && ops[ops.length - 1].types[0];
-        return t ? String(t).split("[")[0] : null;
-      }
-      case "bytes": {
-        const bind = (this.data.memory || {}).bindings || {};
-        const inner = new Set(ops.flatMap((o) => o.operands));
-        const outs = group !== null && group !== undefined && leaves.length > 1
-          ? ops.filter((o) => o.results.some((r) => !inner.has(r)) || o === ops[ops.length - 1]) : ops;
-        const sizes = outs.flatMap((o) => o.types.map((t) => typeBytes(t, bind))).filter((x) => x !== null);
-        return sizes.length ? sizes.reduce((a, b) => a + b, 0) : null;
-      }
-      case "time": {
-        const measured = ops.map((o) => o.seconds).filter((x) => typeof x === "number");
-        if (measured.length) return group !== null && group !== undefined ? Math.max(...measured) : measured.reduce((a, b) => a + b, 0);
-        return group !== null && group !== undefined ? this.kernelTimes().get(group) ?? null : null;
-      }
-      case "bound":
-        return boundOfLeaves(this.data, leaves);
-      case "change": {        // what a pass did to these ops: one kind, or "changed" for a mix
-        const kinds = new Set(leaves.flatMap((l) => l.classes.filter((c) => c in CHANGE)));
-        return kinds.size ? (kinds.size === 1 ? [...kinds][0] : "changed") : null;
-      }
-      default:
-        return group;
-    }
-  }
-
-  fillOf(leaves, part = null) {
-    if (!leaves.length) return null;
-    const v = this.valueOf(leaves, part);
-    if (v === null || v === undefined) return null;
-    if (this.seen) { this.seen.push(v); return null; }
-    if (this.overlay === "group") return this.data.colors[String(v)] || null;
-    if (this.overlay === "change") return CHANGE[v];
-    if (this.overlay === "bound") return boundColor(v);
-    if (this.overlay === "bytes" || this.overlay === "time") {
-      const [lo, hi] = this.range;
-      const t = hi > lo ? (Math.log(v + 1) - Math.log(lo + 1)) / (Math.log(hi + 1) - Math.log(lo + 1)) : 1;
-      return scaleColor(Math.max(0, Math.min(1, t)));
-    }
-    if (!this.cats.has(v)) this.cats.set(v, CATS[this.cats.size % CATS.length]);
-    return this.cats.get(v);
-  }
-
-  // The legend: a short list or a scale, never one entry per group.
-  legend() {
-    const styles = [["rejected", "not in any group"], ["view", "view (no data moves)"], ["selected", "selected"], ["match", "search match"]];
-    let head;
-    if (this.overlay === "group") {
-      const swatches = this.groupIds.slice(0, 12).map((g) => h("span", { class: "jl-swatch", style: `background:${this.data.colors[String(g)]}` }));
-      head = h("span", { class: "jl-chip jl-legend-groups" }, swatches, ` colour = fusion group · ${this.groupIds.length} groups`);
-    } else if (this.overlay === "change") {
-      head = Object.entries(CHANGE).map(([kind, color]) => chip(color, `${kind} (or holds ${kind} ops)`));
-    } else if (this.overlay === "bound") {
-      head = boundLegend();
-    } else if (this.overlay === "bytes" || this.overlay === "time") {
-      const fmt = this.overlay === "bytes" ? fmtBytes : fmtSec;
-      const [lo, hi] = this.range;
-      head = h("span", { class: "jl-chip jl-scale" }, `${this.overlay === "bytes" ? "bytes written" : "time per call"}: ${fmt(lo)}`,
-        h("span", { class: "jl-ramp", style: `background:linear-gradient(90deg, ${scaleColor(0)}, ${scaleColor(0.5)}, ${scaleColor(1)})` }), fmt(hi), " (log scale)");
-    } else {
-      head = [...this.cats].map(([v, c]) => chip(c, v));
-    }
-    this.legendEl.replaceChildren(h("span", { class: "jl-legend-head" }, head),
-      ...styles.map(([cls, label]) => h("span", { class: `jl-chip jl-style-${cls}` }, h("span", { class: "jl-swatch" }), label)),
-      ...(this.options.schedule ? [h("span", { class: "jl-chip jl-style-live" }, h("span", { class: "jl-swatch" }), "live at this step")] : []));
-  }
-
-  // The scale's range: over what is drawn now, so that collapsed parts and open groups each use all of it.
-  prepareOverlay() {
-    this.cats = new Map();
-    this.range = [0, 0];
-    if (!this.scaled()) return;
-    this.seen = [];
-    this.units();
-    const ok = this.seen.filter((v) => typeof v === "number");
-    this.seen = null;
-    this.range = ok.length ? [Math.min(...ok), Math.max(...ok)] : [0, 0];
-  }
-
-  // A new overlay changes colours only: the boxes keep their places (no new layout, which on a
-  // 10,000-op graph drawn whole takes seconds).
-  recolor() {
-    if (!this.svg) { this.render(true); return; }
-    this.prepareOverlay();
-    const paint = (list) => {
-      for (const u of list) {
-        const g = this.byId.get(u.id);
-        const shape = g && g.firstElementChild;
-        if (shape) {
-          shape.style.fill = u.fill || "";
-          if (u.children) shape.style.stroke = u.fill || "";
-          else g.classList.toggle("filled", Boolean(u.fill));
-        }
-        if (u.children) paint(u.children);
-      }
-    };
-    paint(this.units());
-    this.legend();
   }
 
   setExpanded(ids) {
@@ -694,8 +330,27 @@ export class GraphView {
     this.mini.setAttribute("height", hh);
   }
 
+  // The whole drawing when its labels stay readable (9 px or more), never blown up past 12 px (a few boxes
+  // would fill the canvas, and what opens in place would dwarf it); else the drawing at 9 px, from its top
+  // and around what was opened last, the rest reached by dragging or the overview.
   fit() {
-    if (this.pz) this.pz.fit();
+    if (!this.pz) return;
+    const r = this.svg.getBoundingClientRect();
+    const [w, hh] = [this.at.width + 8, this.at.height + 8];
+    const whole = Math.min(r.width / w, r.height / hh) * LABEL_UNITS;
+    if (r.width && whole > MAX_LABEL_PX) {
+      const k = MAX_LABEL_PX / LABEL_UNITS;
+      this.pz.set({ x: -4 + (w - r.width / k) / 2, y: -4 + (hh - r.height / k) / 2, w: r.width / k, h: r.height / k });
+      return;
+    }
+    if (!r.width || whole >= MIN_LABEL_PX) { this.pz.fit(); return; }
+    const k = MIN_LABEL_PX / LABEL_UNITS;
+    const [vw, vh] = [r.width / k, r.height / k];
+    const box = (this.focus && this.boxOf(this.focus)) || [-4, -4, w, 0];
+    const clamp = (v, lo, hi) => Math.max(lo, Math.min(v, Math.max(lo, hi)));
+    const x = vw >= w ? -4 + (w - vw) / 2 : clamp(box[0] + box[2] / 2 - vw / 2, -4, w - 4 - vw);
+    const y = clamp(box[1] - 20, -4, hh - 4 - vh);
+    this.pz.set({ x, y, w: vw, h: vh });
   }
 
   elementFor(uid) {
@@ -756,7 +411,7 @@ export class GraphView {
     if (!each.length || !each.every(Boolean)) return null;
     const sum = (key) => (each.every((x) => typeof x[key] === "number") ? each.reduce((a, x) => a + x[key], 0) : null);
     const sc = { op_count: sum("op_count"), bytes: sum("bytes"), peak_bytes: sum("peak_bytes"), seconds: sum("seconds") };
-    const parts = [`${sc.op_count ?? "?"} ops`];
+    const parts = [typeof sc.op_count === "number" ? plural(sc.op_count, "op") : "? ops"];
     if (typeof sc.bytes === "number") parts.push(`writes ${fmtBytes(sc.bytes)}`);
     if (typeof sc.peak_bytes === "number") parts.push(`${fmtBytes(sc.peak_bytes)} live at the peak`);
     if (typeof sc.seconds === "number") parts.push(`${fmtSec(sc.seconds)} per call`);
@@ -782,59 +437,49 @@ export class GraphView {
     this.pz.set({ x: box[0] + box[2] / 2 - w / 2, y: box[1] + box[3] / 2 - hh / 2, w, h: hh });
   }
 
-  // Search terms of one leaf: its op's kind, values, uid, ONNX node name or source line, group and scope.
-  terms(leaf) {
-    if (!leaf.terms) leaf.terms = this.termsOf(leaf);       // kept: every keystroke searches every leaf
-    return leaf.terms;
-  }
-
-  termsOf(leaf) {
-    const op = leaf.op;
-    if (!op) return [leaf.id.replace(/^(in|out)_/, ""), leaf.label.split("\n")[0]];
-    const out = [op.name, op.name.replace(/^\w+\./, ""), `#${op.uid}`, ...op.results.map((r) => `%${r}`)];
-    const w = where(op);
-    if (w) out.push(w);
-    if (op.group !== null && op.group !== undefined) out.push(`group ${op.group}`, `g${op.group}`);
-    if (op.loc) out.push(op.loc);
-    if (op.onnx) out.push(op.onnx);
-    if (op.path) out.push(op.path);
-    out.push(...scopeOf(op));
-    for (const v of Object.values(op.attrs || {})) if (typeof v === "string" && v.startsWith("\"")) out.push(v.slice(1, -1));
-    return out.map((t) => String(t).toLowerCase());
-  }
-
-  // Finds leaves by exact term (else by part of one) and marks them all; typing jumps to the first
-  // (from three characters on), Enter to the next, Shift+Enter to the previous.
+  // Marks every match and lists them (exact first, then those that only contain the query); typing
+  // moves nothing. Enter goes to the first match, then the next; Shift+Enter the previous.
   find(query, step) {
     const q = query.trim().toLowerCase();
     if (step === 0 || q !== this.lastQuery) {
-      const all = q ? [...this.leaves.values()] : [];
-      // Hidden bookkeeping (an alloc in the scope searched) is a match only when nothing else is, not even
-      // a partial one: jumping to it would turn bookkeeping on and double what is drawn.
-      const shown = (list) => (this.showBookkeeping ? list : list.filter((l) => !l.book));
-      const exact = all.filter((l) => this.terms(l).includes(q));
-      const partial = () => (q.length >= 2 ? all.filter((l) => this.terms(l).some((t) => t.includes(q))) : []);
-      let hits = shown(exact);
-      if (!hits.length) hits = shown(partial());
-      if (!hits.length) hits = exact.length ? exact : partial();
-      this.matches = hits.sort((a, b) => a.order - b.order);
+      this.found = matches(this.leaves.values(), q, this.showBookkeeping);
+      this.matches = [...this.found.exact, ...this.found.partial];
       this.matchAt = -1;
       this.lastQuery = q;
       this.markMatches();
-      if (step === 0 && q.length < 3) {
-        this.status.textContent = q ? ` ${this.matches.length} matches` : "";
-        return;
-      }
     }
-    if (!this.matches.length) { this.status.textContent = q ? " no match" : ""; return; }
-    this.matchAt = (this.matchAt + (step || 1) + this.matches.length) % this.matches.length;
-    const leaf = this.matches[this.matchAt];
+    if (step === 0 || !this.matches.length) {
+      const { exact, partial } = this.found;
+      this.status.textContent = !q ? "" : !this.matches.length ? " no match"
+        : ` ${exact.length} exact${partial.length ? `, ${partial.length} also contain it` : ""} · Enter: go to the first`;
+      this.listMatches(q);
+      return;
+    }
+    this.goTo((this.matchAt + (step || 1) + this.matches.length) % this.matches.length);
+  }
+
+  // Goes to match `k`: reveals it, says which it is, and selects it so every view shows it (its
+  // group's fusion decisions, the pass and rule that made it, its kernel, its buffers, its repro).
+  goTo(k) {
+    this.matchAt = k;
+    const leaf = this.matches[k];
     this.reveal(leaf);
-    this.status.textContent = ` match ${this.matchAt + 1} of ${this.matches.length}`;
-    // Enter (not typing) also selects the op found, so every view shows it: its group's fusion decisions,
-    // the pass and rule that made it, its kernel, its buffers, its repro.
+    const exact = k < this.found.exact.length;
+    this.status.textContent = ` match ${k + 1} of ${this.matches.length}${exact ? "" : " (contains it; not an exact match)"}`;
+    this.listMatches(this.lastQuery);
     const uid = uidOf(leaf.id);
-    if (step !== 0 && uid !== null) this.ctx.select({ kind: "op", uids: [uid], label: `${leaf.op.name} #${uid}`, source: "graph" });
+    if (uid !== null) this.ctx.select({ kind: "op", uids: [uid], label: `${leaf.op.name} #${uid}`, source: "graph" });
+  }
+
+  // The list shows while the search box has the focus; its current row scrolled to within the list only
+  // (scrollIntoView would scroll the page too, and lay out the whole drawing to do it).
+  // Built only then: a search run by a script or a jump needs no list.
+  listMatches(q = this.lastQuery) {
+    const shown = Boolean(q && this.matches.length) && document.activeElement === this.search;
+    this.matchEl.replaceChildren(...(shown ? matchList(this.found, q, this.matchAt, (k) => this.goTo(k)) : []));
+    this.matchEl.hidden = !shown;
+    const current = shown ? this.matchEl.querySelector(".jl-match-current") : null;
+    if (current) this.matchEl.scrollTop = Math.max(0, current.offsetTop - this.matchEl.clientHeight / 2);
   }
 
   // Expands whatever hides a leaf (and shows it if it is bookkeeping), then centres on it.
@@ -904,3 +549,5 @@ export class GraphView {
     this.status.textContent = ` drawn in ${fmtSec((performance.now() - t0) / 1000)}`;
   }
 }
+
+Object.assign(GraphView.prototype, treeMethods, overlayMethods);

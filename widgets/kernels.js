@@ -2,7 +2,7 @@
 // its typing, LLVM and cache parts), cache outcome and per-call time, and its generated source,
 // syntax highlighted here.
 
-import { chip, empty, fmtSec, h } from "./core.js";
+import { callTimeText, chip, empty, fmtSec, h, plural } from "./core.js";
 import { highlightPython } from "./pysyntax.js";
 import { Roofline } from "./roofline.js";
 
@@ -30,7 +30,8 @@ export class KernelsView {
     const jump = (mark) => { pre.scrollTop = Math.max(0, mark.offsetTop - 40); };
     const where = spans.length ? [` · group ${gid}: lines `, ...spans.flatMap(([a, b], i) => [i ? ", " : "",
       h("a", { class: "jl-lines", href: "#", onclick: (e) => { e.preventDefault(); jump(marks[i]); } }, `${a}–${b}`)])] : [];
-    this.source.replaceChildren(h("div", { class: "jl-muted jl-kernelhead" }, `${k.key} · ${k.backend}${k.choice ? ` · ${k.choice}` : ""}`, ...where), pre);
+    this.source.replaceChildren(h("div", { class: "jl-muted jl-kernelhead", "data-group": gid ?? "" },
+      `${k.key} · ${k.backend}${k.choice ? ` · ${k.choice}` : ""}${this.runsFor(k, gid)}`, ...where), pre);
     // Scrolled to the group's last range (its calls) once the pane is shown: a hidden tab has no layout to scroll.
     if (marks.length) {
       const seen = new ResizeObserver(() => {
@@ -50,11 +51,27 @@ export class KernelsView {
 
   follow(sel) {
     if (!sel || sel.source === "kernels" || !sel.uids || !sel.uids.length) return;
-    const gid = this.ctx.data.ops[String(sel.uids[0])]?.group;
-    if (gid === null || gid === undefined) return;
-    // A group's own kernel (O1), else the program-wide source holding its lines (O2).
-    const k = this.kernels.find((x) => x.group === gid) || this.kernels.find((x) => (x.group_lines || {})[String(gid)]);
-    if (k && this.el.isConnected) this.show(k, gid);
+    const gid = sel.kind === "group" ? sel.id : this.ctx.data.ops[String(sel.uids[0])]?.group;
+    if (gid === null || gid === undefined || !this.el.isConnected) return;
+    // The record the data names for the group: its own, the one it reuses, or O2's program-wide source.
+    const key = this.group(gid)?.kernel;
+    const k = this.kernels.find((x) => x.key === key);
+    if (k) this.show(k, gid);
+    else this.none(gid);
+  }
+
+  // A group no kernel record names (it runs op by op): said so, rather than leaving the last kernel up.
+  none(gid) {
+    this.current = null;
+    this.el.querySelectorAll("tr.jl-current").forEach((tr) => tr.classList.remove("jl-current"));
+    this.source.replaceChildren(h("div", { class: "jl-muted jl-kernelhead", "data-group": gid }, `group ${gid}: no compiled kernel recorded for it`));
+  }
+
+  // Whose kernel a group runs: its own, or one compiled for another group of the same structure.
+  runsFor(k, gid) {
+    if (gid === null || gid === undefined || k.group === gid) return "";
+    if ((k.reused_by || []).includes(gid)) return ` · group ${gid} runs the kernel compiled for group ${k.group}`;
+    return "";
   }
 
   // The profile's spread, launches and the groups a shared kernel ran for, when profiled.
@@ -63,7 +80,7 @@ export class KernelsView {
     if (!p || typeof p !== "object") return "";
     const parts = [];
     if (typeof p.min === "number" && typeof p.max === "number") parts.push(`${fmtSec(p.min)}–${fmtSec(p.max)}`);
-    if (p.launches) parts.push(`${p.launches} launches`);
+    if (p.launches) parts.push(plural(p.launches, "launch", "launches"));
     if ((p.groups || []).length > 1) parts.push(`shared by groups ${p.groups.join(", ")}`);
     return parts.join(" · ");
   }
@@ -118,6 +135,15 @@ export class KernelsView {
         bar(t.passes_cached ? "passes (when stored)" : "passes", rest > 0 ? [...top, ["other passes", rest]] : top))));
   }
 
+  // A kernel's compile seconds; kernels loaded at once from the executable cache have one load's time between
+  // them, split evenly: shown as the share it is, not as a measurement.
+  compileCell(k) {
+    const loaded = (this.ctx.data.compile_time || {}).kernels_loaded;
+    if (!loaded) return h("td", { class: "jl-num" }, fmtSec(k.compile_seconds));
+    return h("td", { class: "jl-num jl-muted", title: `one load of ${plural(loaded, "kernel")} from the executable cache took ` +
+      `${fmtSec(k.compile_seconds * loaded)}; not measured per kernel` }, `1/${loaded} of a load`);
+  }
+
   // A kernel's typing, LLVM and cache seconds (its `timing`), the full breakdown on hover.
   timingCells(k) {
     const t = k.timing;
@@ -136,6 +162,8 @@ export class KernelsView {
 
   mount(parent) {
     parent.append(this.el);
+    const call = callTimeText(this.ctx.data);
+    if (call) this.el.append(h("div", { class: "jl-calltime" }, call));
     if (this.ctx.data.roofline) new Roofline(this.ctx).mount(this.el);
     const cached = this.executableCache();
     if (cached) this.el.append(cached);
@@ -150,7 +178,7 @@ export class KernelsView {
     const rows = this.kernels.map((k) => h("tr", { "data-key": k.key, onclick: () => this.choose(k) },
       h("td", {}, k.group !== null && k.group !== undefined ? chip(this.ctx.data.colors[String(k.group)], `group ${k.group}`) : "–"),
       h("td", { class: "jl-key", title: k.key }, k.key.length > 28 ? `${k.key.slice(0, 26)}…` : k.key),
-      h("td", {}, k.backend), h("td", { class: "jl-num" }, fmtSec(k.compile_seconds)), ...this.timingCells(k),
+      h("td", {}, k.backend), this.compileCell(k), ...this.timingCells(k),
       h("td", { class: k.cache_hit ? "jl-good" : "jl-warn" }, this.cacheText(k)),
       h("td", { class: "jl-num" }, k.per_call_seconds === null || k.per_call_seconds === undefined ? "–" : fmtSec(k.per_call_seconds)),
       h("td", { class: "jl-muted" }, this.measured(k))));

@@ -206,8 +206,11 @@ export class MemoryView {
       chip(this.ctx.data.colors[String(b.group)] || "var(--jl-neutral)", `${bufferLabel(this.ctx.data, b)} · ${fmtBytes(b.bytes)}`), " ",
       b.producer !== null ? opLink(this.ctx, b.producer) : null);
     if (view.largest) {      // a plan for another size lists only its largest buffers live at the peak, with their bytes at that size
+      const [held, others] = [view.largest.filter((b) => FIXED.has(b.kind)), view.largest.filter((b) => !FIXED.has(b.kind))];
       return h("div", {}, h("h4", {}, `largest buffers live at the peak (step ${step}, planned)`),
-        h("ul", { class: "jl-peaklist" }, view.largest.map(row)));
+        held.length ? h("div", { class: "jl-muted jl-fixed" }, `among them held for the whole run (${[...new Set(held.map((b) => b.kind))].join(", ")}): ` +
+          `${held.length}, ${fmtBytes(held.reduce((a, b) => a + b.bytes, 0))}`) : null,
+        h("ul", { class: "jl-peaklist" }, others.map(row)));
     }
     const rows = moving.slice(0, 10).map(row);
     const total = (bs) => fmtBytes(bs.reduce((a, b) => a + b.bytes, 0));
@@ -242,7 +245,10 @@ export class MemoryView {
   planMemory(plan) {
     const byName = new Map(this.mem.buffers.map((b) => [b.name, b]));
     const largest = (plan.live_at_peak || []).map((name, k) => ({ ...(byName.get(name) || { name, kind: "buffer", producer: null }), bytes: plan.live_at_peak_bytes[k] }));
-    const mem = { ...this.mem, peak_bytes: plan.peak_bytes, peak_step: plan.peak_step, lower_bound_bytes: plan.lower_bound_bytes,
+    // The compiled plan's buffers (same order, same steps) with their bytes at this size, for the by-category chart.
+    const buffers = plan.buffer_bytes ? this.mem.buffers.filter((b) => b.name in plan.buffer_bytes).map((b) => ({ ...b, bytes: plan.buffer_bytes[b.name] }))
+      : this.mem.buffers;
+    const mem = { ...this.mem, buffers, peak_bytes: plan.peak_bytes, peak_step: plan.peak_step, lower_bound_bytes: plan.lower_bound_bytes,
       naive_bytes: plan.naive_bytes, overhead_bytes: plan.overhead_bytes, live_bytes: plan.live_bytes || [], pool: {},
       live_at_peak: plan.live_at_peak || [] };
     return [mem, { planned: plan.scale !== 1, largest: plan.scale !== 1 ? largest : null, inputBytes: plan.input_bytes || {} }];
@@ -308,8 +314,8 @@ export class MemoryView {
     const toggle = split ? h("label", { class: "jl-filter jl-apart" },
       h("input", { type: "checkbox", checked: this.apart, onchange: (e) => { this.apart = e.target.checked; this.drawCharts(mem, view); } }),
       `activations and temporaries only (weights and inputs: ${fmtBytes(apart.held)}, held throughout)`) : null;
-    // By category at the compiled size only: a plan for another size carries no buffers of its own.
-    const byCategory = !view.planned && mem.buffers.some((b) => b.category)
+    // By category at every size: a plan for another size carries each buffer's bytes at that size.
+    const byCategory = (!view.planned || mem.buffers !== this.mem.buffers) && mem.buffers.some((b) => b.category)
       ? [h("h4", {}, "live memory by category"), categoryChart(mem, split && this.apart)] : [];
     this.charts.replaceChildren(this.summary(mem, view), h("h4", {}, "live memory per step"), toggle, this.timeline.el, this.query?.el,
       ...byCategory, this.atPeak(mem, view), h("h4", {}, "buffer layout"), this.gantt.el);

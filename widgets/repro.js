@@ -23,7 +23,8 @@ function pyString(text) {
   return text.includes("'''") || text.includes("\\") ? JSON.stringify(text) : `'''\\\n${text}'''`;
 }
 
-// A script that runs group `gid` alone on seeded random inputs of its shapes.
+// A script that runs group `gid` alone on seeded random inputs of its shapes (or, offered beside them, the
+// real values that flowed into it, written by the live widget) and checks the result against O0.
 export function reproScript(data, gid, r) {
   const level = data.level && data.level !== "O0" ? data.level : "O1";
   return [`# jitlab repro: group ${gid} of ${data.title || "the program"} (${data.level || ""} ${data.target || ""})`.replace(/\s+\)/, ")"),
@@ -31,7 +32,15 @@ export function reproScript(data, gid, r) {
     `program = jl.parse(${pyString(r.ir)})`,
     "rng = np.random.default_rng(0)",
     `inputs = [${r.inputs.map(inputLine).join(",\n          ")}]`,
-    `print(jl.compile(program, level="${level}")(*inputs))`, ""].join("\n");
+    "# or the real values that flowed into the group (write them from the live widget:",
+    `# explorer.repro("group${gid}.npz", inputs_of_the_program, group=${gid})):`,
+    `# program, inputs = jl.explore.load_repro("group${gid}.npz")`,
+    `got = jl.compile(program, level="${level}")(*inputs)`,
+    "want = jl.compile(program, level=\"O0\")(*inputs)      # the reference: each op's numpy implementation",
+    "for k, (g, w) in enumerate(zip(got, want)):      # float32 rounding, relative to the result's size",
+    "    scale = float(np.abs(w).max(initial=1.0))",
+    "    np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * scale, err_msg=f\"result {k} differs from O0\")",
+    `print(f"group ${gid}: ${level} matches O0 on {len(got)} results")`, ""].join("\n");
 }
 
 export class ReproAction {

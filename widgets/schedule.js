@@ -1,9 +1,38 @@
 // The Schedule view: the execution order numbered on the graph, a scrubber that lights
 // up the buffers live at each step and moves the memory cursor, and the orders compared.
 
-import { empty, fmtBytes, fmtSec, h, opLink, opName, s } from "./core.js";
+import { bufferLabel, callTimeText, empty, fmtBytes, fmtSec, h, opLink, opName, plural, s } from "./core.js";
 import { GraphView } from "./graph.js";
 import { timeline } from "./memory.js";
+
+const HELD = ["weight", "input"];     // categories held from the first step to the last
+
+// A step by what it runs: "group 3 · res2_0/branch2a" for a group's launch, else the op.
+export function stepName(data, uid) {
+  const op = data.ops[String(uid)];
+  if (!op || op.name !== "jit.group") return opName(data, uid);
+  const scope = String(op.path || "").split("/").filter((p) => p && !/^group \d+$/.test(p)).join("/");
+  return `group ${op.group}${scope ? ` · ${scope}` : ""}`;
+}
+
+function stepLink(ctx, uid) {
+  const link = opLink(ctx, uid);
+  link.textContent = stepName(ctx.data, uid);
+  return link;
+}
+
+// The buffers live at a step, largest first, each with the op, scope and line that made it; weights,
+// inputs and constants (held throughout) summed on one line.
+function liveList(ctx, buffers, step) {
+  const fixed = buffers.filter((b) => HELD.includes(b.category));
+  const moving = buffers.filter((b) => !fixed.includes(b)).sort((a, b) => b.bytes - a.bytes);
+  const sum = (list) => fmtBytes(list.reduce((a, b) => a + b.bytes, 0));
+  const row = (b) => h("li", { "data-name": b.name }, `${bufferLabel(ctx.data, b)} · ${fmtBytes(b.bytes)} · ${b.category || b.kind}, steps ${b.first}–${b.last}`);
+  return h("div", {}, h("h4", {}, `live at step ${step}: ${plural(moving.length, "buffer")}, ${sum(moving)}`),
+    h("ul", { class: "jl-peaklist" }, moving.slice(0, 40).map(row),
+      moving.length > 40 ? h("li", { class: "jl-muted" }, `… ${moving.length - 40} more`) : null),
+    fixed.length ? h("div", { class: "jl-muted jl-fixedlive" }, `weights and inputs (held throughout): ${plural(fixed.length, "buffer")}, ${sum(fixed)}`) : null);
+}
 
 export class ScheduleView {
   constructor(ctx) {
@@ -15,9 +44,13 @@ export class ScheduleView {
     ctx.on("step", (step, source) => { if (source !== "schedule") this.show(step); });
   }
 
-  liveAt(step) {
+  liveBuffers(step) {
     if (!this.mem) return [];
-    return this.mem.buffers.filter((b) => b.first <= step && step <= b.last && b.producer !== null).map((b) => b.producer);
+    return this.mem.buffers.filter((b) => b.first <= step && step <= b.last && b.producer !== null && !b.alias_of);
+  }
+
+  liveAt(step) {
+    return this.liveBuffers(step).map((b) => b.producer);
   }
 
   show(step) {
@@ -25,10 +58,13 @@ export class ScheduleView {
     step = Math.max(0, Math.min(order.length - 1, step));
     this.slider.value = String(step);
     const uid = order[step];
-    const live = this.liveAt(step);
+    const buffers = this.liveBuffers(step);
     const bytes = this.mem && this.mem.live_bytes.length ? ` · live ${fmtBytes(this.mem.live_bytes[step])}` : "";
-    this.label.replaceChildren(`step ${step} / ${order.length - 1}: `, opLink(this.ctx, uid), ` · ${live.length} live buffers${bytes}`);
-    this.graph.setLive(live, uid);
+    const held = buffers.filter((b) => HELD.includes(b.category)).length;
+    this.label.replaceChildren(`step ${step} / ${order.length - 1}: `, stepLink(this.ctx, uid),
+      ` · ${plural(buffers.length - held, "live buffer")}${held ? ` (and ${held} weights and inputs)` : ""}${bytes}`);
+    this.liveEl.replaceChildren(liveList(this.ctx, buffers, step));
+    this.graph.setLive(buffers.map((b) => b.producer), uid);
     if (this.chart) this.chart.moveCursor(step);
     this.el.dataset.step = String(step);
   }
@@ -48,6 +84,8 @@ export class ScheduleView {
     }, 120);
   }
 
+  // Each order's largest live set (tensors only: the plan's peak, in the Memory view, adds the pool's
+  // overhead), and the orders' steps with weights and constants (held from the start) left out of the rows.
   orders() {
     const entries = Object.entries(this.sched.peaks || {});
     if (!entries.length) return null;
@@ -55,11 +93,16 @@ export class ScheduleView {
     const rows = entries.map(([name, peak]) => h("tr", { class: name === this.sched.strategy ? "jl-current" : "" },
       h("td", {}, name, name === this.sched.strategy ? " (used)" : ""), h("td", { class: "jl-num" }, fmtBytes(peak)),
       h("td", {}, h("div", { class: "jl-bar", style: `width:${(100 * peak) / top}%` }))));
-    const orders = Object.entries(this.sched.orders || {});
-    const columns = orders.map(([name, order]) => h("div", { class: "jl-ordercol" }, h("b", {}, `${name} · peak ${fmtBytes(this.sched.peaks[name])}`),
-      h("ol", { start: 0 }, order.slice(0, 300).map((u) => h("li", {}, opLink(this.ctx, u))))));
-    return h("div", {}, h("h4", {}, "orders compared"), h("table", { class: "jl-table jl-peaks" }, h("tbody", {}, rows)),
-      columns.length ? h("div", { class: "jl-ordercols" }, columns) : null);
+    const held = (u) => /^np\.(weight|constant)$/.test(this.ctx.data.ops[String(u)]?.name || "");
+    const columns = Object.entries(this.sched.orders || {}).map(([name, order]) => {
+      const steps = order.map((u, k) => [u, k]).filter(([u]) => !held(u));
+      return h("div", { class: "jl-ordercol" }, h("b", {}, `${name} · largest live set ${fmtBytes(this.sched.peaks[name])}`),
+        h("div", { class: "jl-muted" }, `${plural(order.length - steps.length, "weight or constant", "weights and constants")} not listed`),
+        h("ol", {}, steps.slice(0, 300).map(([u, k]) => h("li", { value: k }, stepLink(this.ctx, u)))));
+    });
+    const peak = this.mem ? ` · the plan's peak (tensors and pool overhead, the Memory view's one figure): ${fmtBytes(this.mem.peak_bytes)}` : "";
+    return h("div", {}, h("h4", {}, "orders compared: largest live set of each"), h("div", { class: "jl-muted jl-peaknote" }, `largest live set: tensors live at once, no pool overhead${peak}`),
+      h("table", { class: "jl-table jl-peaks" }, h("tbody", {}, rows)), columns.length ? h("div", { class: "jl-ordercols" }, columns) : null);
   }
 
   // Measured kernels on a time axis, one lane per stream, when the compilation was profiled.
@@ -78,13 +121,14 @@ export class ScheduleView {
       const color = this.ctx.data.colors[String(st.group)] || "var(--jl-neutral)";
       const rect = s("rect", { class: "jl-kstep", x: x(starts[k]), width: Math.max(1, x(starts[k] + st.median) - x(starts[k])),
         y: (st.stream || 0) * lane + 2, height: lane - 4, fill: color, "data-uid": st.uid },
-      s("title", {}, `${st.kernel || st.name}${st.group !== null && st.group !== undefined ? ` · group ${st.group}` : ""}: ${fmtSec(st.median)}` +
+      s("title", {}, `${stepName(this.ctx.data, st.uid)}${st.kernel ? ` · kernel ${st.kernel}` : ""}: ${fmtSec(st.median)}` +
         `${typeof st.spread === "number" ? ` ± ${fmtSec(st.spread)}` : ""}`));
-      rect.addEventListener("click", () => this.ctx.select({ kind: "op", uids: [st.uid], label: opName(this.ctx.data, st.uid), source: "schedule" }));
+      rect.addEventListener("click", () => this.ctx.select({ kind: "op", uids: [st.uid], label: stepName(this.ctx.data, st.uid), source: "schedule" }));
       svg.append(rect);
     });
-    svg.append(s("text", { x: W - 4, y: lanes * lane + 16, class: "jl-axis", "text-anchor": "end" }, `${fmtSec(end)} per call (measured)`));
-    return h("div", {}, h("h4", {}, `measured kernels: ${steps.length} steps`), svg);
+    svg.append(s("text", { x: W - 4, y: lanes * lane + 16, class: "jl-axis", "text-anchor": "end" }, `${fmtSec(end)}: the steps' span`));
+    return h("div", {}, h("h4", {}, `measured kernels: ${plural(steps.length, "step")}`),
+      h("div", { class: "jl-calltime" }, callTimeText(this.ctx.data)), svg);
   }
 
   streams() {
@@ -110,11 +154,12 @@ export class ScheduleView {
     this.slider = h("input", { type: "range", min: 0, max: n - 1, value: 0, class: "jl-scrubber", oninput: (e) => this.scrub(Number(e.target.value)) });
     this.playButton = h("button", { class: "jl-btn", onclick: () => this.play() }, "▶ play");
     this.label = h("span", { class: "jl-steplabel" });
+    this.liveEl = h("div", { class: "jl-livelist" });
     this.graph = new GraphView(this.ctx, { schedule: true, stepOf: this.sched.step_of });
     this.chart = this.mem ? timeline(this.mem, (step) => this.scrub(step), 120) : null;
     this.el.append(h("div", { class: "jl-toolbar" }, this.playButton, this.slider, this.label),
-      h("div", { class: "jl-muted" }, `order: ${this.sched.strategy} · ${n} steps · first op ${opName(this.ctx.data, this.sched.order[0])}`),
-      this.chart ? this.chart.el : h("div", { class: "jl-muted" }, "no memory plan recorded: the scrubber shows the order only"));
+      h("div", { class: "jl-muted" }, `order: ${this.sched.strategy} · ${n} steps · first step ${stepName(this.ctx.data, this.sched.order[0])}`),
+      this.chart ? this.chart.el : h("div", { class: "jl-muted" }, "no memory plan recorded: the scrubber shows the order only"), this.liveEl);
     const measured = this.timeline();
     if (measured) this.el.append(measured);
     this.graph.mount(this.el);

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..ir.dtypes import as_dtype
 from ..report import CompileReport, GraphSnapshot, OpNode
+from .scopes import is_counted
 
 _TYPE = re.compile(r"^(\w+)\[(.*)\]$")
 NO_LAUNCH = ("np.weight", "np.constant", "jit.group")
@@ -63,13 +64,23 @@ def figures(report: CompileReport) -> dict[str, Any]:
     """One column of the Compare view."""
     graph = report.graph or GraphSnapshot(inputs=[], input_types=[], outputs=[], nodes=[])
     bindings = report.memory.bindings if report.memory else {}
-    work = [n for n in graph.nodes if n.name not in NO_LAUNCH]
+    # ops as every view counts them (the header, the scopes): work, not bookkeeping, weights or group ops
+    work = [n for n in graph.nodes if is_counted(n)]
     return {"level": report.level, "target": report.target, "ops": len(work), "groups": len(report.groups),
             "kernels": len(report.kernels), "launches": len(launches(graph)),
             "bytes_moved": bytes_moved(graph, bindings),
             "peak_bytes": report.memory.peak_bytes if report.memory else None,
             "compile_seconds": sum(report.seconds.values()) if report.seconds else None,
+            "compile_cache": compile_cache(report),
             "run_seconds": profiled_seconds(report)}
+
+
+def compile_cache(report: CompileReport) -> str:
+    """Which cache served the compile ("executable": the passes' result and its kernels; "kernel": every
+    kernel), "" when it compiled: a cache's seconds are a load, not a faster compiler."""
+    if report.executable_cache is not None and report.executable_cache.hit:
+        return "executable"
+    return "kernel" if report.kernels and all(k.cache_hit for k in report.kernels) else ""
 
 
 def profiled_seconds(report: CompileReport) -> float | None:

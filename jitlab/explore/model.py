@@ -68,16 +68,52 @@ def ops_data(report: CompileReport, graph: GraphSnapshot) -> dict[str, dict[str,
 
 
 def groups_data(report: CompileReport, graph: GraphSnapshot, colors: dict[int, str]) -> list[dict[str, Any]]:
-    """Groups as recorded, or as found in the final graph when no GroupRecord was written."""
+    """Groups as recorded, or as found in the final graph when no GroupRecord was written, each with
+    the kernel record that runs it and its measured time per call."""
+    kernels, seconds = group_kernels(report), group_seconds(report.profile)
+    extra = lambda gid: {"kernel": kernels.get(gid), "seconds": seconds.get(gid)}  # noqa: E731
     if report.groups:
         return [{"id": g.id, "ops": g.ops, "op_names": g.op_names, "backend": g.backend, "key": g.key,
-                 "kind": g.kind, "color": colors.get(g.id, PALETTE[0])} for g in report.groups]
+                 "kind": g.kind, "color": colors.get(g.id, PALETTE[0]), **extra(g.id)} for g in report.groups]
     found: dict[int, list[OpNode]] = {}
     for n in graph.nodes:
         if n.group is not None and n.name != "jit.group":
             found.setdefault(n.group, []).append(n)
     return [{"id": gid, "ops": [n.uid for n in nodes], "op_names": [n.name for n in nodes], "backend": "",
-             "key": "", "kind": "", "color": colors[gid]} for gid, nodes in sorted(found.items())]
+             "key": "", "kind": "", "color": colors[gid], **extra(gid)} for gid, nodes in sorted(found.items())]
+
+
+def group_kernels(report: CompileReport) -> dict[int, str]:
+    """The key of the kernel record each group runs: its own, the one it reuses (a group of the same
+    structure compiled it), or O2's program-wide source holding its lines."""
+    out: dict[int, str] = {}
+    for k in report.kernels:
+        for gid in [k.group, *k.reused_by, *k.group_lines]:
+            if gid is not None:
+                out.setdefault(int(gid), k.key)
+    return out
+
+
+def group_seconds(profile: dict[str, Any]) -> dict[int, float]:
+    """Median seconds per call of each profiled group: the steps that ran it, summed."""
+    out: dict[int, float] = {}
+    for step in (profile or {}).get("steps", []):
+        if step.get("group") is not None:
+            out[step["group"]] = out.get(step["group"], 0.0) + float(step["median"])
+    return out
+
+
+def call_time_data(profile: dict[str, Any]) -> dict[str, Any] | None:
+    """The whole call's measured time, the sum of its steps' times and the rest (host work between
+    steps; negative where timing each step cost more than it measured)."""
+    total = (profile or {}).get("total") or {}
+    steps = (profile or {}).get("steps") or []
+    if "median" not in total:
+        return None
+    summed = sum(float(s["median"]) for s in steps) if steps else None
+    return {"call_seconds": float(total["median"]), "steps_seconds": summed, "steps": len(steps),
+            "gap_seconds": None if summed is None else float(total["median"]) - summed,
+            "mode": profile.get("mode", "")}
 
 
 def fusion_data(report: CompileReport) -> dict[str, Any]:
@@ -115,6 +151,8 @@ def compile_time_data(report: CompileReport) -> dict[str, Any] | None:
             # on an executable cache hit the passes did not run: their seconds are the compile that stored them
             "passes_cached": report.executable_cache is not None and report.executable_cache.hit,
             "passes": [{"name": p.name, "seconds": p.seconds} for p in report.passes],
+            # kernels loaded at once from the executable cache: one load's seconds split evenly, not measured each
+            "kernels_loaded": report.stats.get("kernels_from_executable_cache", 0),
             "kernel_parts": dataclasses.asdict(t.kernel_parts)}
 
 
@@ -174,6 +212,7 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "scopes": scopes,
         "profile": report.profile or None,
         "roofline": roofline_data(report),
+        "call_time": call_time_data(report.profile),
         "dry_run": None,
         "recompiles": [],
         "warnings": list(report.warnings),

@@ -104,7 +104,9 @@ def plan_summary(plan: MemoryPlan) -> dict[str, Any]:
             "live_bytes": list(plan.live_bytes), "live_at_peak": [b.name for b in live],
             "live_at_peak_bytes": [b.bytes for b in live], "bindings": dict(plan.bindings),
             # inputs' bytes at this size (weights keep theirs): what the activations-only curve leaves out
-            "input_bytes": {b.name: b.bytes for b in plan.buffers if b.kind == "input" and b.alias_of is None}}
+            "input_bytes": {b.name: b.bytes for b in plan.buffers if b.kind == "input" and b.alias_of is None},
+            # every buffer's bytes at this size: the by-category chart redrawn for it
+            "buffer_bytes": {b.name: b.bytes for b in plan.buffers if b.alias_of is None}}
 
 
 def dry_run_data(exe) -> dict[str, Any] | None:

@@ -112,7 +112,8 @@ def page(browser):
 
 @pytest.fixture(scope="session")
 def resnet_pages(tmp_path_factory):
-    """(explorer page, compare page, the O1 Executable) saved once per session for onnx's light ResNet-50 at O1 (O0 beside it)."""
+    """(explorer page, compare page, the O1 Executable) saved once per session for onnx's light ResNet-50 at O1,
+    profiled (O0 beside it on the compare page)."""
     import numpy as np
 
     import jitlab as jl
@@ -122,7 +123,9 @@ def resnet_pages(tmp_path_factory):
     folder = tmp_path_factory.mktemp("resnet")
     program = jl.onnx.load(light_model_path("resnet50"))
     exe = jl.compile(program, level="O1")
-    exe(np.zeros((1, 3, 224, 224), np.float32))
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    exe(x)
+    jl.profile(exe, x, repeats=2)       # the time overlay, the call's time and per-group times
     page = explore(exe).save(folder / "resnet50.html")
     compare = explore.compare(exe, jl.compile(program, level="O0"), labels=["O1", "O0"]).save(folder / "compare.html")
     return page, compare, exe
@@ -130,7 +133,7 @@ def resnet_pages(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def transformer_page(tmp_path_factory):
-    """The explorer page of a traced 12-layer transformer encoder at O1, saved once per session."""
+    """The explorer page of a traced 12-layer transformer encoder at O1, profiled, saved once per session."""
     import jitlab as jl
     from jitlab.explore import explore
     from tests.browser.transformer import example
@@ -138,4 +141,5 @@ def transformer_page(tmp_path_factory):
     fn, x = example()
     f = jl.jit(fn, level="O1")
     f(x)
+    jl.profile(f, x, repeats=2)
     return explore(f).save(tmp_path_factory.mktemp("transformer") / "transformer.html")

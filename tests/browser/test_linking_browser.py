@@ -93,5 +93,7 @@ def test_repro_script_replays_the_selected_group(page, resnet_pages, artifacts):
     exec(compile(script, "repro.py", "exec"), scope)       # the script as a user would run it
     assert print_program(scope["program"]) == print_program(group_program(exe.program, gid))
     reference = jl.compile(scope["program"], level="O0")(*scope["inputs"])
-    np.testing.assert_allclose(printed[0][0], reference[0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(scope["got"][0], reference[0], rtol=1e-4, atol=1e-4)
+    assert printed == [f"group {gid}: O1 matches O0 on {len(reference)} results"]     # it checks itself against O0
+    assert f'jl.explore.load_repro("group{gid}.npz")' in script       # and offers the real inputs instead
     assert page.errors == []
