@@ -18,10 +18,11 @@ import numpy as np
 
 from ..backends.device_arrays import device_array_meta, is_numba_device_array
 from ..backends.fastcall import compile_fast_call
-from ..errors import InputError
+from ..errors import InputError, OutOfMemoryError
 from ..ir.display import render_html
 from ..ir.program import Program
 from ..report import CompileReport, MemoryPlan
+from ..units import format_bytes
 from .donation import hand_back
 from .dryrun import SystemFit, check_budget, out_of_memory, plan_for_level
 from .ownership import outputs_to_check, owned_results
@@ -191,8 +192,7 @@ class Executable:
                 if type(results) is not list:
                     results = list(results)
             except MemoryError as e:
-                plan = self.plan(self.program, bindings)
-                raise out_of_memory(plan, self._where, f"does not fit ({e})", self._input_copies(arrays)) from e
+                raise self._out_of_memory(e, bindings, self._input_copies(arrays)) from e
             except InputError as e:
                 raise with_op_lines(e, self.program) from None
             donated = set()
@@ -202,6 +202,15 @@ class Executable:
             if self._check:
                 owned_results(results, self._check, [*arrays, *self._shared], donated)
             return tuple(results)
+
+    def _out_of_memory(self, error: MemoryError, bindings: dict[str, int], copies: int = 0) -> OutOfMemoryError:
+        """The OutOfMemoryError for an allocation the system refused: the planned peak and the buffer."""
+        buffer = getattr(error, "buffer", None)
+        why = (f"could not be allocated: the system refused {buffer} ({format_bytes(error.nbytes)})"
+               if buffer is not None else f"could not be allocated ({error})")
+        oom = out_of_memory(self.plan(self.program, bindings), self._where, why, copies)
+        oom.buffer = buffer
+        return oom
 
     def _repr_html_(self) -> str | None:
         return render_html(self)
