@@ -33,6 +33,7 @@ from ..cache_files import DamagedFile, read_checked, warn_damaged, write_atomic,
 from ..kernel_cache import KernelCache, module_from_source, why_untrusted_folder
 from ..native import ENTRY, FORMAT, NativeLibrary, NativeLoadError, library_path, read_manifest
 from ..native_caller import compiler
+from .warm import first_compile
 
 if TYPE_CHECKING:
     from .codegen import GeneratedKernel
@@ -303,7 +304,8 @@ def _build(text: str, entries: list[Entry], parts: dict[str, str], path: str, ti
     names = [f"k_entry{k}" for k in range(len(entries))]
     text += _ENTRY_HEADER + "".join("\n\n" + entry_source(e, name) for e, name in zip(entries, names))
     write_atomic(path[:-3] + ".py", text.encode())
-    module, seconds = _import(path[:-3] + ".py", text)
+    with first_compile(f"kernel library {os.path.basename(path)}"):
+        module, seconds = _import(path[:-3] + ".py", text)
     timing.add(seconds)
     _link([(getattr(module, name), e.symbol) for e, name in zip(entries, names)], path)
     libraries = []
