@@ -61,7 +61,7 @@ def is_warm() -> bool:
 def warm(cache: KernelCache, show: bool = True) -> list[str]:
     """Compiles every helper signature into numba's cache, then the C caller and the float32
     convolution library into `cache`; returns what it compiled, with where it went."""
-    from ..native_caller import caller, why_not
+    from .. import native_caller
     from .conv_native import conv_library
 
     done = []
@@ -72,7 +72,8 @@ def warm(cache: KernelCache, show: bool = True) -> list[str]:
             fn.compile(signature)
         done.append(f"{len(todo)} helper signatures into {todo[0][1]._cache.cache_path}")
         bar.step("the C caller of native kernels")
-        done.append(f"the C caller into {cache.directory}" if caller() is not None else why_not)
+        built = native_caller.caller() is not None
+        done.append(f"the C caller into {cache.directory}" if built else native_caller.why_not)
         bar.step("the float32 convolution library")
         libraries, why = conv_library("float32", cache, KernelTiming())
         done.append(f"the float32 convolution library into {cache.directory}" if libraries else why)
