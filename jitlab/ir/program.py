@@ -61,6 +61,10 @@ class Program:
         differently is taken too."""
         return {self.own_names.get(k, k): v for k, v in by_name.items()}
 
+    def ir_input_name(self, name: str) -> str:
+        """How the IR spells the input named `name` (by its own name, or the IR's)."""
+        return next((ir for ir, own in self.own_names.items() if own == name), name)
+
     @property
     def return_op(self) -> Operation:
         term = self.body.terminator

@@ -203,3 +203,14 @@ def small_named_like(m: onnx.ModelProto) -> onnx.ModelProto:
         node.input[:] = ["x" if n == "gpu_0/data_0" else n for n in node.input]
     m.graph.input[0].name = "x"
     return m
+
+
+def test_an_input_is_donated_by_the_models_own_name():
+    m = model([helper.make_node("Relu", ["gpu_0/data_0"], ["y"])], [tensor("gpu_0/data_0", np.float32, [2, 4])],
+              [tensor("y", np.float32, [2, 4])])
+    exe = jl.compile(jl.onnx.load(m), level="O1", donate=("gpu_0/data_0",))
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    expected = reference(m, {"gpu_0/data_0": x.copy()})[0]
+    (y,) = exe(x)
+    np.testing.assert_array_equal(y, expected)
+    assert [d.input_name for d in exe.donations] == ["gpu_0_data_0"] and np.shares_memory(y, x)
