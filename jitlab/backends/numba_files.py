@@ -12,14 +12,19 @@ one later processes read.
 
 from __future__ import annotations
 
+import os
 import pickle
+import warnings
 from typing import TypeVar
 
 from numba.core.caching import IndexDataCacheFile
 
+from ..errors import CacheWarning
 from .cache_files import DamagedFile, payload_of, warn_damaged, write_checked
+from .kernel_cache import why_untrusted, why_untrusted_folder
 
 F = TypeVar("F")
+_WARNED: set[str] = set()          # numba folders found shared, warned of once
 _HEAD = b"jitlab numba cache\n"     # before the pickle: a file that starts with a pickle is numba's own format
 
 
@@ -31,6 +36,23 @@ class CheckedCacheFile(IndexDataCacheFile):
         checked = cls.__new__(cls)
         checked.__dict__.update(plain.__dict__)
         return checked
+
+    def load(self, key):
+        return None if self._shared() else super().load(key)
+
+    def save(self, key, data) -> None:
+        if not self._shared():
+            super().save(key, data)
+
+    def _shared(self) -> bool:
+        """Whether another user could write numba's folder for these files (NUMBA_CACHE_DIR on a
+        shared folder, say): their pickles are then neither read nor written, with a warning once."""
+        reason = why_untrusted_folder(self._cache_path) if os.path.isdir(self._cache_path) else None
+        if reason is not None and self._cache_path not in _WARNED:
+            _WARNED.add(self._cache_path)
+            warnings.warn(f"jitlab: numba's cache folder {self._cache_path} is not private ({reason}); jitlab's "
+                          "functions keep their compiled code in memory", CacheWarning, stacklevel=4)
+        return reason is not None
 
     def _load_index(self) -> dict:
         data = self._read(self._index_path)
@@ -55,6 +77,9 @@ class CheckedCacheFile(IndexDataCacheFile):
         before jitlab checked its files: a miss, which the compile overwrites) or is damaged (with a
         warning)."""
         try:
+            reason = why_untrusted(path)
+            if reason is not None:
+                raise DamagedFile(f"not loading it: {reason}")
             with open(path, "rb") as f:
                 data = f.read()
             if data.startswith(b"\x80"):
