@@ -162,13 +162,19 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 
 @command("cache")
 def cmd_cache(args: argparse.Namespace) -> int:
-    """Shows or empties the kernel cache and the executable cache beside it."""
+    """Shows, fills ahead (warm: the CPU backend's helper functions, once after installing) or
+    empties the kernel cache and the executable cache beside it."""
     from .backends import native_caller
     from .backends.kernel_cache import default_cache
     from .runtime import executable_cache
 
     cache = default_cache()
-    if args.action == "clear":
+    if args.action == "warm":
+        from .backends.base import backend_for_target
+
+        for line in backend_for_target("cpu").warm(cache):
+            print(f"compiled {line}")
+    elif args.action == "clear":
         print(f"removed {cache.clear()} kernel module(s) and native libraries and {executable_cache.clear(cache)} "
               f"executable(s) from {cache.directory}")
     else:
@@ -212,9 +218,11 @@ def parser() -> argparse.ArgumentParser:
         q = sub.add_parser(name, help=what, description=what, add_help=False)
         q.add_argument("rest", nargs=argparse.REMAINDER)
     _fuzz_parser(sub)
-    q = sub.add_parser("cache", help="show or empty the kernel and executable caches",
-                       description="Show or empty the kernel cache and the executable cache.")
-    q.add_argument("action", choices=["info", "clear"])
+    q = sub.add_parser("cache", help="show, warm or empty the kernel and executable caches",
+                       description="Show or empty the kernel cache and the executable cache; warm compiles "
+                                   "jitlab's own numba helpers and the C caller once, so that the first compile "
+                                   "after installing does not (scripts/bootstrap runs it).")
+    q.add_argument("action", choices=["info", "warm", "clear"])
     return p
 
 

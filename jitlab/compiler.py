@@ -162,6 +162,8 @@ def compile(program: Program, level: str = "O1", target: str = "auto", passes: s
     if level not in LEVEL_NAMES:
         raise JitlabError(f"unknown level {level!r}; levels are {', '.join(LEVEL_NAMES)}")
     began, inferred, started = time.perf_counter(), InferClock.seconds, time.time()
+    if options.get("donate") and program.own_names:      # inputs go by the model's own names too
+        options = dict(options, donate=tuple(program.ir_input_name(n) for n in options["donate"]))
     opts = CompileOptions.read(options, level, resolve_target(target), passes, engine_passes, verify_each)
     start = time.perf_counter()
     compiled, report, exe_cache_seconds = compile_passes(program, opts)

@@ -142,6 +142,12 @@ class Backend:
         """Called before the passes run on `program` for `level` (the executable cache did not have
         their result): may start work its compile will need, in the background."""
 
+    def warm(self, cache, show: bool = True) -> list[str]:
+        """Compiles ahead what this backend's first kernels would otherwise compile with them (its
+        own helper functions, into the caches later processes read): `jitlab cache warm`. Returns
+        what it did, one line each."""
+        return []
+
     def prepare_kernels(self, groups: list[Operation], options: dict[str, Any]) -> list[Operation]:
         """Called before these groups are compiled (O1's, or those O2 calls between its segments; not
         when the executable cache gives their kernels): may start work they need in the background;

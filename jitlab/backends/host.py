@@ -1,6 +1,6 @@
 """What the host runners share (the O1 executor, the CPU backend's O2 runner): output buffers
-recycled across calls, library results detached from their operands, and whether a donated
-array may take its output this call."""
+recycled across calls, library results detached from their operands, whether a donated array
+may take its output this call, and the error that names a buffer the system would not give."""
 
 from __future__ import annotations
 
@@ -13,6 +13,24 @@ from ..dialects.reference import Interpreter
 from ..ir.core import Value
 from ..ir.shapes import evaluate_shape
 from ..report import DonationRecord
+from ..units import format_bytes
+
+
+class BufferAllocationError(MemoryError):
+    """A buffer the system would not give (numpy's MemoryError), named: the Executable turns it into
+    an OutOfMemoryError with the planned peak."""
+
+    def __init__(self, buffer: str, nbytes: int, error: MemoryError):
+        super().__init__(f"{buffer} ({format_bytes(nbytes)}): {error}")
+        self.buffer, self.nbytes = buffer, nbytes
+
+
+def empty(shape: tuple[int, ...], dtype: np.dtype, buffer: str) -> np.ndarray:
+    """np.empty, its failure a BufferAllocationError naming `buffer`."""
+    try:
+        return np.empty(shape, dtype)
+    except MemoryError as e:
+        raise BufferAllocationError(buffer, int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize, e) from e
 
 
 class OutputBuffers:
@@ -20,6 +38,7 @@ class OutputBuffers:
 
     def __init__(self, values: Sequence[Value]):
         self.types = [v.type for v in values]
+        self.names = [f"output %{v.name}" for v in values]
         self.static = [t.shape if t.is_static else None for t in self.types]
         self.kept: list[np.ndarray | None] = [None] * len(values)
         self.unshared = 0         # the count getrefcount gives here when only self.kept holds a buffer
@@ -39,7 +58,7 @@ class OutputBuffers:
             # outside: a result the user kept, or a view of one. The count is measured, not
             # assumed, since what the interpreter counts for locals differs between versions.
             if buf is None or buf.shape != shape or sys.getrefcount(buf) > self.unshared:
-                buf = np.empty(shape, t.dtype)
+                buf = empty(shape, t.dtype, self.names[k])
                 self.kept[k] = buf
                 self.unshared = sys.getrefcount(buf)
             out.append(buf)

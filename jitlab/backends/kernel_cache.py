@@ -7,8 +7,12 @@ named parts (group structure, input signature, backend, library versions, and th
 `support_hash` of the modules the kernel calls into); on a miss
 the report says which part differed from the entries on disk.
 
-Safety: files are written atomically (two processes may compile at once); an entry
-whose text does not match what would be generated is rewritten with a warning. Loading
+Safety: files are written atomically and flushed to the disk (two processes may compile at
+once; a crash or a full disk leaves the old file or the new one); an entry whose text does not
+match what would be generated is rewritten with a warning, and is run from that text, never
+from bytecode Python kept for it. Every other file the cache holds carries a check trailer
+(cache_files.py; numba's own files too, numba_files.py), so a damaged one is a warning and a
+rebuild, never a dead process. Loading
 an entry runs what is on disk: Python's bytecode for the module and numba's index files,
 which are pickles. So before each import, every folder those come from (the cache
 folder, its `__pycache__`, numba's cache folder for the module, wherever NUMBA_CACHE_DIR
@@ -35,6 +39,7 @@ from types import ModuleType
 import platformdirs
 
 from ..errors import CacheWarning
+from .cache_files import DamagedFile, read_checked, warn_damaged, write_atomic, write_checked
 
 NATIVE_FOLDER = "native"      # native kernel libraries (backends/native.py), beside the modules
 ENV_VAR = "JITLAB_CACHE_DIR"
@@ -155,7 +160,9 @@ class KernelCache:
             self.directory = self._private_instead(self.directory, untrusted)
             path, hit, reason = self._place(parts, key, source)
             untrusted = self.untrusted(path)
-        module = self._import(key, path)
+        module = module_from_source(f"jitlab_kernel_{key}", path, source)
+        if untrusted is None:
+            _check_numba_files(module)
         if untrusted is not None:
             _keep_compiled_code_in_memory(module, untrusted)
         self.modules[key] = module
@@ -169,8 +176,9 @@ class KernelCache:
         path = os.path.join(self.directory, f"{parts.get('backend', 'kernel')}_{key}.py")
         hit, reason = self._check_file(path, source, parts)
         if not hit:
-            self._write(path, source)
-            self._write(path[:-3] + ".json", json.dumps(parts, indent=1, sort_keys=True))
+            write_atomic(path, source.encode("utf-8"))
+        if not hit or not self._parts_whole(path[:-3] + ".json"):
+            write_checked(path[:-3] + ".json", json.dumps(parts, indent=1, sort_keys=True).encode())
         return path, hit, reason
 
     def untrusted(self, path: str) -> str | None:
@@ -213,10 +221,9 @@ class KernelCache:
             if not path.endswith(".json"):
                 continue
             try:
-                with open(path, encoding="utf-8") as f:
-                    other = json.load(f)
+                other = json.loads(read_checked(path))
                 other = other.get("parts", other)
-            except (OSError, ValueError, AttributeError):
+            except (OSError, ValueError, AttributeError):       # damaged: no help in explaining
                 continue
             if other.get("structure") != parts.get("structure"):
                 continue
@@ -229,16 +236,17 @@ class KernelCache:
             return "the entry on disk could not be used and was built again"
         return "the " + ", ".join(best) + " differ" + ("s" if len(best) == 1 else "") + " from the cached entry"
 
-    def _write(self, path: str, text: str) -> None:
-        write_atomic(path, text.encode("utf-8"))
-
-    def _import(self, key: str, path: str) -> ModuleType:
-        name = f"jitlab_kernel_{key}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
+    @staticmethod
+    def _parts_whole(path: str) -> bool:
+        """Whether the key parts beside a module (which explain later misses) are whole."""
+        try:
+            read_checked(path)
+            return True
+        except FileNotFoundError:
+            return False
+        except (OSError, DamagedFile) as e:
+            warn_damaged(path, str(e), "writing it again")
+            return False
 
     @staticmethod
     def clear_compiled(path: str) -> int:
@@ -279,18 +287,25 @@ class KernelCache:
                 "bytes": size(self.directory) + size(os.path.join(self.directory, "__pycache__")) + size(native)}
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Writes `data` to `path` through a private temporary file beside it, so that a reader sees
-    the whole old file or the whole new one, never a part (two processes may compile at once)."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=os.path.splitext(path)[1])
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def module_from_source(name: str, path: str, source: str) -> ModuleType:
+    """The module of generated `source`, the text of the file at `path` (which numba's cache is
+    keyed to), run from that text: not from bytecode Python may have kept for the file, which
+    nothing checks."""
+    spec = importlib.util.spec_from_loader(name, loader=None, origin=path)
+    module = importlib.util.module_from_spec(spec)
+    module.__file__ = path
+    sys.modules[name] = module
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+def _check_numba_files(module: ModuleType) -> None:
+    """Has the module's cached numba functions write and check their cache files (numba_files.py)."""
+    from .numba_files import checked
+
+    for value in vars(module).values():
+        if hasattr(value, "enable_caching") and hasattr(value, "_cache"):
+            checked(value)
 
 
 def _keep_compiled_code_in_memory(module: ModuleType, reason: str) -> None:

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import JitlabError
 from ..ir.shapes import evaluate_shape
+from .cache_files import read_checked, warn_damaged, why_damaged
 from .kernel_cache import NATIVE_FOLDER, why_untrusted, why_untrusted_folder
 from .loopnest import PARALLEL_THRESHOLD
 from .native_caller import caller
@@ -127,15 +128,14 @@ class NativeLibrary:
     @classmethod
     def read(cls, so_path: str) -> list[NativeLibrary] | None:
         """The entries of the library at `so_path`, from its manifest beside it; None when there is
-        none (or of another format)."""
+        none, of another format, or damaged (with a warning)."""
+        m = read_manifest(so_path)
+        if m is None or m.get("format") != FORMAT or not os.path.exists(so_path):
+            return None
         try:
-            with open(so_path[:-3] + ".json") as f:
-                m = json.load(f)
-            if m.get("format") != FORMAT or not os.path.exists(so_path):
-                return None
             return [cls(so_path, tuple(e["dtypes"]), tuple(e["ndims"]), e["scalars"], e["chunked"], e["entry"])
                     for e in m["entries"]]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (KeyError, TypeError):
             return None
 
     def manifest(self) -> dict:
@@ -149,6 +149,9 @@ class NativeLibrary:
             reason = why_untrusted_folder(os.path.dirname(self.path)) or why_untrusted(self.path)
             if reason is not None:
                 raise NativeLoadError(f"not loading the native kernel {self.path}: {reason}")
+            damaged = why_damaged(self.path)
+            if damaged is not None:
+                raise NativeLoadError(f"the native kernel {self.path} is damaged ({damaged})", damaged)
             try:
                 handle = ctypes.CDLL(self.path, mode=os.RTLD_LOCAL)
                 address = ctypes.cast(getattr(handle, self.entry), ctypes.c_void_p).value
@@ -205,6 +208,24 @@ class NativeLibrary:
 
 class NativeLoadError(JitlabError):
     """A native kernel library that cannot be loaded."""
+
+    def __init__(self, message: str, damaged: str = ""):
+        super().__init__(message)
+        self.damaged = damaged          # why the file is damaged: a warning, and the library is built again
+
+
+def read_manifest(so_path: str) -> dict | None:
+    """The manifest beside the library at `so_path` (a checked file, cache_files.py); None when
+    there is none or it is damaged (with a warning: the library is built again)."""
+    path = so_path[:-3] + ".json"
+    try:
+        manifest = json.loads(read_checked(path))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:       # DamagedFile, or JSON that is not
+        warn_damaged(path, str(e))
+        return None
+    return manifest if isinstance(manifest, dict) else None
 
 
 @dataclass

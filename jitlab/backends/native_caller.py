@@ -24,7 +24,8 @@ from types import ModuleType
 import numpy as np
 
 from ..errors import JitlabError
-from .kernel_cache import NATIVE_FOLDER, default_directory, why_untrusted, why_untrusted_folder, write_atomic
+from .cache_files import warn_damaged, why_damaged, write_checked
+from .kernel_cache import NATIVE_FOLDER, default_directory, why_untrusted, why_untrusted_folder
 
 NAME = "jitlab_native_call"          # the module name its PyInit_ function is named for
 SOURCE = os.path.join(os.path.dirname(__file__), "native_call.c")
@@ -42,7 +43,10 @@ def caller() -> ModuleType | None:
         folder = os.path.join(default_directory(), NATIVE_FOLDER)
         version = f"{sys.implementation.cache_tag} {sysconfig.get_config_var('EXT_SUFFIX')} numpy {np.__version__}"
         path = os.path.join(folder, f"caller-{hashlib.sha256(source + version.encode()).hexdigest()[:16]}.so")
-        if not os.path.exists(path):
+        damaged = why_damaged(path) if os.path.exists(path) else None
+        if damaged is not None:
+            warn_damaged(path, damaged)
+        if damaged is not None or not os.path.exists(path):
             _build(source, folder, path)
         reason = why_untrusted_folder(folder) or why_untrusted(path)
         if reason is not None:
@@ -78,4 +82,4 @@ def _build(source: bytes, folder: str, path: str) -> None:
         if done.returncode != 0:
             raise OSError(f"cc failed: {done.stderr.strip()[-400:]}")
         with open(os.path.join(tmp, "caller.so"), "rb") as f:
-            write_atomic(path, f.read())
+            write_checked(path, f.read())

@@ -19,7 +19,7 @@ from .harness import machine
 from .onnx_models import NAMES as ONNX_MODELS
 from .onnx_models import format_models, run_model
 from .peers import PEERS, Runner, jitlab_runner
-from .startup import BREAKDOWN_HELP, breakdown_line, cold_and_warm
+from .startup import BREAKDOWN_HELP, breakdown_line, cold_and_warm, first_compile, format_first_compile
 from .suite import Benchmark, by_name, flat
 from .training import NAME as RECOMPUTE
 from .training import format_recompute, run_recompute
@@ -156,7 +156,8 @@ def run(args) -> dict:
             "call_overhead_us": {lv: call_overhead_us(lv, args.target) for lv in args.level},
             "onnx_models": [run_model(m, args.level, args.repeats, args.quick) for m in models],
             "recompute": run_recompute(planned_levels, args.repeats, args.quick, args.target)
-            if recompute and planned_levels else None}
+            if recompute and planned_levels else None,
+            "first_compile": first_compile() if args.starts and args.target in ("cpu", "auto") else None}
 
 
 def _device_figures(args) -> dict:
@@ -198,6 +199,7 @@ def format_report(data: dict) -> str:
                      + ", ".join(f"{lv} {us:.1f} us" for lv, us in data["call_overhead_device_us"].items()))
     lines += format_models(data["onnx_models"]) if data["onnx_models"] else []
     lines += format_recompute(data["recompute"]) if data.get("recompute") else []
+    lines += format_first_compile(data.get("first_compile"))
     problems = [f"{b['name']} / {n}: {r['status']}: {r.get('error', '')}" for b in _all(data)
                 for n, r in b["results"].items() if r["status"] in ("error", "mismatch")]
     return "\n".join(lines + (["", "problems:"] + problems if problems else []))

@@ -85,3 +85,56 @@ def _child(start: float, imported: float) -> None:
     print(json.dumps({"import_s": imported - start, "compile_s": compiled - begin, "first_call_s": called - compiled,
                       "start_s": called - begin, "hit": None if cache is None else cache.hit,
                       "breakdown": breakdown(exe.report)}))
+
+
+# The first jl.jit call in a new environment: a 2-op program, timed from the call to its result.
+_FIRST = ("import json, resource, time, numpy as np, jitlab as jl; x = np.ones((64, 64), np.float32); "
+          "cpu = resource.getrusage(resource.RUSAGE_SELF); start = time.perf_counter(); "
+          "jl.jit(lambda x: np.tanh(x) * 2.0)(x); end = time.perf_counter(); "
+          "now = resource.getrusage(resource.RUSAGE_SELF); cpu_s = now.ru_utime + now.ru_stime - cpu.ru_utime "
+          "- cpu.ru_stime; print(json.dumps({'wall_s': end - start, 'cpu_s': cpu_s}))")
+
+
+def first_compile() -> dict:
+    """The first jl.jit call of a 2-op program in a new environment (empty kernel cache, numba's cache
+    in an empty folder of its own), before and after `jitlab cache warm` filled that numba cache
+    (each in a fresh process and kernel cache), with what warming took: wall and CPU seconds (CPU
+    seconds mean more than wall ones on a loaded machine)."""
+    with tempfile.TemporaryDirectory(prefix="jitlab-bench-first-") as tmp:
+        env = {**os.environ, "NUMBA_CACHE_DIR": os.path.join(tmp, "numba")}
+        cold = _first_call(env, os.path.join(tmp, "cold"))
+        warm = _timed([sys.executable, "-m", "jitlab.cli", "cache", "warm"], env, os.path.join(tmp, "warm"))
+        warmed = _first_call(env, os.path.join(tmp, "warmed"))
+    return {"cold": cold, "warm_command": warm, "warmed": warmed}
+
+
+def _first_call(env: dict, cache_dir: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", _FIRST], env={**env, "JITLAB_CACHE_DIR": cache_dir},
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the first compile failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _timed(command: list[str], env: dict, cache_dir: str) -> dict:
+    """Wall and CPU seconds of a command in a child process."""
+    import resource
+
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    done = subprocess.run(command, env={**env, "JITLAB_CACHE_DIR": cache_dir}, capture_output=True, text=True,
+                          check=False)
+    wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[1:])} failed: {done.stderr.strip()[-2000:]}")
+    return {"wall_s": wall, "cpu_s": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}
+
+
+def format_first_compile(first: dict | None) -> list[str]:
+    """The first-compile rows of the report."""
+    if not first:
+        return []
+    rows = [("first jl.jit call, empty caches", first["cold"]), ("jitlab cache warm", first["warm_command"]),
+            ("first jl.jit call after jitlab cache warm", first["warmed"])]
+    return ["", "first compile in a new environment (a 2-op program; numba's cache in a folder of its own), s",
+            "| step | wall | CPU |", "| --- | --- | --- |",
+            *(f"| {label} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} |" for label, r in rows)]

@@ -23,6 +23,7 @@ from ..ir.types import TensorType
 from ..runtime import compile_log
 from ..runtime.signature import native_dtype
 from . import recompiles
+from .arguments import CallArguments
 from .creation import TRACING_LOCK, routed_creation
 from .pytree import TreeDef, flatten, unflatten
 from .selection import Selection
@@ -171,6 +172,9 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
     specs = iter(Spec(v.type.shape, v.type.dtype) for v in program.inputs)
     program.retrace = Retrace(fn, bound.signature, in_tree, [next(specs) if m else x for x, m in zip(leaves, mask)],
                               program.input_names, fn_name, static_argnums)
+    statics = [x for x, m in zip(leaves, mask) if not m]
+    program.arguments = CallArguments(fn_name, bound.signature, in_tree, mask, statics,
+                                      functools.partial(_flatten_arguments, static_argnums=static_argnums), _static_key)
     return Traced(program, in_tree, mask, out_tree, mutated)
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from .core import Block, Operation, Region, Value, reserve_uids
 
-FORMAT = 1
+FORMAT = 2
 
 
 def flatten_program(program) -> tuple:
-    """The program's name, inputs, body, weights and constraints as plain nested tuples."""
+    """The program's name, inputs, body, weights, constraints and inputs' own names as plain nested tuples."""
     ids: dict[Value, int] = {}
     body = _flatten_block(program.body, ids)
-    return (FORMAT, program.name, body, program.weights, program.constraints)
+    return (FORMAT, program.name, body, program.weights, program.constraints, program.own_names)
 
 
 def _flatten_block(block: Block, ids: dict[Value, int]) -> tuple:
@@ -42,10 +42,11 @@ def unflatten_program(data: tuple):
     """The Program `flatten_program` described, with the same op uids and value names."""
     from .program import Program
 
-    fmt, name, (args, ops), weights, constraints = data
-    if fmt != FORMAT:
-        raise ValueError(f"flat program format {fmt}, expected {FORMAT}")
+    if data[0] != FORMAT:
+        raise ValueError(f"flat program format {data[0]}, expected {FORMAT}")
+    _, name, (args, ops), weights, constraints, own_names = data
     program = Program(name, [t for t, _ in args], [n for _, n in args], weights, constraints)
+    program.own_names = dict(own_names)
     values: list[Value] = list(program.inputs)
     top = _fill_block(program.body, ops, values)
     reserve_uids(top)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -35,6 +35,12 @@ class Program:
         self.retrace = None
         # set by the frontend (jl.capture_loops): per Python loop, captured as an scf.for or unrolled and why
         self.loops: list = []
+        # an input's name where it came from, by its name in the IR, where the IR had to change it
+        # (an ONNX model's `gpu_0/data_0` is `%gpu_0_data_0`): the name every API takes and shows
+        self.own_names: dict[str, str] = {}
+        # set by the frontend: how a call with the traced function's own (nested) arguments gives
+        # the inputs (frontend/arguments.py's CallArguments)
+        self.arguments = None
 
     @property
     def inputs(self) -> list[Value]:
@@ -46,6 +52,20 @@ class Program:
 
         assign_names(self)
         return [a.name for a in self.inputs]
+
+    @property
+    def own_input_names(self) -> list[str]:
+        """The inputs' names as their source gave them (`input_names` is how the IR spells them)."""
+        return [self.own_names.get(n, n) for n in self.input_names]
+
+    def by_own_names(self, by_name: Mapping[str, object]) -> dict[str, object]:
+        """`by_name` (values by input name) keyed by the inputs' own names: a name the IR spells
+        differently is taken too."""
+        return {self.own_names.get(k, k): v for k, v in by_name.items()}
+
+    def ir_input_name(self, name: str) -> str:
+        """How the IR spells the input named `name` (by its own name, or the IR's)."""
+        return next((ir for ir, own in self.own_names.items() if own == name), name)
 
     @property
     def return_op(self) -> Operation:
@@ -82,6 +102,7 @@ class Program:
         """A deep copy sharing the weight arrays (weights are read-only to the compiler)."""
         new = Program(self.name, [a.type for a in self.inputs], [a.name for a in self.inputs],
                       self.weights, self.constraints.copy())
+        new.own_names = dict(self.own_names)
         mapping: dict[Value, Value] = dict(zip(self.inputs, new.inputs))
         for op in self.body.ops:
             new.body.append(op.clone(mapping))

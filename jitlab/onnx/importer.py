@@ -101,7 +101,15 @@ class Importer:
         self._set_outputs(graph)
         DCE().apply(self.program, PassContext())
         verify(self.program)
+        self._keep_own_names(graph)
         return self.program
+
+    def _keep_own_names(self, graph: onnx.GraphProto) -> None:
+        """The model's own name of each input the IR spells otherwise."""
+        own = {self.env[vi.name].value: vi.name for vi in graph.input if vi.name in self.env}
+        ir_names = self.program.input_names
+        self.program.own_names = {name: own[a] for a, name in zip(self.program.inputs, ir_names)
+                                  if own.get(a, name) != name}
 
     def _check_names(self, graph: onnx.GraphProto) -> None:
         declared = {vi.name for vi in graph.input}

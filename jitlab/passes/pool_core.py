@@ -157,11 +157,12 @@ class PoolCore:
         # far), so a small program reserves about what it uses, and a large one takes a few
         # system allocations on its first call (consolidate() merges them afterwards).
         chunk = next(self._ids)
-        self.chunks[chunk] = round_up(max(size, min(self.chunk_bytes, self.reserved)), PAGE)
+        size = round_up(max(size, min(self.chunk_bytes, self.reserved)), PAGE)
+        self.on_grow(chunk, size)       # first: memory the system refused leaves no chunk behind
+        self.chunks[chunk] = size
         self.system_allocs += 1
         self.peak_reserved = max(self.peak_reserved, self.reserved)
-        self._add_free(chunk, 0, self.chunks[chunk])
-        self.on_grow(chunk, self.chunks[chunk])
+        self._add_free(chunk, 0, size)
         return chunk
 
     def _release_empty_chunks(self) -> int:

@@ -25,7 +25,7 @@ PLANNERS = {"O0": eager_plan, "O1": dynamic_plan, "O2": static_plan}
 def bindings_for_shapes(program: Program, shapes: Mapping[str, Sequence[int]] | None,
                         names: Sequence[str] | None = None) -> dict[str, int]:
     """The symbol values that input `shapes` (by input name) give; static inputs may be left out."""
-    names = list(names or program.input_names)
+    names = list(names or program.own_input_names)
     given = check_shapes(program, shapes, names)
     bindings = bind_symbols(names, [v.type for v in program.inputs], given, program.constraints)
     check_dims_nonnegative(program, bindings)
@@ -102,7 +102,8 @@ def dry_run(program: Program, shapes: Mapping[str, Sequence[int]] | None = None,
     if not isinstance(program, Program):
         raise JitlabError(f"dry_run takes a jl.Program, got {type(program).__name__} (use exe.dry_run "
                           "for an Executable)")
-    program, bindings, sizes = source_at(program, shapes, program.input_names)
+    shapes = program.by_own_names(shapes or {})
+    program, bindings, sizes = source_at(program, shapes, program.own_input_names)
     ctx = PassContext(target=resolve_target(target), bindings=bindings)
     compiled = PassManager.parse(pipeline_for(level), verify_each=False, snapshots=False).run(program.clone(), ctx)
     plan = plan_for_level(compiled, level, bindings)

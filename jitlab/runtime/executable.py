@@ -18,10 +18,11 @@ import numpy as np
 
 from ..backends.device_arrays import device_array_meta, is_numba_device_array
 from ..backends.fastcall import compile_fast_call
-from ..errors import InputError
+from ..errors import InputError, OutOfMemoryError
 from ..ir.display import render_html
 from ..ir.program import Program
 from ..report import CompileReport, MemoryPlan
+from ..units import format_bytes
 from .donation import hand_back
 from .dryrun import SystemFit, check_budget, out_of_memory, plan_for_level
 from .ownership import outputs_to_check, owned_results
@@ -71,7 +72,7 @@ class Executable:
         self.report = report
         self._runner = runner
         self._on_device = target == "cuda" and level != "O0"    # takes device arrays as they are
-        self.input_names = list(program.input_names)
+        self.input_names = program.own_input_names     # as the model or function named them
         self._checked_bindings: set[tuple] = set()
         types = [v.type for v in program.inputs]
         # Static programs check each argument with two comparisons; errors take the slow path.
@@ -99,6 +100,21 @@ class Executable:
     def _where(self) -> str:
         return f"@{self.program.name} at {self.level}"
 
+    def _nested(self, args: tuple) -> bool:
+        """Whether a call gives the traced function's own arguments (nested lists, tuples, dicts)
+        rather than the program's inputs one by one."""
+        arguments = self.source.arguments
+        return arguments is not None and not arguments.takes_flat(args)
+
+    def _bind(self, args: tuple, kwargs: dict) -> tuple[list, list[str]]:
+        """The inputs in order from a call by keywords or with the function's own arguments, and
+        the names its messages give them (an argument's path, `params[2]['w']`, for the latter)."""
+        arguments = self.source.arguments
+        own = self.program.by_own_names(kwargs)
+        if arguments is None or (set(own) <= set(self.input_names) and arguments.takes_flat(args, len(own))):
+            return bind_keywords(self.input_names, args, own, f"@{self.program.name}"), self.input_names
+        return arguments.inputs(args, kwargs), arguments.input_paths
+
     def _fast_inputs(self, args) -> list[np.ndarray] | None:
         """The arguments as they are, when a static program's earlier call checked all that a call
         with them needs (their types, and that no input is copied); else None."""
@@ -116,18 +132,22 @@ class Executable:
         return list(args)
 
     def __call__(self, *args, **kwargs) -> tuple[np.ndarray, ...]:
+        names = self.input_names
         if kwargs:
-            args = bind_keywords(self.input_names, args, kwargs, f"@{self.program.name}")
+            args, names = self._bind(args, kwargs)
         elif self.fast is not None:
             results = self.fast(args)
             if results is not None:
                 return results
         arrays = self._fast_inputs(args)
+        if arrays is None and not kwargs and self._nested(args):
+            args, names = self._bind(args, {})
+            arrays = self._fast_inputs(args)
         if arrays is not None:
             if not self._fast_written:
                 self._write_fast()
             return self._run(arrays, {})
-        arrays, bindings = check_inputs(self.program, args, self.input_names)
+        arrays, bindings = check_inputs(self.program, args, names)
         if not self._on_device:
             arrays = [to_host(a) for a in arrays]
         key = tuple(sorted(bindings.items()))
@@ -172,8 +192,7 @@ class Executable:
                 if type(results) is not list:
                     results = list(results)
             except MemoryError as e:
-                plan = self.plan(self.program, bindings)
-                raise out_of_memory(plan, self._where, f"does not fit ({e})", self._input_copies(arrays)) from e
+                raise self._out_of_memory(e, bindings, self._input_copies(arrays)) from e
             except InputError as e:
                 raise with_op_lines(e, self.program) from None
             donated = set()
@@ -184,6 +203,15 @@ class Executable:
                 owned_results(results, self._check, [*arrays, *self._shared], donated)
             return tuple(results)
 
+    def _out_of_memory(self, error: MemoryError, bindings: dict[str, int], copies: int = 0) -> OutOfMemoryError:
+        """The OutOfMemoryError for an allocation the system refused: the planned peak and the buffer."""
+        buffer = getattr(error, "buffer", None)
+        why = (f"could not be allocated: the system refused {buffer} ({format_bytes(error.nbytes)})"
+               if buffer is not None else f"could not be allocated ({error})")
+        oom = out_of_memory(self.plan(self.program, bindings), self._where, why, copies)
+        oom.buffer = buffer
+        return oom
+
     def _repr_html_(self) -> str | None:
         return render_html(self)
 
@@ -193,6 +221,7 @@ class Executable:
         from .dryrun import check_shapes
         from .reinfer import concretize
 
+        shapes = self.program.by_own_names(shapes or {})
         check_shapes(self.program, shapes, self.input_names)
         try:
             program, bindings = self.program_for_shapes(shapes)

@@ -37,7 +37,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..backends.kernel_cache import KernelCache, default_cache, why_untrusted, why_untrusted_folder, write_atomic
+from ..backends.cache_files import write_atomic
+from ..backends.kernel_cache import KernelCache, default_cache, why_untrusted, why_untrusted_folder
 from ..errors import CacheWarning
 from ..report import CompileReport, ExecutableCacheRecord
 
@@ -293,12 +294,14 @@ def load_kernels(record: ExecutableCacheRecord | None):
         return None
     head = len(KERNELS_MAGIC) + 4
     if not data.startswith(KERNELS_MAGIC) or int.from_bytes(data[head - 4:head], "little") != zlib.crc32(data[head:]):
+        warnings.warn(f"jitlab: the kept kernels {os.path.basename(path)} are damaged ({len(data)} bytes, no "
+                      "matching checksum); compiling them again", CacheWarning, stacklevel=3)
         return None
     try:
         with _gc_paused():
             kept = pickle.loads(data[head:])
         kept.load()
-    except Exception:  # a damaged pickle or a library that no longer loads: compile again
+    except Exception:  # a library that no longer loads (damaged ones warn): compile again
         return None
     return kept
 

@@ -12,13 +12,14 @@ them (`sys.getrefcount`): a result the user holds, or a view of it, is never ove
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..backends.base import Kernel
 from ..backends.fastcall import SMALL_OUTPUT_BYTES, FunctionWriter
-from ..backends.host import OutputBuffers, detached, safe_to_donate
+from ..backends.host import BufferAllocationError, OutputBuffers, detached, safe_to_donate
 from ..dialects.reference import concrete_attrs, weight_data
 from ..dialects.scf import REGION_OPS, RUNNERS
 from ..ir.core import Operation, Value
@@ -291,7 +292,11 @@ class O1Runner:
         for slot, r, temp in zip(step.outs, step.op.results, step.temps):
             if temp:
                 shape = r.type.shape if r.type.is_static else evaluate_shape(r.type.shape, bindings)
-                env[slot] = live[slot] = self.pool.allocate(shape, r.type.dtype)
+                try:
+                    env[slot] = live[slot] = self.pool.allocate(shape, r.type.dtype)
+                except MemoryError as e:
+                    nbytes = math.prod(shape) * r.type.dtype.itemsize
+                    raise BufferAllocationError(f"%{r.name} {list(shape)} from the pool", nbytes, e) from e
 
 
 def _constant(program: Program, op: Operation) -> np.ndarray:

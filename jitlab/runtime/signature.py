@@ -119,7 +119,7 @@ def _solve_linear(d: Sym, symbol: str, n: int, bindings: dict[str, int]) -> int 
 def check_inputs(program: Program, args: Sequence, names: Sequence[str] | None = None
                  ) -> tuple[list[np.ndarray], dict[str, int]]:
     """The arguments as arrays of exactly the program's input types, and the symbol bindings."""
-    names = list(names or program.input_names)
+    names = list(names or program.own_input_names)
     types = [v.type for v in program.inputs]
     if len(args) != len(types):
         raise InputError(f"@{program.name} takes {len(types)} input(s) ({', '.join(names)}), "

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import jitlab as jl
 from jitlab.backends import native, native_caller
+from jitlab.backends.cache_files import read_checked
 from jitlab.backends.kernel_cache import KernelCache
 from jitlab.backends.numba_cpu import conv_native, native_build
 from jitlab.backends.numba_cpu.codegen import GeneratedKernel
@@ -361,7 +362,7 @@ def test_a_library_that_cannot_be_built_is_not_tried_again(tmp_path, monkeypatch
         exe = jl.compile(program, level="O2", cache=KernelCache(str(tmp_path)), executable_cache=False)
         np.testing.assert_allclose(exe(x)[0], np.maximum(x, 0.0) * 2.0, rtol=1e-6)
         records.append(exe.report.kernels[0].choice)
-    failed = [json.loads(p.read_text()) for p in (tmp_path / "native").glob("*.json")]
+    failed = [json.loads(read_checked(str(p))) for p in (tmp_path / "native").glob("*.json")]     # checked files
     assert len(links) == 1 and any("numba_something" in m.get("failed", "") for m in failed)
     assert "numba dispatchers" in records[0] and records[0] == records[1]
 

@@ -160,3 +160,57 @@ def test_a_fill_stays_a_broadcast_weight_and_computes_as_numpy(level):
     other = jl.onnx.load(filled_product(0.5)).weights
     assert weights_digest(program.weights) != weights_digest(other)
     assert weights_digest(program.weights) == weights_digest(jl.onnx.load(filled_product(0.25)).weights)
+
+
+def slashed_model(batch) -> onnx.ModelProto:
+    """A model whose input is named as ResNet-50's (`gpu_0/data_0`), which the IR spells `gpu_0_data_0`."""
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["gpu_0/data_0", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])]
+    return model(nodes, [tensor("gpu_0/data_0", np.float32, [batch, 4])], [tensor("y", np.float32, [batch, 3])],
+                 {"w": w})
+
+
+@pytest.mark.parametrize("batch", [2, "N"])
+def test_inputs_go_by_the_models_own_names(batch):
+    from jitlab.explore.sizes import dry_run_data
+
+    m = slashed_model(batch)
+    program = jl.onnx.load(m)
+    assert "%gpu_0_data_0" in str(program)
+    exe = jl.compile(program, level="O1")
+    assert exe.input_names == ["gpu_0/data_0"] and "gpu_0/data_0" in repr(exe)
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    expected = reference(m, {"gpu_0/data_0": x})
+    np.testing.assert_allclose(exe(**{"gpu_0/data_0": x})[0], expected[0], rtol=1e-5, atol=1e-5)
+    plan = exe.dry_run({"gpu_0/data_0": (64, 4)})
+    assert plan.peak_bytes == exe.dry_run({"gpu_0_data_0": (64, 4)}).peak_bytes      # the IR's spelling too
+    assert plan.peak_bytes == jl.compile(jl.onnx.load(small_named_like(m)), level="O1").dry_run({"x": (64, 4)}).peak_bytes
+    assert jl.dry_run(program, {"gpu_0/data_0": (64, 4)}, level="O1").peak_bytes == plan.peak_bytes
+    with pytest.raises(jl.InputError, match="input 'gpu_0/data_0'"):
+        exe(rng.standard_normal((2, 5)).astype(np.float32))
+    with pytest.raises(jl.InputError, match="its inputs are gpu_0/data_0"):
+        exe.dry_run({"data": (64, 4)})
+    page = dry_run_data(exe)
+    if batch == 2:
+        assert page["dims"][0]["name"] == "gpu_0/data_0.0" and page["dims"][0]["positions"] == [["gpu_0/data_0", 0]]
+    assert all(set(p["shapes"]) == {"gpu_0/data_0"} for p in page["plans"]) and page["plans"]
+
+
+def small_named_like(m: onnx.ModelProto) -> onnx.ModelProto:
+    """`m` with its input renamed `x`: the plan an input's name must not change."""
+    m = onnx.ModelProto.FromString(m.SerializeToString())
+    for node in m.graph.node:
+        node.input[:] = ["x" if n == "gpu_0/data_0" else n for n in node.input]
+    m.graph.input[0].name = "x"
+    return m
+
+
+def test_an_input_is_donated_by_the_models_own_name():
+    m = model([helper.make_node("Relu", ["gpu_0/data_0"], ["y"])], [tensor("gpu_0/data_0", np.float32, [2, 4])],
+              [tensor("y", np.float32, [2, 4])])
+    exe = jl.compile(jl.onnx.load(m), level="O1", donate=("gpu_0/data_0",))
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    expected = reference(m, {"gpu_0/data_0": x.copy()})[0]
+    (y,) = exe(x)
+    np.testing.assert_array_equal(y, expected)
+    assert [d.input_name for d in exe.donations] == ["gpu_0_data_0"] and np.shares_memory(y, x)

@@ -62,6 +62,11 @@ class NumbaCPUBackend(Backend):
                      and contraction_macs(op) >= HEAVY_MACS]
         prepare(convs, options.get("cache") or default_cache())
 
+    def warm(self, cache, show: bool = True) -> list[str]:
+        from .warm import warm
+
+        return warm(cache, show)
+
     def prepare_kernels(self, groups: list[Operation], options: dict[str, Any]) -> list[Operation]:
         # A second hook because `prepare` guesses, and only before passes that run: from the groups
         # that will convolve (O1's, or O2's kernel calls, o2.compile_program) a build it did not start

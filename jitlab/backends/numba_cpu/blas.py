@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import prange, types
 from numba.extending import intrinsic
 
+from ..numba_files import njit_cached
 from .numpy_blas import SMALL_PRODUCT, addresses, one_blas_thread  # noqa: F401  (what gemm and its callers take)
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -70,7 +71,7 @@ def _set_threads(typingctx, address, n):
     return types.void(types.int64, types.int64), codegen
 
 
-@njit(cache=True)
+@njit_cached()
 def _gemm_one_thread(blas, address, a, b, out, ta, tb):
     """_cblas_gemm on the calling thread only, the thread count put back after."""
     before = _get_threads(blas[2])
@@ -81,7 +82,7 @@ def _gemm_one_thread(blas, address, a, b, out, ta, tb):
         _set_threads(blas[3], before)
 
 
-@njit(cache=True)
+@njit_cached()
 def gemm_cblas(blas, a, b, out, ta, tb):
     """`gemm` where numpy's cblas symbols are known to exist: native libraries call this one, since
     the np.dot fallback would link numba's BLAS helpers into them."""
@@ -96,7 +97,7 @@ def gemm_cblas(blas, a, b, out, ta, tb):
             _cblas_gemm(address, a, b, out, ta, tb)
 
 
-@njit(cache=True)
+@njit_cached()
 def gemm(blas, a, b, out, ta, tb):
     """out = op(a) @ op(b), op transposing where ta/tb is true; 2-D C-contiguous float32 or float64
     arrays (a and b as stored). `blas` is `addresses()`."""
@@ -112,7 +113,7 @@ def gemm(blas, a, b, out, ta, tb):
         np.dot(a, b, out)
 
 
-@njit(parallel=True, cache=True)
+@njit_cached(parallel=True)
 def gemm_split(blas, a, b, out, parts):
     """out = a @ b (2-D C-contiguous, as `gemm`) as `parts` GEMMs over row blocks of `a` and `out`,
     run by numba's threads in parallel: inside `one_blas_thread`, each on one core."""

@@ -9,15 +9,15 @@ take the parts, so a warm start convolves without numba.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..numba_files import njit_cached
 from .bits import nonneg
 from .blas import gemm_cblas
 
 FLAGS = {"contract"}
 
 
-@njit(fastmath=FLAGS, error_model="numpy", cache=True)
+@njit_cached(fastmath=FLAGS, error_model="numpy")
 def im2col_part(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, part_, parts_):
     """Rows of cols[(c*kh + i)*kw + j, y*ow + x] = padded x[c, y*sh + i*dh - ph, x*sw + j*dw - pw],
     split by row: a 3-channel stem has 147 rows to share out, not 3 channels."""
@@ -34,7 +34,7 @@ def im2col_part(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, part_, parts_):
                 cols[row, y * ow + xx] = x[c, src_y, src_x] if inside else 0
 
 
-@njit(error_model="numpy", cache=True)
+@njit_cached(error_model="numpy")
 def gemm_rows_part(a, b, out, blas, part_, parts_):
     """Rows [part_ m / parts_, (part_ + 1) m / parts_) of out = a @ b, on numpy's cblas (`blas`:
     numpy_blas.addresses()), which the caller keeps on one thread."""
@@ -44,7 +44,7 @@ def gemm_rows_part(a, b, out, blas, part_, parts_):
         gemm_cblas(blas, a[lo:hi], b, out[lo:hi], False, False)
 
 
-@njit(error_model="numpy", cache=True)
+@njit_cached(error_model="numpy")
 def gemms_part(u, v, m, blas, part_, parts_):
     """m[k] = u[k] @ v[k] for the part's share of k (Winograd's 16 products)."""
     n = u.shape[0]
@@ -52,7 +52,7 @@ def gemms_part(u, v, m, blas, part_, parts_):
         gemm_cblas(blas, u[k], v[k], m[k], False, False)
 
 
-@njit(fastmath=FLAGS, error_model="numpy", cache=True)
+@njit_cached(fastmath=FLAGS, error_model="numpy")
 def winograd_input_part(x, v, part_, parts_):
     """v[4r + s, c, tile] = (B^T d B)[r, s] for the 4x4 tile d of the padded image x[c] at that
     tile, for the part's channels; B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]].
@@ -87,7 +87,7 @@ def winograd_input_part(x, v, part_, parts_):
                     v3[t] = ar[2 * t + 1] - ar[2 * t + 3]
 
 
-@njit(fastmath=FLAGS, error_model="numpy", cache=True)
+@njit_cached(fastmath=FLAGS, error_model="numpy")
 def winograd_output_part(m, out, part_, parts_):
     """out[o] tile by tile = A^T M A for the part's channels o, M the 4x4 products m[:, o, tile];
     A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]."""

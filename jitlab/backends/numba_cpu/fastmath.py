@@ -24,16 +24,16 @@ from dataclasses import dataclass
 from decimal import Decimal, localcontext
 
 import numpy as np
-from numba import njit
 
 from ...registry import Registry
+from ..numba_files import njit_cached
 from .bits import exponent, mantissa, pow2
 
 # FMA contraction only: no-NaN / no-inf / reassociation flags would break the IEEE special
 # values these functions promise. The numpy error model keeps divisions free of zero checks,
 # whose raising branch would stop vectorization.
 JIT_OPTIONS = {"fastmath": {"contract"}, "error_model": "numpy", "forceinline": True}
-jit = njit(**JIT_OPTIONS)
+jit = njit_cached(**JIT_OPTIONS)
 FLOATS = (np.float32, np.float64)
 
 

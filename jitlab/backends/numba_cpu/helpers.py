@@ -3,9 +3,9 @@
 import math
 
 import numpy as np
-from numba import njit
 
 from ...errors import InputError
+from ..numba_files import njit_cached
 from ..scalar_semantics import (
     complex_abs_with,
     float_divmod_with,
@@ -21,15 +21,15 @@ from ..scalar_semantics import (
 
 # forceinline lets LLVM inline them with their own flags kept; numba's inline="always" would
 # re-lower them with the kernel's flags instead (see fastmath.py).
-_INLINE = dict(forceinline=True, error_model="numpy", cache=True)
+_inline = njit_cached(forceinline=True, error_model="numpy")
 
 
 _maximum, _minimum, _int_div, _int_floor_div, _int_fmod, _int_mod, _int_pow = (
-    njit(**_INLINE)(fn) for fn in (maximum, minimum, int_div, int_floor_div, int_fmod, int_mod, int_pow))
-_floor_divide, _mod = (njit(**_INLINE)(fn) for fn in float_divmod_with(np.floor, np.fmod, np.copysign))
+    _inline(fn) for fn in (maximum, minimum, int_div, int_floor_div, int_fmod, int_mod, int_pow))
+_floor_divide, _mod = (_inline(fn) for fn in float_divmod_with(np.floor, np.fmod, np.copysign))
 
 
-@njit(**_INLINE)
+@_inline
 def _int_pow_checked(a, b):
     """a ** b for integers; a negative b is an InputError, as numpy refuses it (a kernel that calls
     this raises, so it stays a numba dispatcher and runs in order: codegen.RAISING_HELPERS)."""
@@ -38,16 +38,16 @@ def _int_pow_checked(a, b):
     return _int_pow(a, b)
 
 
-_float_to_int = njit(**_INLINE)(float_to_int_with(np.trunc))
-_complex_abs = njit(**_INLINE)(complex_abs_with(np.sqrt))
+_float_to_int = _inline(float_to_int_with(np.trunc))
+_complex_abs = _inline(complex_abs_with(np.sqrt))
 
 
-@njit(**_INLINE)
+@_inline
 def _erf(x):
     return math.erf(x)
 
 
-@njit(**_INLINE)
+@_inline
 def _sigmoid(x):
     one = type(x)(1)
     if x >= 0:
@@ -56,13 +56,13 @@ def _sigmoid(x):
     return e / (one + e)
 
 
-@njit(**_INLINE)
+@_inline
 def _gelu_erf(x):
     half = type(x)(0.5)
     return half * x * (type(x)(1) + _erf(x * type(x)(0.7071067811865476)))
 
 
-@njit(**_INLINE)
+@_inline
 def _gelu_tanh(x):
     half = type(x)(0.5)
     inner = type(x)(0.7978845608028654) * (x + type(x)(0.044715) * x * x * x)

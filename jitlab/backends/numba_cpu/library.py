@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from ..numba_files import njit_cached
 from .blas import addresses, gemm_split, one_blas_thread
 from .conv_operands import conv_views
 from .conv_parts import im2col_part
@@ -22,10 +23,10 @@ from .winograd import winograd_nb
 numba.get_num_threads()
 
 
-_views = njit(cache=True)(conv_views)
+_views = njit_cached()(conv_views)
 
 
-@njit(parallel=True, cache=True)
+@njit_cached(parallel=True)
 def _im2col(x, geometry, cols):
     """cols[(c*kh + i)*kw + j, y*ow + x] = padded x[c, y*sh + i*dh - ph, x*sw + j*dw - pw], a row each;
     `geometry`: (kh, kw, sh, sw, ph, pw, dh, dw, oh, ow)."""
@@ -35,7 +36,7 @@ def _im2col(x, geometry, cols):
         im2col_part(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, r, rows)
 
 
-@njit(cache=True)
+@njit_cached()
 def conv2d_nb(x, w, out, sh, sw, ph, pw, dh, dw, groups, blas, parts=1):
     """NCHW convolution by im2col + one GEMM per image and group (conv_operands.conv_views), written
     into `out`, each GEMM split into `parts` row blocks (blas.gemm_split). `blas`: blas.addresses()."""

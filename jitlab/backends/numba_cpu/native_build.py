@@ -18,12 +18,10 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import importlib.util
 import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -31,9 +29,11 @@ from typing import TYPE_CHECKING
 from ...errors import JitlabError
 from ...report import KernelTiming
 from ..base import KernelParam
-from ..kernel_cache import KernelCache, why_untrusted_folder, write_atomic
-from ..native import ENTRY, FORMAT, NativeLibrary, NativeLoadError, library_path
+from ..cache_files import DamagedFile, read_checked, warn_damaged, write_atomic, write_checked
+from ..kernel_cache import KernelCache, module_from_source, why_untrusted_folder
+from ..native import ENTRY, FORMAT, NativeLibrary, NativeLoadError, library_path, read_manifest
 from ..native_caller import compiler
+from .warm import first_compile
 
 if TYPE_CHECKING:
     from .codegen import GeneratedKernel
@@ -187,8 +187,9 @@ def libraries_for(text: str, entries: list[Entry], parts: dict[str, str], cache:
             for library in found:
                 library.load()
             return found, "", ""
-        except NativeLoadError:
-            pass                    # damaged or foreign: built again below
+        except NativeLoadError as e:            # damaged or foreign: built again below
+            if e.damaged:
+                warn_damaged(path, e.damaged)
     if compiler() is None:
         return None, "", "no C compiler (cc) to link native libraries with"
     miss = cache.explain_miss(parts)
@@ -223,17 +224,13 @@ def _abi(entry: Entry) -> str:
 
 def failed(path: str) -> str:
     """Why building the library at `path` failed before ("" if it did not, or was never tried)."""
-    try:
-        with open(path[:-3] + ".json") as f:
-            manifest = json.load(f)
-        return manifest.get("failed", "") if manifest.get("format") == FORMAT else ""
-    except (OSError, ValueError, AttributeError):
-        return ""
+    manifest = read_manifest(path) or {}
+    return manifest.get("failed", "") if manifest.get("format") == FORMAT else ""
 
 
 def _remember_failure(path: str, parts: dict[str, str], why: str) -> None:
     if why_untrusted_folder(os.path.dirname(path)) is None:
-        write_atomic(path[:-3] + ".json", json.dumps({"format": FORMAT, "failed": why, "parts": parts}).encode())
+        write_checked(path[:-3] + ".json", json.dumps({"format": FORMAT, "failed": why, "parts": parts}).encode())
 
 
 def _unsupported(chunk: str, params: tuple[KernelParam, ...], signature: tuple) -> str:
@@ -307,7 +304,8 @@ def _build(text: str, entries: list[Entry], parts: dict[str, str], path: str, ti
     names = [f"k_entry{k}" for k in range(len(entries))]
     text += _ENTRY_HEADER + "".join("\n\n" + entry_source(e, name) for e, name in zip(entries, names))
     write_atomic(path[:-3] + ".py", text.encode())
-    module, seconds = _import(path[:-3] + ".py")
+    with first_compile(f"kernel library {os.path.basename(path)}"):
+        module, seconds = _import(path[:-3] + ".py", text)
     timing.add(seconds)
     _link([(getattr(module, name), e.symbol) for e, name in zip(entries, names)], path)
     libraries = []
@@ -317,20 +315,19 @@ def _build(text: str, entries: list[Entry], parts: dict[str, str], path: str, ti
                                        sum(not p.is_array for p in e.params), e.chunked, e.symbol))
         libraries[-1].load()
     manifest = {"format": FORMAT, "entries": [lib.manifest() for lib in libraries], "parts": parts}
-    write_atomic(path[:-3] + ".json", json.dumps(manifest, indent=1).encode())
+    write_checked(path[:-3] + ".json", json.dumps(manifest, indent=1).encode())
     return libraries
 
 
-def _import(path: str):
-    """Imports the generated module (numba compiles its cfuncs there), timed as numba's work."""
+def _import(path: str, text: str):
+    """Runs the generated module `text`, written at `path` (numba compiles its cfuncs there), timed
+    as numba's work."""
     from .timing import timed
 
     name = "jitlab_native_" + os.path.basename(path)[:-3].replace("-", "_")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    seconds = timed(lambda: spec.loader.exec_module(module))
-    sys.modules[name] = module
-    return module, seconds
+    found: list = []
+    seconds = timed(lambda: found.append(module_from_source(name, path, text)))
+    return found[0], seconds
 
 
 def _link(entries: list[tuple[object, str]], path: str) -> None:
@@ -351,8 +348,12 @@ def _link(entries: list[tuple[object, str]], path: str) -> None:
             command += [obj, f"-Wl,--defsym={symbol}={cfunc.native_name}"]
         # numba emits code for the large code model, whose absolute relocations sit in the text
         # section: -z notext lets the loader patch them (no position-independent code to ask for)
-        _run(command + [_runtime_object(folder), "-Wl,-z,notext", "-lm"])
-        os.replace(os.path.join(tmp, "kernel.so"), path)
+        runtime = os.path.join(tmp, "runtime.o")
+        with open(runtime, "wb") as f:
+            f.write(_runtime_object(folder))
+        _run(command + [runtime, "-Wl,-z,notext", "-lm"])
+        with open(os.path.join(tmp, "kernel.so"), "rb") as f:
+            write_checked(path, f.read())
 
 
 def _declared(llvm_ir: str) -> set[str]:
@@ -370,17 +371,25 @@ def _in_process(symbol: str) -> bool:
     return hasattr(_process(), symbol)
 
 
-def _runtime_object(folder: str) -> str:
-    """The compiled runtime, built once per cache folder and version of its source."""
+def _runtime_object(folder: str) -> bytes:
+    """The compiled runtime, built once per cache folder and version of its source (a checked
+    file: a damaged one is built again)."""
     path = os.path.join(folder, f"runtime-{_RUNTIME_CODE}.o")
-    if not os.path.exists(path):
-        with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
-            source = os.path.join(tmp, "runtime.c")
-            with open(source, "w") as f:
-                f.write(RUNTIME_C)
-            _run([compiler(), "-O2", "-fPIC", "-c", source, "-o", os.path.join(tmp, "runtime.o")])
-            os.replace(os.path.join(tmp, "runtime.o"), path)
-    return path
+    try:
+        return read_checked(path)
+    except FileNotFoundError:
+        pass
+    except (OSError, DamagedFile) as e:
+        warn_damaged(path, str(e))
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
+        source = os.path.join(tmp, "runtime.c")
+        with open(source, "w") as f:
+            f.write(RUNTIME_C)
+        _run([compiler(), "-O2", "-fPIC", "-c", source, "-o", os.path.join(tmp, "runtime.o")])
+        with open(os.path.join(tmp, "runtime.o"), "rb") as f:
+            code = f.read()
+    write_checked(path, code)
+    return code
 
 
 def _run(command: list[str]) -> None:

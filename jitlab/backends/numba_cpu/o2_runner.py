@@ -22,7 +22,7 @@ from ...ir.program import Program
 from ...ir.shapes import evaluate_shape
 from ...report import KernelTiming, MemoryPlan
 from ..base import KernelParam, ParamRole
-from ..host import OutputBuffers, detached, safe_to_donate
+from ..host import OutputBuffers, detached, empty, safe_to_donate
 from .numpy_blas import addresses as blas_addresses
 
 
@@ -145,7 +145,7 @@ class _Layout:
     def __init__(self, plan: MemoryPlan, buffer_index: dict[str, int]):
         self.plan = plan
         self.records = {b.name: b for b in plan.buffers}
-        self.arena = np.empty(max(plan.arena_bytes, 1), np.uint8)
+        self.arena = empty((max(plan.arena_bytes, 1),), np.uint8, "the arena of every intermediate")
         self.offsets = np.zeros(max(len(buffer_index), 1), np.int64)
         for name, slot in buffer_index.items():
             self.offsets[slot] = self.records[name].offset or 0       # zero-byte buffers have no offset

@@ -15,9 +15,10 @@ with few columns (tiles) slowly, so on 7x7 images (16 tiles) it lost to im2col.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from ...ir.core import Operation
+from ..numba_files import njit_cached
 from .blas import gemm
 from .conv_parts import winograd_input_part, winograd_output_part
 
@@ -37,7 +38,7 @@ def fits(con: Operation) -> bool:
             and (h // 2) * (wd // 2) >= MIN_TILES)
 
 
-@njit(parallel=True, cache=True)
+@njit_cached(parallel=True)
 def _input_transform(x, v):
     """Winograd's input transform (conv_parts.winograd_input_part), a channel each."""
     c_in = x.shape[0]
@@ -45,7 +46,7 @@ def _input_transform(x, v):
         winograd_input_part(x, v, c, c_in)
 
 
-@njit(parallel=True, cache=True)
+@njit_cached(parallel=True)
 def _output_transform(m, out):
     """Winograd's output transform (conv_parts.winograd_output_part), a channel each."""
     o_n = out.shape[0]
@@ -53,7 +54,7 @@ def _output_transform(m, out):
         winograd_output_part(m, out, o, o_n)
 
 
-@njit(cache=True)
+@njit_cached()
 def winograd_nb(x, u, out, blas, parallel):
     """out = conv2d(x, w) for a filter w whose transform is u (filter_transform); NCHW, `fits`.
     With `parallel` (inside blas.one_blas_thread) numba's threads share out the 16 GEMMs."""
@@ -72,7 +73,7 @@ def winograd_nb(x, u, out, blas, parallel):
         _output_transform(m, out[b])
 
 
-@njit(parallel=True, cache=True)
+@njit_cached(parallel=True)
 def _gemms_parallel(blas, u, v, m):
     for k in prange(16):
         gemm(blas, u[k], v[k], m[k], False, False)

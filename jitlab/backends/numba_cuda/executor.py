@@ -68,7 +68,7 @@ class DeviceExecutor:
         self.stats: Counter = Counter()
         self.slots: dict[Value, int] = {v: i for i, v in enumerate(program.inputs)}
         self.input_types = [v.type for v in program.inputs]
-        self.input_names = list(program.input_names)
+        self.input_names = program.own_input_names      # for messages: as the model named them
         self.arena_plan = report.memory if report.memory is not None and report.memory.mode == "static" else None
         streams = report.streams if self.arena_plan is None else None
         self.resident: dict[int, Any] = {}
