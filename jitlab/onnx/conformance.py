@@ -28,7 +28,7 @@ from ..errors import JitlabError, UnsupportedError
 from .reader import DTYPES
 
 STATUSES = ("pass", "unsupported", "wrong", "error")
-CONTROL_FLOW = {"If", "Loop", "Scan", "SequenceMap"}
+CONTROL_FLOW = {"SequenceMap"}
 RANDOM = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
 OPTIONAL = {"Optional", "OptionalGetElement", "OptionalHasElement"}
 SEQUENCE = {"SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert",
