@@ -113,6 +113,8 @@ def _counted(n: Node, graph: onnx.GraphProto, m: T, c: T | None, inits: list[T],
                        lambda bg, args, pre: [args[0], bg.scalar(True, np.bool_), *args[1:]])
     carried, ys = body.outputs[1:1 + len(inits)], body.outputs[1 + len(inits):]
     _check_carried(n, graph, 1, inits, carried)
+    if n_scan and length == 0:      # no iteration: the body only gives the scan outputs' types
+        return [*inits, *(g.full((0, *y.shape), 0, y.dtype) for y in ys)]
     i = T(body.block.args[0], body.g)
     buffers = _stack(body, ys, [i] * len(ys), 1 + len(inits), length if n_scan else 0)
     body.finish("scf.yield", [*carried, *body.outputs])
