@@ -19,7 +19,7 @@ from ..errors import ModelError, UnsupportedOp
 from ..ir.builder import Builder
 from ..ir.core import Block, Value
 from ..ir.types import TensorType
-from .graph import Graph, T
+from .graph import CONSTANT_LIMIT, Graph, T
 from .reader import tensor_to_array
 from .scopes import node_scopes
 
@@ -34,9 +34,6 @@ class Body:
     g: Graph
     outputs: list[T]
     captures: list[Value] = field(default_factory=list)     # outer values, in the order of their block args
-
-    def capture_args(self) -> list:
-        return self.block.args[len(self.block.args) - len(self.captures):]
 
     def finish(self, terminator: str, values: Sequence[T]) -> None:
         """Ends the block with `terminator` over `values`."""
@@ -65,6 +62,22 @@ def free_names(graph: onnx.GraphProto) -> list[str]:
     return free
 
 
+class RegionGraph(Graph):
+    """A graph emitting into a region's block: a weight it makes (an initializer, a large folded
+    array) is made in the graph around it and captured, so every weight stays in the program's body."""
+
+    def __init__(self, outer: Graph, block: Block, capture: Callable[[T], T]):
+        super().__init__(outer.program)
+        self.outer, self.capture = outer, capture
+        self.builder = Builder(block, constraints=outer.program.constraints, loc=outer.builder.loc)
+        self.weight_hint = outer.weight_hint
+
+    def weight(self, hint: str, array: np.ndarray) -> Value:
+        inner = self.capture(T(self.outer.weight(hint, array), self.outer)).value
+        self.known[inner] = np.asarray(array)
+        return inner
+
+
 def import_body(importer, node, graph: onnx.GraphProto, arg_types: Sequence[TensorType], bind: Bind,
                 pre_captures: Sequence[T] = ()) -> Body:
     """Imports `graph` into a new block whose arguments are `arg_types`, then the captures
@@ -72,10 +85,6 @@ def import_body(importer, node, graph: onnx.GraphProto, arg_types: Sequence[Tens
     _check_tensor_types(node, graph)
     block = Block(list(arg_types))
     outer_g, outer_env = importer.g, importer.env
-    g = Graph(importer.program)
-    g.builder = Builder(block, constraints=importer.program.constraints, loc=outer_g.builder.loc)
-    g.weight_hint = outer_g.weight_hint
-    body = Body(block, g, [])
     by_value: dict[Value, T] = {}
 
     def capture(x: T) -> T:
@@ -84,11 +93,13 @@ def import_body(importer, node, graph: onnx.GraphProto, arg_types: Sequence[Tens
             body.captures.append(x.value)
         return by_value[x.value]
 
+    g = RegionGraph(outer_g, block, capture)
+    body = Body(block, g, [])
     pre = [capture(x) for x in pre_captures]
     env: dict[str, T] = {}
     for name in free_names(graph):
         if name in outer_env:
-            env[name] = _inner(outer_env[name], g) or capture(outer_env[name])
+            env[name] = _inner(outer_env[name], g)
     inputs = bind(g, [T(a, g) for a in block.args[:len(arg_types)]], pre)
     if len(inputs) != len(graph.input):
         raise node.error(ModelError, f"its subgraph '{graph.name}' takes {len(graph.input)} input(s); "
@@ -111,17 +122,16 @@ def import_body(importer, node, graph: onnx.GraphProto, arg_types: Sequence[Tens
     return body
 
 
-def _inner(x: T, g: Graph) -> T | None:
-    """A value known at import time made again inside the block (a weight read by name, no copy)."""
+def _inner(x: T, g: RegionGraph) -> T:
+    """An outer value inside the block: small known ones made again there (so shapes fold), the
+    rest captured (known ones stay known)."""
     array = x.known
-    if array is None:
-        return None
-    op = x.value.owner
-    if getattr(op, "name", None) == "np.weight":
-        value = g.builder.create("np.weight", attrs={"name": op.attrs["name"]}, result_types=[x.type]).result
-        g.known[value] = array
-        return T(value, g)
-    return T(g.constant(np.asarray(array)), g)
+    if array is not None and (array.dtype == object or array.size <= CONSTANT_LIMIT):
+        return T(g.constant(np.asarray(array)), g)
+    inner = g.capture(x)
+    if array is not None:
+        g.known[inner.value] = array
+    return inner
 
 
 def _check_tensor_types(node, graph: onnx.GraphProto) -> None:
