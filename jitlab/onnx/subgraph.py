@@ -105,7 +105,21 @@ def import_body(importer, node, graph: onnx.GraphProto, arg_types: Sequence[Tens
         raise node.error(ModelError, f"its subgraph '{graph.name}' takes {len(graph.input)} input(s); "
                                      f"{node.op_type} gives it {len(inputs)}")
     env.update((vi.name, x) for vi, x in zip(graph.input, inputs))
-    importer.g, importer.env, scopes = g, env, importer.scopes
+    body.outputs = _run(importer, node, graph, g, env)
+    return body
+
+
+def inline(importer, node, graph: onnx.GraphProto) -> list[T]:
+    """Imports an input-less subgraph (the branch an If takes, known at import time) into the graph
+    around it; its own names stay its own. Returns its outputs."""
+    _check_tensor_types(node, graph)
+    return _run(importer, node, graph, importer.g, dict(importer.env))
+
+
+def _run(importer, node, graph: onnx.GraphProto, g: Graph, env: dict[str, T]) -> list[T]:
+    """Converts the subgraph's initializers and nodes with `g` and `env`; returns its outputs."""
+    outer = importer.g, importer.env, importer.scopes
+    importer.g, importer.env = g, env
     try:
         for t in graph.initializer:
             env[t.name] = T(g.weight(t.name, tensor_to_array(t, importer.source.folder)), g)
@@ -113,13 +127,12 @@ def import_body(importer, node, graph: onnx.GraphProto, arg_types: Sequence[Tens
         for i, proto in enumerate(graph.node):
             importer._convert(proto, i)
     finally:
-        importer.g, importer.env, importer.scopes = outer_g, outer_env, scopes
+        importer.g, importer.env, importer.scopes = outer
     missing = [vi.name for vi in graph.output if vi.name not in env]
     if missing:
         raise node.error(ModelError, f"output '{missing[0]}' of its subgraph '{graph.name}' is not produced "
                                      "by any node of it or of the graphs around it")
-    body.outputs = [env[vi.name] for vi in graph.output]
-    return body
+    return [env[vi.name] for vi in graph.output]
 
 
 def _inner(x: T, g: RegionGraph) -> T:

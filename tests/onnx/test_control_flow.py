@@ -149,3 +149,42 @@ def test_a_carried_value_that_changes_shape_is_refused():
               [tensor("y", F, [None])])
     with pytest.raises(jl.UnsupportedError, match="loop-carried value 'x_out' is f32\\[2\\] on entry and f32\\[4\\]"):
         jl.onnx.load(m)
+
+
+def sliding_loop():
+    """y += x[i:i + 2] for i < M: a Slice whose starts are the loop's counter (np.dynamic_slice)."""
+    nodes = [helper.make_node("Add", ["i", "two"], ["end"]),
+             helper.make_node("Unsqueeze", ["i", "zero"], ["s"]), helper.make_node("Unsqueeze", ["end", "zero"], ["e"]),
+             helper.make_node("Slice", ["x", "s", "e"], ["window"]),
+             helper.make_node("Add", ["y_in", "window"], ["y_out"]),
+             helper.make_node("Identity", ["c_in"], ["c_out"])]
+    g = body(nodes, [tensor("i", I64, []), tensor("c_in", B, []), tensor("y_in", F, [2])],
+             [tensor("c_out", B, []), tensor("y_out", F, [2])])
+    loop = helper.make_node("Loop", ["M", "", "y0"], ["y"], body=g)
+    return model([loop], [tensor("M", I64, []), tensor("x", F, [6]), tensor("y0", F, [2])], [tensor("y", F, [2])],
+                 initializers={"two": np.array(2, I64), "zero": np.array([0], I64)})
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_slice_at_the_loop_counter(level):
+    feeds = {"M": np.array(5, I64), "x": np.arange(6, dtype=F) ** 2, "y0": np.array([1, -1], F)}
+    check(sliding_loop(), feeds, level, {"scf.for", "np.dynamic_slice"})
+
+
+def test_a_slice_past_the_end_is_an_error_not_a_clamp():
+    feeds = {"M": np.array(6, I64), "x": np.arange(6, dtype=F), "y0": np.zeros(2, F)}
+    with pytest.raises(jl.InputError, match="slice 5:7 of axis 0 with size 6 holds 1 element.*iteration 5 of the scf.for"):
+        jl.compile(jl.onnx.load(sliding_loop()), level="O0")(*feeds.values())
+
+
+def test_an_if_known_at_import_takes_its_branch_inline():
+    """Branches of different shapes (shape logic): the condition is a constant, so only one is imported."""
+    then = body([helper.make_node("Concat", ["x", "x"], ["a"], axis=0)], [], [tensor("a", F, [6])], "then")
+    other = body([helper.make_node("Neg", ["x"], ["b"])], [], [tensor("b", F, [3])], "else")
+    m = model([helper.make_node("If", ["p"], ["r"], then_branch=then, else_branch=other)], [tensor("x", F, [3])],
+              [tensor("r", F, [None])], initializers={"p": np.array(True)})
+    program = jl.onnx.load(m)
+    assert not {"scf.if", "np.neg"} & {op.name for op in program.walk()}
+    x = np.array([1, 2, 3], F)
+    (got,) = jl.compile(program, level="O0")(x)
+    np.testing.assert_array_equal(got, onnxruntime_run(m, {"x": x})[0])

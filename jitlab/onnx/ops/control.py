@@ -6,7 +6,8 @@
   must be known when importing, so an scf.while (whose trip count is data) with scan outputs is
   refused.
 - Scan (opset 9+): an scf.for over the scanned axis, each scan input read with np.dynamic_slice.
-- If: an scf.if whose two branches yield the outputs (the same types in both).
+- If: an scf.if whose two branches yield the outputs (the same types in both); when the condition is
+  known at import time (shape logic), the branch taken is imported inline and the other not at all.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ...ir.types import TensorType
 from ..graph import Graph, T
 from ..node import Node
 from ..registry import onnx_op
-from ..subgraph import Body, import_body
+from ..subgraph import Body, import_body, inline
 from .util import norm_axis
 
 I64 = np.dtype(np.int64)
@@ -226,6 +227,10 @@ def scan(n: Node) -> list[T]:
 def if_(n: Node) -> list[T]:
     g = n.g
     pred = _scalar(n, n.input(0), np.bool_, "the condition")
+    if pred.known is not None:      # decided at import time (shape logic): only the branch taken, inline
+        taken = n.graph("then_branch" if bool(pred.known) else "else_branch")
+        n.graph("else_branch" if bool(pred.known) else "then_branch")
+        return inline(n.importer, n, taken)
     then = import_body(n.importer, n, n.graph("then_branch"), [], lambda bg, args, pre: [])
     other = import_body(n.importer, n, n.graph("else_branch"), [], lambda bg, args, pre: [],
                         pre_captures=[T(v, g) for v in then.captures])
