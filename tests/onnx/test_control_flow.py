@@ -188,3 +188,24 @@ def test_an_if_known_at_import_takes_its_branch_inline():
     x = np.array([1, 2, 3], F)
     (got,) = jl.compile(program, level="O0")(x)
     np.testing.assert_array_equal(got, onnxruntime_run(m, {"x": x})[0])
+
+
+def nested_if_in_loop():
+    """x <- x * w or x - w as the counter is even or odd: an If inside a Loop's body whose branches
+    read w from the outermost graph (captured through both regions) and x from the body."""
+    then = body([helper.make_node("Mul", ["x_in", "w"], ["a"])], [], [tensor("a", F, [2])], "then")
+    other = body([helper.make_node("Sub", ["x_in", "w"], ["b"])], [], [tensor("b", F, [2])], "else")
+    nodes = [helper.make_node("Mod", ["i", "two"], ["r"]), helper.make_node("Equal", ["r", "zero"], ["even"]),
+             helper.make_node("If", ["even"], ["x_out"], then_branch=then, else_branch=other),
+             helper.make_node("Identity", ["c_in"], ["c_out"])]
+    g = body(nodes, [tensor("i", I64, []), tensor("c_in", B, []), tensor("x_in", F, [2])],
+             [tensor("c_out", B, []), tensor("x_out", F, [2])])
+    loop = helper.make_node("Loop", ["M", "", "x"], ["y"], body=g)
+    return model([loop], [tensor("M", I64, []), tensor("x", F, [2]), tensor("w", F, [2])], [tensor("y", F, [2])],
+                 initializers={"two": np.array(2, I64), "zero": np.array(0, I64)})
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_an_if_inside_a_loop_reads_the_outer_graph(level):
+    feeds = {"M": np.array(5, I64), "x": np.array([1.5, -2], F), "w": np.array([3, 0.5], F)}
+    check(nested_if_in_loop(), feeds, level, {"scf.for", "scf.if"})
