@@ -209,3 +209,14 @@ def nested_if_in_loop():
 def test_an_if_inside_a_loop_reads_the_outer_graph(level):
     feeds = {"M": np.array(5, I64), "x": np.array([1.5, -2], F), "w": np.array([3, 0.5], F)}
     check(nested_if_in_loop(), feeds, level, {"scf.for", "scf.if"})
+
+
+def test_without_a_condition_input_the_body_condition_still_ends_the_loop():
+    """onnxruntime stops when the body's condition turns false even if the node has no condition input."""
+    g = body([helper.make_node("Add", ["x_in", "one"], ["x_out"]), helper.make_node("Less", ["x_out", "three"], ["c"]),
+              helper.make_node("ReduceMin", ["c"], ["c_out"], keepdims=0)],
+             [tensor("i", I64, []), tensor("c_in", B, []), tensor("x_in", F, [1])],
+             [tensor("c_out", B, []), tensor("x_out", F, [1])])
+    m = model([helper.make_node("Loop", ["M", "", "x"], ["y"], body=g)], [tensor("M", I64, []), tensor("x", F, [1])],
+              [tensor("y", F, [1])], initializers={"one": np.array(1, F), "three": np.array(3, F)})
+    check(m, {"M": np.array(10, I64), "x": np.zeros(1, F)}, "O0", {"scf.while"})

@@ -1,7 +1,8 @@
 """Loop, Scan and If as `scf` ops (dialects/scf.py), their subgraphs imported as the ops' regions.
 
-- Loop: an scf.for over range(M) when the body passes its condition through unchanged (or the
-  node has no condition input), else an scf.while carrying the iteration number and the condition.
+- Loop: an scf.for over range(M) when the body passes its condition through unchanged, else an
+  scf.while carrying the iteration number and the condition. The body's condition is honoured
+  when the node has no condition input too, as onnxruntime does (the spec's text calls it ignored).
   Scan outputs are stacked into carried buffers written with np.dynamic_update_slice; their length
   must be known when importing, so an scf.while (whose trip count is data) with scan outputs is
   refused.
@@ -86,7 +87,7 @@ def loop(n: Node) -> list[T]:
         raise n.error(ModelError, f"its body takes {len(graph.input)} inputs and gives {len(graph.output)} outputs; "
                                   f"with {len(inits)} loop-carried value(s) it must take {2 + len(inits)} and give at "
                                   f"least {1 + len(inits)}")
-    if m is not None and (c is None or _passes_condition(graph)):
+    if m is not None and _passes_condition(graph):
         return _counted(n, graph, m, c, inits, n_scan)
     if n_scan:
         raise n.unsupported(f"{n_scan} scan output(s) of a Loop whose body computes its condition: how many "
@@ -97,8 +98,8 @@ def loop(n: Node) -> list[T]:
 
 
 def _counted(n: Node, graph: onnx.GraphProto, m: T, c: T | None, inits: list[T], n_scan: int) -> list[T]:
-    """scf.for(0, M): the condition is true on entry to every iteration, and the loop runs when it is
-    true on entry to the node (the spec ignores the body's condition when the node has none)."""
+    """scf.for(0, M): the body passes the condition through, so the loop runs M times when it is
+    true on entry to the node (or absent), and not at all otherwise."""
     g = n.g
     if n_scan:
         count = int(n.static_scalar(0, "the trip count of a Loop with scan outputs"))
