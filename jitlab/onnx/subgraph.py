@@ -78,24 +78,31 @@ class RegionGraph(Graph):
         return inner
 
 
+def open_region(outer: Graph, arg_types: Sequence[TensorType]) -> Body:
+    """A new block of arguments `arg_types` and a RegionGraph emitting into it; what it reads from
+    `outer` it captures (`g.capture`), as new block arguments after the others."""
+    block = Block(list(arg_types))
+    by_value: dict[Value, T] = {}
+
+    def capture(x: T) -> T:
+        if x.value not in by_value:
+            by_value[x.value] = T(block.add_arg(x.type, x.value.name), body.g)
+            body.captures.append(x.value)
+        return by_value[x.value]
+
+    body = Body(block, RegionGraph(outer, block, capture), [])
+    return body
+
+
 def import_body(importer, node, graph: onnx.GraphProto, arg_types: Sequence[TensorType], bind: Bind,
                 pre_captures: Sequence[T] = ()) -> Body:
     """Imports `graph` into a new block whose arguments are `arg_types`, then the captures
     (`pre_captures` first); `bind` gives the subgraph's inputs from those arguments."""
     _check_tensor_types(node, graph)
-    block = Block(list(arg_types))
-    outer_g, outer_env = importer.g, importer.env
-    by_value: dict[Value, T] = {}
-
-    def capture(x: T) -> T:
-        if x.value not in by_value:
-            by_value[x.value] = T(block.add_arg(x.type, x.value.name), g)
-            body.captures.append(x.value)
-        return by_value[x.value]
-
-    g = RegionGraph(outer_g, block, capture)
-    body = Body(block, g, [])
-    pre = [capture(x) for x in pre_captures]
+    outer_env = importer.env
+    body = open_region(importer.g, arg_types)
+    block, g = body.block, body.g
+    pre = [g.capture(x) for x in pre_captures]
     env: dict[str, T] = {}
     for name in free_names(graph):
         if name in outer_env:

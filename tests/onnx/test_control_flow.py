@@ -220,3 +220,20 @@ def test_without_a_condition_input_the_body_condition_still_ends_the_loop():
     m = model([helper.make_node("Loop", ["M", "", "x"], ["y"], body=g)], [tensor("M", I64, []), tensor("x", F, [1])],
               [tensor("y", F, [1])], initializers={"one": np.array(1, F), "three": np.array(3, F)})
     check(m, {"M": np.array(10, I64), "x": np.zeros(1, F)}, "O0", {"scf.while"})
+
+
+@pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
+def test_a_recurrent_op_past_the_old_step_cap_is_one_loop(op):
+    """5,000 steps (past the 4,096 the unrolled import allowed) import as one scf.for per direction."""
+    rng = np.random.default_rng(0)
+    gates, hidden, steps = {"RNN": 1, "GRU": 3, "LSTM": 4}[op], 3, 5000
+    inits = {"W": rng.standard_normal((2, gates * hidden, 2)).astype(F) * 0.3,
+             "R": rng.standard_normal((2, gates * hidden, hidden)).astype(F) * 0.3}
+    node = helper.make_node(op, ["x", "W", "R"], ["y", "y_h"], hidden_size=hidden, direction="bidirectional")
+    m = model([node], [tensor("x", F, [steps, 1, 2])], [tensor("y", F, [steps, 2, 1, hidden]),
+                                                         tensor("y_h", F, [2, 1, hidden])], initializers=inits)
+    program = jl.onnx.load(m)
+    assert sum(op.name == "scf.for" for op in program.walk()) == 2 and len(list(program.walk())) < 200
+    x = rng.standard_normal((steps, 1, 2)).astype(F)
+    for got, want in zip(jl.compile(program, level="O0")(x), onnxruntime_run(m, {"x": x})):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
