@@ -189,6 +189,7 @@ class Importer:
     def _convert(self, proto: onnx.NodeProto, index: int) -> None:
         domain = canonical_domain(proto.domain)
         node = Node(proto, index, self.opsets.get(domain, 0), self.env, self.g, self.source.folder)
+        node.importer = self
         self.g.builder.loc = Location(self.source.label, index, node.label, self.scopes[index])
         self.g.weight_hint = next((o for o in proto.output if o), proto.op_type) + "_const"
         try:

@@ -49,6 +49,7 @@ class Node:
         self._attrs = {a.name: a for a in proto.attribute}
         self.read_attrs: set[str] = set()
         self.read_inputs: set[int] = set()
+        self.importer = None        # the Importer, set by it: control-flow handlers import subgraphs through it
 
     @property
     def label(self) -> str:
@@ -136,6 +137,14 @@ class Node:
                 raise self.error(JitlabError, f"missing required attribute '{name}'")
             return default
         return self._decode(a)
+
+    def graph(self, name: str) -> onnx.GraphProto:
+        """The GraphProto attribute `name` (a Loop's body, an If's branch)."""
+        self.read_attrs.add(name)
+        a = self._attrs.get(name)
+        if a is None or a.type != AttributeProto.GRAPH:
+            raise self.error(ModelError, f"attribute '{name}' must be a graph")
+        return a.g
 
     def _decode(self, a: AttributeProto) -> Any:
         kind = a.type

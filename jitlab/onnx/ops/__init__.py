@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     activation,
     attention,
+    control,
     einsum,
     elementwise,
     grid,

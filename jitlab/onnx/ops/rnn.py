@@ -1,9 +1,10 @@
-"""RNN, GRU and LSTM, unrolled over the (static) sequence length.
+"""RNN, GRU and LSTM, each direction one scf.for over the (static) sequence length.
 
 The input projection of every step is one matmul up front; each step then adds the
 recurrent projection of the previous state and applies the cell's gate equations as the
-ONNX spec writes them. With `sequence_lens`, a step past a batch entry's length keeps its
-state and outputs zeros, which also makes the reverse direction start at each entry's end.
+ONNX spec writes them; the loop body is imported once, so no sequence is too long. With
+`sequence_lens`, a step past a batch entry's length keeps its state and outputs zeros, which
+also makes the reverse direction start at each entry's end.
 """
 
 from __future__ import annotations
@@ -14,10 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import ShapeError
+from ...ir.core import Region
+from ...ir.types import TensorType
 from ..graph import T
 from ..node import Node
 from ..registry import onnx_op
-from .util import maximum, positive_attr, slice_axis, unary, unroll_steps, where
+from ..subgraph import open_region
+from .control import I64, I64_SCALAR
+from .util import maximum, positive_attr, slice_axis, static_dim, unary, where
 
 DEFAULTS = {"RNN": ("Tanh",), "GRU": ("Sigmoid", "Tanh"), "LSTM": ("Sigmoid", "Tanh", "Tanh")}
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
@@ -128,25 +133,37 @@ def _weights(n: Node, cell: Cell, d: int, dtype) -> tuple[T, T, T, T]:
     return w.transpose((1, 0)), r.transpose((1, 0)), slice_axis(b, 0, 0, gates), slice_axis(b, 0, gates, 2 * gates)
 
 
-def _direction(n: Node, cell: Cell, x: T, d: int, reverse: bool, lens: T | None) -> tuple[list[T], T, T | None]:
-    """Runs one direction over every step; returns the per-step outputs (in time order) and the last state."""
+def _direction(n: Node, cell: Cell, x: T, d: int, reverse: bool, lens: T | None) -> tuple[T, T, T | None]:
+    """Runs one direction over every step as one scf.for; returns the outputs (S, B, H) in time order
+    and the last states."""
     g = n.g
     w, r, wb, rb = _weights(n, cell, d, x.dtype)
     projected = g.op("np.matmul", x, w) + wb                                  # (S, B, gates)
     h, c = (_initial(n, cell, x, i, d) for i in (5, 6))
     p = _of_direction(n, 7, d) if cell.kind == "LSTM" else None
-    outputs: list[T | None] = [None] * x.shape[0]
-    for t in (range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])):
-        xw = g.op("np.squeeze", slice_axis(projected, 0, t, t + 1), axes=(0,))
-        h_new, c_new = _step(cell, xw, h, c, r, rb, p)
-        if lens is None:
-            h, c, outputs[t] = h_new, c_new, h_new
-            continue
-        active = g.const(np.int64(t)) < lens                                  # (B, 1)
-        h = where(active, h_new, h)
-        c = where(active, c_new, c) if c is not None else None
-        outputs[t] = where(active, h_new, h_new._lift(0))
-    return outputs, h, c
+    steps, carried = x.shape[0], [h] + ([c] if c is not None else [])
+    ys = TensorType((steps, *h.shape), h.dtype)
+    body = open_region(g, [I64_SCALAR, *(v.type for v in carried), ys])
+    bg = body.g
+    i, h_in, *rest = (T(a, bg) for a in body.block.args[:2 + len(carried)])
+    c_in = rest[0] if c is not None else None
+    t = bg.scalar(steps - 1, I64) - i if reverse else i
+    step_in = bg.capture(projected)
+    xw = bg.op("np.dynamic_slice", step_in, t, axes=(0,), sizes=(1,), index_axes=(0,)).reshape(step_in.shape[1:])
+    h_new, c_new = _step(cell, xw, h_in, c_in, bg.capture(r), bg.capture(rb), bg.capture(p) if p is not None else None)
+    out = h_new
+    if lens is not None:
+        active = t < bg.capture(lens)                                         # (B, 1)
+        h_new, out = where(active, h_new, h_in), where(active, h_new, h_new._lift(0))
+        c_new = where(active, c_new, c_in) if c_in is not None else None
+    row = out.reshape((1, *out.shape))
+    buf = bg.op("np.dynamic_update_slice", rest[-1], row, t, axes=(0,), sizes=(1,), index_axes=(0,))
+    body.finish("scf.yield", [h_new, *([c_new] if c is not None else []), buf])
+    op = g.builder.create("scf.for", [v.value for v in (g.scalar(0, I64), g.scalar(steps, I64), g.scalar(1, I64),
+                                                        *carried, g.full(ys.shape, 0, ys.dtype))] + body.captures,
+                          result_types=[*(v.type for v in carried), ys], regions=[Region([body.block])])
+    outs = [T(v, g) for v in op.results]
+    return outs[-1], outs[0], outs[1] if c is not None else None
 
 
 def _initial(n: Node, cell: Cell, x: T, i: int, d: int) -> T | None:
@@ -162,7 +179,8 @@ def _recurrent(n: Node, kind: str):
     layout = n.attr("layout", 0)
     if layout:
         x = x.transpose((1, 0, 2))
-    unroll_steps(n, x.shape[0])
+    if static_dim(n, x.shape[0], "the sequence length") == 0:
+        raise n.unsupported("the sequence is empty (length 0)")
     lens = n.input(4, required=False)
     if lens is not None:
         lens = lens.cast(np.int64).reshape((x.shape[1], 1))
@@ -173,7 +191,7 @@ def _recurrent(n: Node, kind: str):
         raise n.error(ShapeError, f"W {n.input(1).type} has the wrong number of directions for {direction}")
     runs = [(0, direction == "reverse")] + ([(1, True)] if direction == "bidirectional" else [])
     results = [_direction(n, _cell(n, kind, d), x, d, reverse, lens) for d, reverse in runs]
-    y = n.g.op("np.stack", *[n.g.op("np.stack", *outs, axis=0) for outs, _, _ in results], axis=1)  # (S, D, B, H)
+    y = n.g.op("np.stack", *[ys for ys, _, _ in results], axis=1)                  # (S, D, B, H)
     y_h = n.g.op("np.stack", *[h for _, h, _ in results], axis=0)
     y_c = n.g.op("np.stack", *[c for _, _, c in results], axis=0) if kind == "LSTM" else None
     if layout:

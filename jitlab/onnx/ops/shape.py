@@ -141,6 +141,10 @@ def _slice_bounds(n: Node, dim, start: int, end: int, step: int) -> tuple:
 @onnx_op("Slice", 10, 11, 13)
 def slice_(n: Node) -> T:
     x = n.input(0)
+    if n.input(1).known is None and n.input(2).known is None:
+        sizes = _extents(n.input(1), n.input(2))
+        if sizes is not None:
+            return _dynamic_slice(n, x, sizes)
     starts, ends = n.static_ints(1, "starts"), n.static_ints(2, "ends")
     axes = n.static_ints(3, "axes") or list(range(len(starts)))
     steps = n.static_ints(4, "steps") or [1] * len(starts)
@@ -156,6 +160,43 @@ def slice_(n: Node) -> T:
     if lo == [0] * x.rank and hi == list(x.shape) and st == [1] * x.rank:
         return x
     return n.g.op("np.slice", x, starts=tuple(lo), stops=tuple(hi), steps=tuple(st))
+
+
+_SHAPE_ONLY = ("np.reshape", "np.expand_dims", "np.squeeze")
+
+
+def _source(x: T):
+    """The value `x` reshapes (an Unsqueeze of a loop's counter is the counter)."""
+    v = x.value
+    while getattr(v.owner, "name", None) in _SHAPE_ONLY:
+        v = v.owner.operands[0]
+    return v
+
+
+def _extents(starts: T, ends: T) -> list[int] | None:
+    """ends - starts when ends is starts plus a constant (`i:i + k` with i traced), else None."""
+    start, end = _source(starts), _source(ends)
+    op = end.owner
+    if getattr(op, "name", None) != "np.add" or start not in op.operands:
+        return None
+    other = op.operands[1] if op.operands[0] is start else op.operands[0]
+    k = starts.g.value_of(other)
+    if k is None or k.dtype == object or k.size not in (1, starts.shape[0] if starts.rank else 1):
+        return None
+    return np.broadcast_to(k.reshape(-1), (starts.shape[0] if starts.rank else 1,)).astype(int).tolist()
+
+
+def _dynamic_slice(n: Node, x: T, sizes: list[int]) -> T:
+    """Slice with traced starts and ends - starts known: np.dynamic_slice, whose bounds follow numpy
+    (a start past the end is an OutOfBoundsError where ONNX would clamp it: an error, never a shorter slice)."""
+    axes = n.static_ints(3, "axes") or list(range(len(sizes)))
+    steps = n.static_ints(4, "steps") or [1] * len(sizes)
+    if len(axes) != len(sizes) or any(step != 1 for step in steps):
+        raise n.unsupported(f"traced starts with axes {axes} and steps {steps}: only steps of 1, one start per axis")
+    starts = n.input(1).cast(np.int64).reshape((len(sizes),))
+    at = [n.g.op("np.slice", starts, starts=(k,), stops=(k + 1,), steps=(1,)).reshape(()) for k in range(len(sizes))]
+    return n.g.op("np.dynamic_slice", x, *at, axes=tuple(norm_axis(n, a, x.rank) for a in axes), sizes=tuple(sizes),
+                  index_axes=())
 
 
 @onnx_op("Tile", 6, 13)
