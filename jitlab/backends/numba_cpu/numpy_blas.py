@@ -33,17 +33,11 @@ def _numpy_blas_library() -> str | None:
     return next((path for d in folders for path in sorted(glob.glob(os.path.join(d, "libscipy_openblas64_*")))), None)
 
 
-# addresses()[FREE_THREADS]: the BLAS threads a large product in compiled code runs on (0: as many
-# as OpenBLAS has); `free_threads` keeps it up to date.
-FREE_THREADS = 4
-
-
 @functools.cache
 def addresses() -> np.ndarray:
-    """[sgemm, dgemm, get thread count, set thread count, free threads]: addresses in numpy's BLAS,
-    or zeros where it has none (the thread count functions are zero where only those are
-    missing), and the thread count `free_threads` last measured."""
-    out = np.zeros(5, np.int64)
+    """[sgemm, dgemm, get thread count, set thread count]: addresses in numpy's BLAS, or zeros where
+    it has none (the thread count functions are zero where only those are missing)."""
+    out = np.zeros(4, np.int64)
     path = _numpy_blas_library()
     if path is None:
         return out
@@ -69,18 +63,15 @@ if hasattr(os, "register_at_fork"):
 
 
 def free_threads() -> int:
-    """The BLAS threads a large product should run on now: the cores other processes leave free
-    (cores.py); also written to addresses()[FREE_THREADS] for compiled code to read."""
-    n = _gauge()()
-    addresses()[FREE_THREADS] = n
-    return n
+    """The BLAS threads a large product should run on now: the cores other processes leave free (cores.py)."""
+    return _gauge()()
 
 
 @functools.cache
 def _thread_count_functions() -> tuple | None:
     """numpy's OpenBLAS's (get, set) of its thread count as Python callables, or None."""
     blas = addresses()
-    if not blas[:FREE_THREADS].all():
+    if not blas.all():
         return None
     return (ctypes.CFUNCTYPE(ctypes.c_int)(int(blas[2])),
             ctypes.CFUNCTYPE(None, ctypes.c_int)(int(blas[3])))
