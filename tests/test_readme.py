@@ -73,7 +73,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serves(url: str, proc: subprocess.Popen, seconds: float = 60) -> bool:
+def serves(url: str, proc: subprocess.Popen, seconds: float = 180) -> bool:   # a loaded machine starts it slowly
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and proc.poll() is None:
         try:

@@ -16,6 +16,8 @@ from ..runtime.bounds import bandwidth
 from ..timing import interleaved_medians
 from ..units import format_bytes
 from .harness import machine
+from .loaded import NAME as LOADED
+from .loaded import format_loaded, run_loaded
 from .onnx_models import NAMES as ONNX_MODELS
 from .onnx_models import format_models, run_model
 from .peers import PEERS, Runner, jitlab_runner
@@ -36,8 +38,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="jitlab target: cpu, cuda or any backend plugin such as numexpr (default cpu)")
     p.add_argument("--peers", default=",".join(PEERS), help=f"comma-separated peers (default {','.join(PEERS)})")
     p.add_argument("--only", help="comma-separated benchmark names, ONNX models among them "
-                                  f"({', '.join(ONNX_MODELS)}) and {RECOMPUTE} (a training step with and "
-                                  "without recomputation); default: all of them")
+                                  f"({', '.join(ONNX_MODELS)}), {RECOMPUTE} (a training step with and "
+                                  f"without recomputation) and {LOADED} (the matrix-product programs quiet and "
+                                  "beside a CPU-bound process); default: all of them")
     p.add_argument("--repeats", type=int, help="interleaved repeats (default 11, 3 with --quick)")
     p.add_argument("--starts", choices=("on", "off"),
                    help="time a cold and a warm start of each program in new processes (default on, off with --quick)")
@@ -142,7 +145,8 @@ def run(args) -> dict:
     names = args.only.split(",") if args.only else None
     models = [n for n in names if n in ONNX_MODELS] if names else list(ONNX_MODELS)
     recompute = names is None or RECOMPUTE in names
-    names = [n for n in names if n not in ONNX_MODELS and n != RECOMPUTE] if names else None
+    loaded = names is None or LOADED in names
+    names = [n for n in names if n not in ONNX_MODELS and n not in (RECOMPUTE, LOADED)] if names else None
     planned_levels = [lv for lv in args.level if lv != "O0"]
     runners = [PEERS[n] for n in args.peers.split(",") if n] + [jitlab_runner(lv, args.target) for lv in args.level]
     size = (64 if args.quick else 1024) << 20
@@ -157,7 +161,8 @@ def run(args) -> dict:
             "onnx_models": [run_model(m, args.level, args.repeats, args.quick) for m in models],
             "recompute": run_recompute(planned_levels, args.repeats, args.quick, args.target)
             if recompute and planned_levels else None,
-            "first_compile": first_compile() if args.starts and args.target in ("cpu", "auto") else None}
+            "first_compile": first_compile() if args.starts and args.target in ("cpu", "auto") else None,
+            "loaded": run_loaded(runners, _prepare, args.repeats, args.quick) if loaded else None}
 
 
 def _device_figures(args) -> dict:
@@ -200,6 +205,7 @@ def format_report(data: dict) -> str:
     lines += format_models(data["onnx_models"]) if data["onnx_models"] else []
     lines += format_recompute(data["recompute"]) if data.get("recompute") else []
     lines += format_first_compile(data.get("first_compile"))
+    lines += format_loaded(data["loaded"]) if data.get("loaded") else []
     problems = [f"{b['name']} / {n}: {r['status']}: {r.get('error', '')}" for b in _all(data)
                 for n, r in b["results"].items() if r["status"] in ("error", "mismatch")]
     return "\n".join(lines + (["", "problems:"] + problems if problems else []))
@@ -311,8 +317,8 @@ def format_memory(benchmarks: list[dict]) -> list[str]:
 
 
 def _all(data: dict) -> list[dict]:
-    """The suite's benchmarks and the ONNX models: each has a name and results per runner."""
-    return data["benchmarks"] + data["onnx_models"]
+    """The suite's benchmarks, the ONNX models and the loaded rows: each has a name and results per runner."""
+    return data["benchmarks"] + data["onnx_models"] + (data["loaded"]["rows"] if data.get("loaded") else [])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -204,3 +204,30 @@ def test_transformer_block_is_the_zoo_block_on_the_same_weights():
     y = y + models.gelu_tanh(models.layer_norm(y, g2, b2_) @ w1 + b1) @ w2 + b2
     np.testing.assert_allclose(bench.fn(x, g1, b1_, wqkv, bqkv, wo, bo, g2, b2_, w1, b1, w2, b2), y,
                                rtol=1e-4, atol=1e-4)
+
+
+def test_loaded_rows_time_the_product_programs_quiet_and_beside_a_busy_process(quick_run):
+    from jitlab.bench import loaded
+
+    _, data = quick_run
+    rows = data["loaded"]["rows"]
+    assert [r["name"] for r in rows] == list(loaded.PROGRAMS)
+    for row in rows:
+        for name in ("numpy", "jitlab O1", "jitlab O2"):      # checked against numpy before timing
+            result = row["results"][name]
+            assert result["status"] == "ok" and result["quiet"] > 0 and result["loaded"] > 0, (row["name"], name)
+    text = "\n".join(loaded.format_loaded(data["loaded"]))
+    assert "| mlp |" in text and "| mlp_train |" in text and "beside a CPU-bound process" in text
+
+
+def test_busy_core_spins_while_inside_and_stops_after():
+    import os
+
+    from jitlab.bench.loaded import busy_core
+
+    with busy_core() as pid:
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = sum(int(v) for v in f.read().rsplit(")", 1)[1].split()[11:13])     # utime + stime
+        assert ticks > 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

@@ -97,9 +97,18 @@ def browser():
         chromium.close()
 
 
+# CI runs on a loaded 2-core machine: a view can take seconds to draw there, so waits (locators'
+# and expect's) allow for it rather than failing at Playwright's 5 s default.
+WAIT_MS = 60_000
+
+
 @pytest.fixture
 def page(browser):
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=WAIT_MS)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))

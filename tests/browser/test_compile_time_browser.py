@@ -1,6 +1,7 @@
 """The Kernels view draws where the compile went: stacked bars and per-kernel typing / LLVM / cache columns."""
 
 import pytest
+from playwright.sync_api import expect
 
 from jitlab.explore import explore, html
 from tests.test_compile_timing import compile_model
@@ -18,11 +19,10 @@ def test_kernels_view_shows_the_compile_time_breakdown(page, tmp_path, artifacts
     root.locator("[data-tab=kernels]").click()
     pane = root.locator(".jl-pane-kernels")
     breakdown = pane.locator(".jl-compile-time")
-    breakdown.wait_for()
-    assert breakdown.locator(".jl-stack").count() == 3
+    expect(breakdown.locator(".jl-stack")).to_have_count(3)
     parts = {p.get_attribute("data-part") for p in breakdown.locator(".jl-stackpart").all()}
     assert {"kernels", "passes", "llvm"} <= parts
-    head = pane.locator("thead").last.inner_text()
-    assert "typing" in head and "LLVM" in head
+    expect(pane.locator("thead").last).to_contain_text("typing")
+    expect(pane.locator("thead").last).to_contain_text("LLVM")
     root.screenshot(path=str(artifacts / "compile_time.png"))
     assert not page.errors

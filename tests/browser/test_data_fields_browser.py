@@ -2,6 +2,7 @@
 scopes, offline dry-run plans, the one peak with its overhead, recompiles."""
 
 import pytest
+from playwright.sync_api import expect
 
 from jitlab.explore import explore, html
 from tests.explore.fixtures import compiled
@@ -44,26 +45,26 @@ def test_newer_fields_show_when_present(page, tmp_path, artifacts):
     page.goto(path.as_uri())
     root = page.locator(".jl-explorer")
     pane = root.locator(".jl-pane-graph")
-    pane.locator("svg[data-layout=browser]").wait_for()
     scopes = pane.locator("g.cluster.scope, g.node.scopenode")
-    assert scopes.count() >= 2 and "body" in pane.locator("svg[data-layout=browser]").text_content()
+    scopes.nth(1).wait_for(state="attached")
+    expect(pane.locator("svg[data-layout=browser]")).to_contain_text("body")
     root.screenshot(path=str(artifacts / "fields_graph.png"))
     pane.locator("g.cluster.scope[id='sc_body'] > text").hover()
-    assert "writes 4.00 KiB" in root.locator(".jl-tip").inner_text()
+    expect(root.locator(".jl-tip")).to_contain_text("writes 4.00 KiB")
     root.locator("[data-tab=memory]").click()
     memory = root.locator(".jl-pane-memory")
-    assert "overhead" in memory.inner_text()
+    expect(memory).to_contain_text("overhead")
     before = memory.locator(".jl-stats").inner_text()
     slider = memory.locator("input.jl-planslider")
     slider.fill("1")
-    assert "B = 6" in memory.locator(".jl-dryrun").inner_text()
-    assert memory.locator(".jl-stats").inner_text() != before
+    expect(memory.locator(".jl-dryrun")).to_contain_text("B = 6")
+    expect(memory.locator(".jl-stats")).not_to_have_text(before)
     root.screenshot(path=str(artifacts / "fields_memory.png"))
     root.locator("[data-tab=schedule]").click()
-    assert root.locator(".jl-kerneltime rect.jl-kstep").count() == len(data_order(page))
+    expect(root.locator(".jl-kerneltime rect.jl-kstep")).to_have_count(len(data_order(page)))
     root.locator("[data-tab=kernels]").click()
-    assert "shared by groups 0, 1" in root.locator(".jl-pane-kernels table").last.inner_text()
-    assert "x: shape f32[3,8] -> f32[5,8]" in root.locator(".jl-recompiles").inner_text()
+    expect(root.locator(".jl-pane-kernels table").last).to_contain_text("shared by groups 0, 1")
+    expect(root.locator(".jl-recompiles")).to_contain_text("x: shape f32[3,8] -> f32[5,8]")
     assert page.errors == []
 
 

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.explore.fixtures import compiled
 
@@ -15,8 +16,14 @@ def open_tab(page, root, name):
     root.locator(f".jl-pane-{name}").wait_for(state="visible")
 
 
+def graph_drawn(root):
+    """Waits for the Graph view's first node: its svg is attached before the nodes are drawn."""
+    root.locator(".jl-pane-graph svg g.node").first.wait_for()
+
+
 def check_graph(page, root):
     """One cluster per group once expanded; clicking an op selects it everywhere."""
+    graph_drawn(root)
     groups = root.locator(".jl-pane-graph g.node.groupnode").count()
     if groups:      # one group expands in place: under the pointer, at the same zoom
         svg = root.locator(".jl-pane-graph svg")
@@ -28,26 +35,23 @@ def check_graph(page, root):
         cluster = root.locator(f".jl-pane-graph g.cluster[id='{gid}']").bounding_box()
         assert cluster["x"] <= x <= cluster["x"] + cluster["width"] and cluster["y"] <= y <= cluster["y"] + cluster["height"]
         assert [float(v) for v in svg.get_attribute("viewBox").split()][2:] == before[2:]
-        assert root.locator(".jl-pane-graph g.cluster.group").count() == 1
+        expect(root.locator(".jl-pane-graph g.cluster.group")).to_have_count(1)
         root.locator(".jl-pane-graph button", has_text="Expand all").click()
-        page.wait_for_function("(n) => document.querySelectorAll('.jl-pane-graph g.cluster.group').length === n", arg=groups)
-    assert root.locator(".jl-pane-graph g.cluster.group").count() == groups
+    expect(root.locator(".jl-pane-graph g.cluster.group")).to_have_count(groups)
     op = root.locator(".jl-pane-graph g.node.op").first
     op.dispatch_event("click")
-    assert "selected:" in root.locator(".jl-selection").inner_text()
-    assert root.locator(".jl-pane-graph g.node.op.selected").count() == 1
+    expect(root.locator(".jl-selection")).to_contain_text("selected:")
+    expect(root.locator(".jl-pane-graph g.node.op.selected")).to_have_count(1)
 
 
 def check_passes(page, root):
     """Clicking another pass shows that pass's diff."""
     open_tab(page, root, "passes")
-    rows = root.locator("tr.jl-pass")
-    target = rows.nth(rows.count() - 1)
+    target = root.locator("tr.jl-pass").last
     index = target.get_attribute("data-index")
     target.click()
     detail = root.locator(f".jl-passdetail[data-index='{index}']")
-    detail.wait_for()
-    assert detail.locator(".jl-passtitle").inner_text().startswith(f"#{index} ")
+    expect(detail.locator(".jl-passtitle")).to_have_text(re.compile(rf"^#{index} "))
     return detail
 
 
@@ -65,10 +69,10 @@ def check_schedule(page, root):
     page.mouse.down()
     page.mouse.move(box["x"] + box["width"] * 0.8, box["y"] + box["height"] / 2, steps=8)
     page.mouse.up()
-    page.wait_for_function("() => document.querySelector('.jl-schedule').dataset.step !== '0'")
-    assert pane.locator("g.current").get_attribute("id") != before
-    assert pane.locator(".jl-timeline").get_attribute("data-cursor") != cursor
-    assert pane.locator("g.live").count() >= 1
+    expect(root.locator(".jl-schedule")).not_to_have_attribute("data-step", "0")
+    expect(pane.locator("g.current")).not_to_have_attribute("id", before)
+    expect(pane.locator(".jl-timeline")).not_to_have_attribute("data-cursor", cursor)
+    expect(pane.locator("g.live").first).to_be_attached()
 
 
 def screenshots(page, root, artifacts, prefix):
@@ -84,19 +88,21 @@ def test_saved_page_works_offline(page, tmp_path, artifacts):
     path = explore(exe).save(tmp_path / "report.html")
     page.goto(path.as_uri())
     root = page.locator(".jl-explorer")
-    root.locator(".jl-pane-graph svg").wait_for()
     check_graph(page, root)
-    detail = check_passes(page, root)
-    root.locator("tr.jl-pass", has_text="dce").click()
-    assert "np.tanh" in root.locator(".jl-passdetail .jl-diff td.jl-del").first.inner_text()
-    assert detail.locator("svg g.node.removed").count() == 1
-    root.locator(".jl-passdetail .jl-gd-removed a.jl-oplink").first.click()     # selecting an op marks its IR line
-    assert "np.tanh" in root.locator(".jl-passdetail .jl-diff tr.jl-ir-selected").inner_text()
+    check_passes(page, root)
+    dce = root.locator("tr.jl-pass", has_text="dce")
+    index = dce.get_attribute("data-index")
+    dce.click()
+    detail = root.locator(f".jl-passdetail[data-index='{index}']")
+    expect(detail.locator(".jl-diff td.jl-del").first).to_contain_text("np.tanh")
+    expect(detail.locator("svg g.node.removed")).to_have_count(1)     # the pass graph is drawn a frame later
+    detail.locator(".jl-gd-removed a.jl-oplink").first.click()     # selecting an op marks its IR line
+    expect(detail.locator(".jl-diff tr.jl-ir-selected")).to_contain_text("np.tanh")
     check_schedule(page, root)
     open_tab(page, root, "memory")
-    assert root.locator(".jl-pane-memory rect.jl-buffer").count() == len(exe.report.memory.buffers) - 1
+    expect(root.locator(".jl-pane-memory rect.jl-buffer")).to_have_count(len(exe.report.memory.buffers) - 1)
     open_tab(page, root, "kernels")
-    assert "def" in root.locator(".jl-code-block").inner_text()
+    expect(root.locator(".jl-code-block")).to_contain_text("def")
     screenshots(page, root, artifacts, "static")
     assert page.errors == []
 
@@ -105,21 +111,20 @@ def test_quickstart_in_jupyterlab(page, lab, artifacts):
     base, token, _ = lab
     page.goto(f"{base}/lab/tree/01_quickstart.ipynb?token={token}")
     page.locator(".jp-Notebook").wait_for(timeout=60_000)
-    page.wait_for_function("() => document.body.innerText.includes('| Idle')", timeout=90_000)   # kernel ready
+    page.wait_for_function("() => document.body.innerText.includes('| Idle')", timeout=180_000)   # kernel ready
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
     root = page.locator(".jl-explorer").first
-    root.wait_for(state="attached", timeout=180_000)
+    root.wait_for(state="attached", timeout=300_000)
     page.wait_for_function("() => [...document.querySelectorAll('.jp-InputPrompt')].every(p => !p.textContent.includes('*'))",
                            timeout=180_000)
     root.scroll_into_view_if_needed()
-    root.locator(".jl-pane-graph svg").wait_for()
     check_graph(page, root)
     # Live, the repro action writes the selected op's group with inputs of its shapes next to the notebook.
     root.locator(".jl-pane-graph g.node.op.filled").first.dispatch_event("click")
     root.locator(".jl-repro-btn").click()
     root.locator(".jl-repro").get_by_role("button", name="write .npz with inputs").click()
-    page.wait_for_function("() => document.querySelector('.jl-repro-status').textContent.startsWith('wrote ')", timeout=30_000)
+    expect(root.locator(".jl-repro-status")).to_have_text(re.compile(r"^wrote "))
     written = root.locator(".jl-repro-status").inner_text().removeprefix("wrote ")
     assert written.endswith(".npz") and (lab[2] / written.rsplit("/", 1)[-1]).is_file()
     root.locator(".jl-repro-btn").click()
@@ -151,7 +156,8 @@ def test_compare_page_shows_times_given_inputs_and_says_how_to_get_them_otherwis
         if args is None:
             assert cells == ["not timed", "not timed"] and "args=(x, ...)" in notes.inner_text()
         else:
-            assert all(re.search(r"\d", c) for c in cells) and notes.count() == 0
+            assert all(re.search(r"\d", c) for c in cells)
+            expect(notes).to_have_count(0)
             times = page.locator(".jl-pane-compare table.jl-cmpscope tr[data-path='']").locator("td").all_inner_texts()
             assert re.search(r"\d", times[4]) and re.search(r"\d", times[8])
         page.locator(".jl-pane-compare").screenshot(path=str(artifacts / f"compare_{name}.png"))

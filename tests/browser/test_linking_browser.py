@@ -3,6 +3,7 @@ and the repro action's script, which replays the selected group alone."""
 
 import numpy as np
 import pytest
+from playwright.sync_api import expect
 
 import jitlab as jl
 from jitlab.explore import explore
@@ -42,8 +43,9 @@ def test_o2_kernel_view_marks_the_selected_groups_lines(page, o2_page, artifacts
     root.locator("[data-tab=kernels]").click()
     kernels = root.locator(".jl-pane-kernels")
     marks = kernels.locator(".jl-linemark")
+    expect(marks).to_have_count(len(record.group_lines[gid]))
     assert marks.evaluate_all("(ms) => ms.map((m) => m.dataset.lines)") == [f"{a}-{b}" for a, b in record.group_lines[gid]]
-    assert f"group {gid}: lines" in kernels.locator(".jl-kernelhead").inner_text()
+    expect(kernels.locator(".jl-kernelhead")).to_contain_text(f"group {gid}: lines")
     # Each mark covers its lines on screen: the code's line height times the line number, below the padding.
     lines = record.source.splitlines()
     layout = kernels.evaluate("""(el) => {
@@ -70,7 +72,8 @@ def test_o2_kernel_view_marks_the_selected_groups_lines(page, o2_page, artifacts
     root.locator("[data-tab=passes]").click()
     selected = root.locator(".jl-pane-passes .jl-diff tr.jl-ir-selected")
     result = page.evaluate("async (uid) => (await window.jitlabData()).data.ops[uid].results[0]", str(uid))
-    assert selected.count() >= 1 and all(f"%{result} = " in t for t in selected.all_inner_texts())
+    expect(selected.first).to_be_attached()
+    assert all(f"%{result} = " in t for t in selected.all_inner_texts())
     assert page.errors == []
 
 
@@ -79,13 +82,14 @@ def test_repro_script_replays_the_selected_group(page, resnet_pages, artifacts):
     root = open_page(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
     pane.locator("svg[data-layout=browser]").wait_for()
-    assert root.locator(".jl-repro-btn").is_disabled()
+    expect(root.locator(".jl-repro-btn")).to_be_disabled()
     uid = select_op(page, pane, "n44")     # a conv, its batch norm n45 folded into it
     gid = next(g.id for g in exe.report.groups if uid in g.ops)
     root.locator(".jl-repro-btn").click()
     panel = root.locator(".jl-repro")
-    assert f"repro of group {gid}" in panel.inner_text() and "f32[1,256,56,56]" in panel.inner_text()
-    assert panel.get_by_role("button", name="write .npz with inputs").count() == 0       # a saved page has no kernel
+    expect(panel).to_contain_text(f"repro of group {gid}")
+    expect(panel).to_contain_text("f32[1,256,56,56]")
+    expect(panel.get_by_role("button", name="write .npz with inputs")).to_have_count(0)       # a saved page has no kernel
     script = panel.locator("textarea").input_value()
     root.screenshot(path=str(artifacts / "resnet_repro.png"))
     printed = []

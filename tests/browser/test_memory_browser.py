@@ -1,6 +1,7 @@
 """The Memory view of a training step in Chromium: live bytes by category, gradients among them."""
 
 import pytest
+from playwright.sync_api import expect
 
 import jitlab as jl
 from jitlab.explore import explore
@@ -17,12 +18,13 @@ def test_a_training_step_shows_memory_by_category(page, tmp_path, artifacts):
     root.locator("[data-tab=memory]").click()
     pane = root.locator(".jl-pane-memory")
     chart = pane.locator(".jl-catchart")
-    chart.wait_for()
+    expect(chart.locator("polygon.jl-cat").first).to_be_attached()
     drawn = set(chart.locator("polygon.jl-cat").evaluate_all("(ps) => ps.map((p) => p.dataset.category)"))
     assert {"input", "activation", "gradient", "output"} <= drawn
-    legend = chart.locator(".jl-catlegend").inner_text()
-    assert "live at the peak" in legend and "gradients" in legend and "activations" in legend
+    for words in ("live at the peak", "gradients", "activations"):
+        expect(chart.locator(".jl-catlegend")).to_contain_text(words)
     # a gradient buffer says which forward line it differentiates
+    expect(pane.locator(".jl-gantt rect.jl-buffer").first).to_be_attached()
     titles = pane.locator(".jl-gantt rect.jl-buffer title").all_text_contents()
     assert any("backward of test_memory_categories.py:" in t and ", gradient" in t for t in titles)
     pane.screenshot(path=str(artifacts / "training_memory.png"))

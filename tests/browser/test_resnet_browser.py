@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from jitlab.explore.html import read_state
 
@@ -23,8 +24,9 @@ def test_compare_page_renders(page, resnet_pages, artifacts):
     table.wait_for()
     assert table.locator("th").all_inner_texts()[1:] == ["O1", "O0"]
     sides = root.locator(".jl-pane-compare .jl-cmpcol svg[data-layout=browser]")
-    assert sides.count() == 2
+    expect(sides).to_have_count(2)
     for k in range(2):      # each side opens collapsed to a readable level
+        sides.nth(k).locator("g.node").first.wait_for()
         assert 3 <= sides.nth(k).locator("g.node").count() <= 60
     root.screenshot(path=str(artifacts / "resnet_compare.png"))
     # Per scope, each side's figures and the ops O0 groups differently (O0 groups nothing): a block's list opens on click.
@@ -34,15 +36,23 @@ def test_compare_page_renders(page, resnet_pages, artifacts):
     o1_groups = {n.group for n in exe.report.graph.nodes if n.group is not None and tuple(n.scope[:1]) == ("res2_0",)}
     assert row.locator("td").nth(2).inner_text() == str(len(o1_groups)) and row.locator("td").nth(6).inner_text() == "0"
     row.click()
+    scopes.locator("tr.jl-regrouped-ops:not([hidden]) li").first.wait_for()
     listed = scopes.locator("tr.jl-regrouped-ops:not([hidden]) li").all_inner_texts()
     assert listed and all(re.search(r" #\d+: O1 group \d+ · O0 alone$", t) for t in listed)
     assert len(listed) == int(row.locator("td").last.inner_text())
     # The pipelines pass by pass: O0's three passes paired with O1's first three, the rest O1's alone.
     passes = root.locator(".jl-pane-compare .jl-cmppasses tbody tr")
-    assert passes.count() == len(exe.report.passes)
+    expect(passes).to_have_count(len(exe.report.passes))
     assert passes.all_inner_texts()[3].endswith("one side only") and "same IR after" in passes.first.inner_text()
     root.locator(".jl-cmpscopes").screenshot(path=str(artifacts / "resnet_compare_scopes.png"))
     assert page.errors == [] and page.console_errors == []
+
+
+def open_graph(page, path):
+    """The explorer's root once the Graph view has drawn its first node."""
+    root = open_page(page, path)
+    root.locator(".jl-pane-graph svg[data-layout=browser] g.node").first.wait_for()
+    return root
 
 
 def graph_state(page):
@@ -70,9 +80,8 @@ def inside(box, x, y):
 
 
 def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, artifacts):
-    root = open_page(page, resnet_pages[0])
+    root = open_graph(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
-    pane.locator("svg[data-layout=browser]").wait_for()
     _, nodes, label_px = graph_state(page)
     assert 3 <= nodes <= 60 and label_px >= 10
     root.screenshot(path=str(artifacts / "resnet_graph_open.png"))
@@ -80,10 +89,11 @@ def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, arti
     stages = pane.locator("g.node.scopenode[id^='st_']")
     assert [stages.nth(k).get_attribute("id") for k in range(4)] == ["st_res2", "st_res3", "st_res4", "st_res5"]
     # the stem (conv1, its batch norm res_conv1_bn, relu, pool) comes first, as one scope: no stray `res`
-    assert pane.locator("g.node.scopenode").first.get_attribute("id") == "sc_conv1" and not pane.locator("g.node[id='sc_res']").count()
+    assert pane.locator("g.node.scopenode").first.get_attribute("id") == "sc_conv1"
+    expect(pane.locator("g.node[id='sc_res']")).to_have_count(0)
     assert "res2_0 … res2_2" in stages.first.text_content()
     page.mouse.move(*centre(stages.first))         # a stage's figures: its blocks' from the data, summed
-    assert re.search(r"\d+ ops · writes [\d.]+ MiB · [\d.]+ MiB live at the peak", pane.locator(".jl-tip").inner_text())
+    expect(pane.locator(".jl-tip")).to_have_text(re.compile(r"\d+ ops · writes [\d.]+ MiB · [\d.]+ MiB live at the peak"))
     assert pane.locator("g.node.bookkeeping").count() == 0
     assert pane.locator(".jl-legend-item").count() == 0 and pane.locator(".jl-legend").bounding_box()["height"] < 60
     canvas = pane.locator(".jl-canvas").bounding_box()
@@ -103,31 +113,37 @@ def test_graph_opens_readable_expands_in_place_and_fits(page, resnet_pages, arti
         cluster.wait_for()
         assert inside(cluster.bounding_box(), x, y) and inside(canvas, x, y)
         assert graph_state(page)[1] >= before      # a branch holding one group (conv, norm, relu) opens onto it alone
-    assert node_id.startswith("grp_") and pane.locator("g.cluster.group").count() == 1
+    assert node_id.startswith("grp_")
+    expect(pane.locator("g.cluster.group")).to_have_count(1)
     crumbs = pane.locator(".jl-crumbs a")
+    expect(crumbs.last).to_have_text(re.compile(r"^group "))
     assert crumbs.all_inner_texts()[1:4] == ["res3", "res3_1", "branch2b"] and crumbs.last.inner_text().startswith("group ")
     root.screenshot(path=str(artifacts / "resnet_graph_expanded.png"))
     # Fit after a zoom shows the drawing again, as much of it as keeps labels at 9 px or more.
     page.mouse.move(canvas["x"] + canvas["width"] / 2, canvas["y"] + canvas["height"] / 2)
     whole = page.evaluate("() => { const b = document.querySelector('.jl-pane-graph svg g.graph').getBBox(); return [b.width, b.height]; }")
+    svg = pane.locator("svg[data-layout=browser]")
+    before = svg.get_attribute("viewBox")
     for _ in range(4):
         page.mouse.wheel(0, -300)
-    zoomed = graph_state(page)[0]
+    expect(svg).not_to_have_attribute("viewBox", before)
+    zoomed = svg.get_attribute("viewBox")
     pane.get_by_role("button", name="Fit").click()
+    expect(svg).not_to_have_attribute("viewBox", zoomed)
     fitted = [float(v) for v in graph_state(page)[0].split()]
     readable = canvas["width"] / fitted[2] * 10 >= 9 - 1e-6 and canvas["height"] / fitted[3] * 10 >= 9 - 1e-6
-    assert graph_state(page)[0] != zoomed and graph_state(page)[2] >= 9 - 1e-3
+    assert graph_state(page)[2] >= 9 - 1e-3
     assert (fitted[2] >= whole[0] and fitted[3] >= whole[1]) or readable
     # The breadcrumbs lead back: the top level again, as it opened.
     crumbs.first.click()
-    assert pane.locator("g.cluster").count() == 0 and graph_state(page)[1] <= 60
+    expect(pane.locator("g.cluster")).to_have_count(0)
+    assert graph_state(page)[1] <= 60
     assert page.errors == []
 
 
 def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
-    root = open_page(page, resnet_pages[0])
+    root = open_graph(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
-    pane.locator("svg[data-layout=browser]").wait_for()
     # n44: a conv with its batch norm (n45) folded in; the folded conv keeps the conv's node name
     pane.locator(".jl-search").fill("n44")
     pane.locator(".jl-search").press("Enter")
@@ -139,39 +155,40 @@ def test_search_finds_an_onnx_node_name(page, resnet_pages, artifacts):
     canvas = pane.locator(".jl-canvas").bounding_box()
     box = current.bounding_box()
     assert inside(canvas, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    assert pane.locator("g.match").count() >= 1 and "of" in pane.locator(".jl-status").inner_text()
+    expect(pane.locator("g.match").first).to_be_attached()
+    expect(pane.locator(".jl-status")).to_contain_text("of")
     root.screenshot(path=str(artifacts / "resnet_graph_search.png"))
     # Enter selects what it found: the Fusion view then says, first, what happened to that op
-    assert root.locator(".jl-selection").inner_text().endswith(f"#{node[3:]}")
+    expect(root.locator(".jl-selection")).to_have_text(re.compile(rf"#{node[3:]}$"))
     root.locator("[data-tab=fusion]").click()
+    expect(root.locator(".jl-fusion-selected")).to_contain_text(f"#{node[3:]}")
     note = root.locator(".jl-fusion-selected").inner_text()
     decisions = page.evaluate("async (uid) => (await window.jitlabData()).data.fusion.decisions.filter((d) => d.producer === uid || d.consumer === uid)", int(node[3:]))
     assert f"#{node[3:]}" in note and all(d["reason"] in note for d in decisions if not d["fused"])
     root.locator("[data-tab=graph]").click()
-    for query, expect in (("%r46", "add"), ("group 40", "group 40"), ("max_pool2d", "max_pool2d")):
+    for query, wanted in (("%r46", "add"), ("group 40", "group 40"), ("max_pool2d", "max_pool2d")):
         pane.locator(".jl-search").fill(query)
         pane.locator(".jl-search").press("Enter")
-        assert "of" in pane.locator(".jl-status").inner_text()
+        expect(pane.locator(".jl-status")).to_contain_text("of")
         node = pane.locator("g.node.current-match").get_attribute("id")
         op = page.evaluate("async (uid) => (await window.jitlabData()).data.ops[uid]", node[3:])
-        assert expect in (op["name"] if not expect.startswith("group") else f"group {op['group']}")
+        assert wanted in (op["name"] if not wanted.startswith("group") else f"group {op['group']}")
     assert page.errors == []
 
 
 def test_colour_overlays_have_a_short_legend(page, resnet_pages, artifacts):
-    root = open_page(page, resnet_pages[0])
+    root = open_graph(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
-    pane.locator("svg[data-layout=browser]").wait_for()
     colors = page.evaluate("async () => Object.values((await window.jitlabData()).data.colors)")
     n_groups = len(resnet_pages[2].report.groups)
-    assert f"{n_groups} groups" in pane.locator(".jl-legend").inner_text()
+    expect(pane.locator(".jl-legend")).to_contain_text(f"{n_groups} groups")
     shown = page.evaluate("() => [...document.querySelectorAll('.jl-legend-groups .jl-swatch')].map((s) => s.style.background)")
     assert len(set(shown)) == len(shown) and len(colors) == n_groups > 12
     for overlay in ("bytes", "dtype", "backend"):
         pane.locator("select.jl-overlay").select_option(overlay)
         assert pane.locator(".jl-legend").bounding_box()["height"] < 60
     pane.locator("select.jl-overlay").select_option("bytes")
-    assert pane.locator(".jl-legend .jl-ramp").count() == 1
+    expect(pane.locator(".jl-legend .jl-ramp")).to_have_count(1)
     fills = page.evaluate("() => [...document.querySelectorAll('.jl-pane-graph g.node:is(.partnode, .scopenode) > path:first-child')].map((p) => p.style.fill)")
     assert len(set(fills)) > 1 and "" not in fills
     root.screenshot(path=str(artifacts / "resnet_graph_bytes.png"))
@@ -193,7 +210,7 @@ def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts)
     assert rows and all(r.startswith("%") and " · " in r for r in rows)
     assert any("conv2d (n" in r for r in rows)         # the op and the ONNX node that made it
     assert any(re.search(r" · res2_\d/branch2\w · group", r) for r in rows)      # and where in the model
-    assert "weight: " in pane.locator(".jl-fixed").inner_text()
+    expect(pane.locator(".jl-fixed")).to_contain_text("weight: ")
     def peaks():
         text = pane.inner_text()
         return text.count("peak") - text.count("peak at step") - text.count("live at the peak")
@@ -207,8 +224,9 @@ def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts)
     root.screenshot(path=str(artifacts / "resnet_memory.png"))
     # The dry run at another batch size: still one peak, the plan's, said to be planned.
     pane.locator("input.jl-planslider").fill("3")
-    assert "gpu_0/data_0.0 = 8" in pane.locator(".jl-dryrun").inner_text()
-    assert peaks() == 1 and "peak (planned; nothing ran)" in pane.locator(".jl-stats").inner_text()
+    expect(pane.locator(".jl-dryrun")).to_contain_text("gpu_0/data_0.0 = 8")
+    expect(pane.locator(".jl-stats")).to_contain_text("peak (planned; nothing ran)")
+    assert peaks() == 1
     plan = data["dry_run"]["plans"][3]
     assert mib(plan["peak_bytes"]) in pane.locator(".jl-stats").inner_text()
     # Drawn apart at that size: the weights the compile holds, the inputs at that size (8 images, not 1).
@@ -226,9 +244,8 @@ def test_memory_names_buffers_and_states_one_peak(page, resnet_pages, artifacts)
 
 
 def test_traced_transformer_opens_readable(page, transformer_page, artifacts):
-    root = open_page(page, transformer_page)
+    root = open_graph(page, transformer_page)
     pane = root.locator(".jl-pane-graph")
-    pane.locator("svg[data-layout=browser]").wait_for()
     _, nodes, label_px = graph_state(page)
     assert 3 <= nodes <= 60 and label_px >= 10
     # The layers (the function called per layer) gathered into one stage named by its first and last block,
@@ -237,6 +254,7 @@ def test_traced_transformer_opens_readable(page, transformer_page, artifacts):
     assert pane.locator("g.node.partnode").count() == 0
     click_centre(page, pane.locator("g.node[id='st_block']"))
     click_centre(page, pane.locator("g.node[id='sc_block']"))
+    pane.locator("g.node[id='sc_block/mlp']").wait_for()
     assert {"sc_block/layer_norm", "sc_block/attention", "sc_block/mlp"} <= set(pane.locator("g.node.scopenode").evaluate_all("(gs) => gs.map((g) => g.id)"))
     pane.locator(".jl-search").fill("softmax")
     pane.locator(".jl-search").press("Enter")
@@ -246,11 +264,11 @@ def test_traced_transformer_opens_readable(page, transformer_page, artifacts):
 
 
 def test_expanded_layout_keeps_boxes_apart_and_inside_their_parts(page, resnet_pages):
-    root = open_page(page, resnet_pages[0])
+    root = open_graph(page, resnet_pages[0])
     pane = root.locator(".jl-pane-graph")
-    pane.locator("svg[data-layout=browser]").wait_for()
     pane.get_by_role("button", name="Expand all").click()
     pane.locator("input.jl-bookkeeping").check()
+    expect(pane.locator("g.node.partnode, g.node.scopenode, g.node.groupnode")).to_have_count(0)
     problems = page.evaluate("""async () => {
         const svg = document.querySelector('.jl-pane-graph svg[data-layout=browser]');
         const box = (g) => g.firstElementChild.getBBox();
@@ -279,10 +297,14 @@ def test_expanded_layout_keeps_boxes_apart_and_inside_their_parts(page, resnet_p
     assert page.errors == []
 
 
-def test_page_weighs_a_third_of_before_and_opens_fast(page, resnet_pages):
+def test_page_weighs_a_third_of_before(resnet_pages):
     # 9.0 MB before the data was packed and the pass graph diffs drawn by the page (6.1 MB of pass
     # diffs, 4.9 MB of it Graphviz SVG); the issue's bound is a third of 13.3 MB.
     assert resnet_pages[0].stat().st_size <= 4.4e6
+
+
+@pytest.mark.slow       # a time: on a loaded CI machine it measures the other processes
+def test_page_opens_fast(page, resnet_pages):
     page.set_viewport_size({"width": 1440, "height": 900})
     opened = []
     for _ in range(3):          # the best of three: the machine is shared
@@ -304,11 +326,12 @@ def test_pass_graph_diff_is_drawn_by_the_page(page, resnet_pages, artifacts):
     pane = root.locator(".jl-pane-passes")
     pane.locator(f"tr.jl-pass[data-index='{index}']").click()
     graph = pane.locator(".jl-passgraph svg[data-layout=browser]")
-    graph.wait_for()
+    graph.locator("g.node").first.wait_for()        # passes.js draws the pass's graph a frame after its diff
     assert 3 <= graph.locator("g.node").count() <= 60           # opens collapsed, like the Graph view
     # Opened all the way with bookkeeping shown, it draws every op the pass removed and added, marked so.
     pane.locator(".jl-passgraph").get_by_role("button", name="Expand all").click()
     pane.locator(".jl-passgraph input.jl-bookkeeping").check()
+    expect(graph.locator("g.node.partnode, g.node.scopenode, g.node.groupnode")).to_have_count(0)
     before = {n.uid: n for n in record.graph_before.nodes}
     after = {n.uid: n for n in record.graph_after.nodes}
     drawn = lambda cls: set(graph.locator(f"g.node.{cls}").evaluate_all("(gs) => gs.map((g) => Number(g.id.slice(3)))"))
@@ -316,6 +339,7 @@ def test_pass_graph_diff_is_drawn_by_the_page(page, resnet_pages, artifacts):
     assert drawn("added") == {u for u, n in after.items() if u not in before and n.name not in FOLDED} != set()
     # Collapsed, a part holding changes is coloured so.
     pane.locator(".jl-passgraph").get_by_role("button", name="Collapse all").click()
+    graph.locator("g.node.partnode, g.node.scopenode").first.wait_for()
     fills = graph.locator("g.node > path:first-child").evaluate_all("(ps) => ps.map((p) => p.style.fill)")
     assert any("--jl-chg" in f or "--jl-del" in f for f in fills)
     pane.locator(".jl-passgraph").screenshot(path=str(artifacts / "resnet_pass_graph.png"))
@@ -330,6 +354,7 @@ def test_pass_diff_shows_the_pass_records_lines(page, resnet_pages, artifacts):
     root.locator("[data-tab=passes]").click()
     pane = root.locator(".jl-pane-passes")
     pane.locator(f"tr.jl-pass[data-index='{index}']").click()
+    pane.locator(f".jl-passdetail[data-index='{index}'] table.jl-diff tbody tr").first.wait_for()
     rows = pane.locator(".jl-passdetail table.jl-diff tbody tr").evaluate_all(
         "(trs) => trs.map((tr) => [tr.className, ...[...tr.children].map((td) => td.textContent)])")
     seen_left = seen_right = 0

@@ -14,12 +14,13 @@ import numpy as np
 from ...ir.shapes import evaluate_shape
 from ..native import NativeLibrary, threads
 from .conv_operands import FilterCache, conv_views
-from .numpy_blas import SMALL_PRODUCT, addresses, one_blas_thread
+from .numpy_blas import SMALL_PRODUCT, addresses, blas_threads, free_threads, one_blas_thread
 
 
 @dataclass
 class Matmul:
-    """out = a @ b by numpy's BLAS; a small product on one BLAS thread (SMALL_PRODUCT)."""
+    """out = a @ b by numpy's BLAS: a small product on one BLAS thread (SMALL_PRODUCT), a large one
+    on the cores other processes leave free (cores.py)."""
 
     portable = True
 
@@ -27,10 +28,8 @@ class Matmul:
         """Nothing to load."""
 
     def __call__(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-        if out.size * a.shape[-1] < SMALL_PRODUCT:      # as blas.gemm does
-            with one_blas_thread():
-                np.matmul(a, b, out=out)
-        else:
+        small = out.size * a.shape[-1] < SMALL_PRODUCT      # as blas.gemm does
+        with blas_threads(1 if small else free_threads()):
             np.matmul(a, b, out=out)
 
 

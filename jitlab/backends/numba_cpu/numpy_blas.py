@@ -1,7 +1,8 @@
 """Where numpy's own BLAS is: the addresses of its cblas_?gemm and of its thread count's get and
-set, which compiled matrix products call (blas.py says why numpy's rather than scipy's), and a
-context that runs numpy's BLAS on one thread. No numba here: the O2 runner passes these
-addresses to native segments in a warm start that never imports numba."""
+set, which compiled matrix products call (blas.py says why numpy's rather than scipy's), and
+contexts that run numpy's BLAS on one thread or on the cores other processes leave free
+(cores.py). No numba here: the O2 runner passes these addresses to native segments in a warm
+start that never imports numba."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import glob
 import os
 
 import numpy as np
+
+from .cores import CoreGauge
 
 # Below this many multiply-adds a product runs on one BLAS thread: its work is a fraction of a
 # millisecond, and two OpenBLAS threads waiting for each other on a loaded machine took 11 ms
@@ -50,6 +53,21 @@ def addresses() -> np.ndarray:
 
 
 @functools.cache
+def _gauge() -> CoreGauge:
+    return CoreGauge()
+
+
+# A forked child measures its own intervals (the parent's last sample holds the parent's CPU time).
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_gauge.cache_clear)
+
+
+def free_threads() -> int:
+    """The BLAS threads a large product should run on now: the cores other processes leave free (cores.py)."""
+    return _gauge()()
+
+
+@functools.cache
 def _thread_count_functions() -> tuple | None:
     """numpy's OpenBLAS's (get, set) of its thread count as Python callables, or None."""
     blas = addresses()
@@ -60,6 +78,24 @@ def _thread_count_functions() -> tuple | None:
 
 
 @contextlib.contextmanager
+def blas_threads(n: int):
+    """numpy's OpenBLAS runs each call on at most `n` threads while inside (never more than it had).
+    Yields whether that holds (False where the BLAS is not numpy's OpenBLAS)."""
+    functions = _thread_count_functions()
+    if functions is None:
+        yield False
+        return
+    get, set_ = functions
+    before = get()
+    if before > n:
+        set_(n)
+    try:
+        yield True
+    finally:
+        if before > n:
+            set_(before)
+
+
 def one_blas_thread():
     """numpy's OpenBLAS runs each call on the calling thread while inside: compiled code splits its
     GEMMs between numba's threads instead (`gemm_split`). Yields whether that holds (False where
@@ -69,14 +105,4 @@ def one_blas_thread():
     core. On a machine shared with other processes a yield hands the core away for a whole time
     slice, so a 1 ms GEMM took 8-35 ms (median) with two BLAS threads where numba's workqueue
     threads, which block instead, ran the same two halves in 0.5-1.9 ms."""
-    functions = _thread_count_functions()
-    if functions is None:
-        yield False
-        return
-    get, set_ = functions
-    before = get()
-    set_(1)
-    try:
-        yield True
-    finally:
-        set_(before)
+    return blas_threads(1)
