@@ -34,8 +34,10 @@ def test_the_index_lists_each_compile_and_recompile_with_why():
     f(np.ones((4,), np.float32))                   # cached: no compile
     exe = jl.compile(jl.trace(np.exp, np.ones(3, np.float32)), level="O2", target="cpu")
     rows = ours(jl.explore.session().data["session"]["compiles"], start)
-    assert [(r["name"], r["nth"], r["reason"]) for r in rows] == [
-        ("scaled", 1, "first call"), ("scaled", 2, "x: shape f32[4] -> f32[6]"), ("@exp", 1, "jl.compile")]
+    assert [(r["name"], r["reason"]) for r in rows] == [
+        ("scaled", "first call"), ("scaled", "x: shape f32[4] -> f32[6]"), ("@exp", "jl.compile")]
+    # numbered by function over the whole process: other tests in this worker may have compiled a `scaled`
+    assert rows[1]["nth"] == rows[0]["nth"] + 1 and rows[2]["nth"] >= 1
     assert [r["level"] for r in rows] == ["O1", "O1", "O2"] and rows[1]["signature"] == {"x": "f32[6]"}
     assert [r["seconds"] for r in rows[:2]] == [c.seconds for c in f.compiles]
     assert rows[2]["seconds"] == exe.report.timing.total
