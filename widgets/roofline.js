@@ -131,7 +131,7 @@ export class Roofline {
     s("text", { x: X(x0) + 6, y: Y(b.bandwidth * x0) - 8, class: "jl-rf-rooflabel" }, `copy ${fmtRate(b.bandwidth, "B/s")}`),
     ridge ? s("text", { x: X(x1) - 4, y: Y(b.flops) - 6, class: "jl-rf-rooflabel", "text-anchor": "end" }, `peak ${fmtRate(b.flops, "FLOP/s")}`) : null];
     const total = points.reduce((a, p) => a + p.seconds, 0) || 1;
-    const dots = points.map((p) => s("circle", { class: `jl-rf-dot jl-rf-${p.limit}`, "data-step": p.index, "data-group": p.group ?? "",
+    const dots = points.map((p) => s("circle", { class: `jl-rf-dot jl-rf-${p.limit}`, "data-step": p.index, "data-group": p.group ?? "", "data-uid": p.uid ?? "",
       cx: X(p.intensity), cy: Y(p.flops_per_second), r: 3 + 9 * Math.sqrt(p.seconds / total),
       fill: this.data.colors[String(p.group)] || "#b8b8b8", onclick: () => this.select(p) }, s("title", {}, stepTitle(this.data, p, b))));
     const axes = [s("text", { x: (RF_PAD.l + RF_W - RF_PAD.r) / 2, y: RF_H - 6, class: "jl-rf-axis", "text-anchor": "middle" }, "arithmetic intensity (FLOP per byte moved)"),
@@ -142,7 +142,7 @@ export class Roofline {
   // The steps by time lost against the bound, the farthest first.
   table(steps) {
     const rows = [...steps].sort((a, b) => (b.seconds - b.bound_seconds) - (a.seconds - a.bound_seconds)).map((st) =>
-      h("tr", { "data-step": st.index, "data-group": st.group ?? "", title: stepTitle(this.data, st, this.rf.bounds), onclick: () => this.select(st) },
+      h("tr", { "data-step": st.index, "data-group": st.group ?? "", "data-uid": st.uid ?? "", title: stepTitle(this.data, st, this.rf.bounds), onclick: () => this.select(st) },
         h("td", {}, st.group !== null ? chip(this.data.colors[String(st.group)], `group ${st.group}`) : `${st.name} #${st.uid}`),
         h("td", { class: "jl-num" }, fmtSec(st.seconds)), h("td", { class: "jl-num" }, fmtSec(st.bound_seconds)),
         h("td", { class: "jl-num jl-rf-pct", style: `background:${boundColor(st.percent)}` }, pctText(st.percent)),
@@ -163,7 +163,9 @@ export class Roofline {
     const groups = new Set([...uids].map((u) => (this.data.ops[String(u)] || {}).group).filter((g) => g !== null && g !== undefined));
     this.el.querySelectorAll("[data-step]").forEach((e) => {
       const g = e.dataset.group === "" ? null : Number(e.dataset.group);
-      e.classList.toggle("jl-rf-selected", g !== null && groups.has(g));
+      // a step outside any group (a host op such as a pool) is selected by its op
+      const own = e.dataset.uid !== "" && uids.has(Number(e.dataset.uid));
+      e.classList.toggle("jl-rf-selected", (g !== null && groups.has(g)) || (g === null && own));
     });
   }
 
