@@ -68,7 +68,7 @@ def test_an_allocation_numpy_fails_is_an_out_of_memory_error(level, monkeypatch)
     exe = jl.compile(program, level=level, target="cpu")
     rows = 1 << 40                                    # 2**62 bytes
     with pytest.raises(jl.OutOfMemoryError, match=r"the planned peak of .* \(\w+ plan, N=1099511627776\).* "
-                                                  r"does not fit \(.*allocate"):
+                                                  r"could not be allocated \(.*allocate"):
         exe(np.broadcast_to(np.float32(1), (rows, 1 << 20)))
     x = np.ones((3, 1 << 20), np.float32)             # the executable still works
     np.testing.assert_allclose(exe(x)[0], f(x), rtol=1e-6)

@@ -109,7 +109,7 @@ def generic_structure(group: Operation) -> str:
 SUPPORT_MODULES = tuple(f"jitlab.backends.{m}" for m in (
     "scalar_semantics", "numba_cpu.helpers", "numba_cpu.fastmath", "numba_cpu.bits", "numba_cpu.blas",
     "numba_cpu.library", "numba_cpu.rows", "numba_cpu.conv_parts", "numba_cpu.conv_operands",
-    "numba_cpu.winograd", "numba_cpu.numpy_blas"))
+    "numba_cpu.winograd", "numba_cpu.numpy_blas", "numba_cpu.cores"))
 
 
 def key_parts_for(structure: str, signature: str, source: str) -> dict[str, str]:
