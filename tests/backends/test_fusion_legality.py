@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitlab as jl
+from tests.budget import compiled_examples
 
 LEVELS = ["O1", "O2"]
 rng = np.random.default_rng(0)
@@ -107,7 +108,7 @@ def _program(spec):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-@settings(max_examples=10)
+@settings(max_examples=compiled_examples(4))
 @given(spec=reduce_then_broadcast())
 def test_random_reductions_with_broadcast_consumers(level, spec):
     check(_program(spec), rng.standard_normal((3, 3)), rng.standard_normal((3, 3)), level=level)
@@ -139,7 +140,7 @@ def _chain(steps):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-@settings(max_examples=10)
+@settings(max_examples=compiled_examples(4))
 @given(steps=matmul_chains())
 def test_random_matmul_chains(level, steps):
     args = [rng.standard_normal((3, 3)) * 0.5 for _ in range(3)]

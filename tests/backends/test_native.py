@@ -26,6 +26,7 @@ from jitlab.backends.numba_cpu import conv_native, native_build
 from jitlab.backends.numba_cpu.codegen import GeneratedKernel
 from jitlab.backends.numba_cpu.native_build import RUNTIME_C, compiler, kernel_chunk, split_loop
 from tests.autodiff.checks import op_fn
+from tests.budget import first_fast
 
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler to link native libraries")
 
@@ -168,9 +169,9 @@ def test_the_same_code_for_another_dtype_gets_its_own_library(level, tmp_path):
         assert got[0].dtype == dtype and got[0] == -x
 
 
-@pytest.mark.parametrize("strides,pads,dilations,groups", [
-    ((1, 1), (1, 1, 1, 1), (1, 1), 1), ((2, 2), (0, 1, 1, 0), (1, 1), 2), ((1, 2), (2, 2, 2, 2), (2, 2), 1),
-    ((1, 1), (0, 0, 0, 0), (1, 1), 1)])
+@pytest.mark.parametrize("strides,pads,dilations,groups", first_fast(
+    ((2, 2), (0, 1, 1, 0), (1, 1), 2), ((1, 1), (1, 1, 1, 1), (1, 1), 1), ((1, 2), (2, 2, 2, 2), (2, 2), 1),
+    ((1, 1), (0, 0, 0, 0), (1, 1), 1)))
 def test_convolutions_with_native_epilogues_equal_o0(strides, pads, dilations, groups, tmp_path):
     x = RNG.standard_normal((2, 4, 40, 40), dtype=np.float32)
     w = RNG.standard_normal((6, 4 // groups, 3, 3), dtype=np.float32)
@@ -205,7 +206,7 @@ def test_where_no_child_can_start_the_compile_builds_the_convolution_library_its
     np.testing.assert_allclose(exe(x, w)[0], jl.compile(program, level="O0")(x, w)[0], rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("level", first_fast("O2", "O1"))
 def test_where_the_passes_come_from_the_executable_cache_the_kernels_start_the_library_build(level, tmp_path,
                                                                                              monkeypatch):
     # Backend.prepare runs before passes that run; with the kernels to compile again and the
@@ -234,7 +235,7 @@ def test_where_the_passes_come_from_the_executable_cache_the_kernels_start_the_l
     np.testing.assert_allclose(exe(x)[0], jl.compile(program, level="O0")(x)[0], rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", first_fast(np.float32, np.float64))
 def test_winograd_in_the_native_library_equals_o0(dtype, tmp_path):
     x = RNG.standard_normal((2, 5, 16, 14)).astype(dtype)          # 56 tiles: Winograd's
     w = RNG.standard_normal((7, 5, 3, 3)).astype(dtype) * 10        # a weight: its transform is kept
@@ -286,7 +287,7 @@ def run_process(cache_dir, level="O1", script=SCRIPT):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("script", ["a loop nest", "convolutions"])
+@pytest.mark.parametrize("script", first_fast("a loop nest", "convolutions"))
 @pytest.mark.parametrize("level", ["O1", "O2"])
 def test_a_warm_start_runs_without_importing_numba(tmp_path, level, script):
     script = {"a loop nest": SCRIPT, "convolutions": CONV_SCRIPT}[script]

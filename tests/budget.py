@@ -1,0 +1,20 @@
+"""How many hypothesis examples a test that compiles kernels for each example draws."""
+
+import os
+
+import pytest
+
+# Each such example compiles numba kernels (seconds on CI's loaded 2 cores), so the default run draws a
+# few and a thorough run (HYPOTHESIS_PROFILE=thorough, as the conftest reads it) ten times as many.
+THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
+
+
+def compiled_examples(n: int) -> int:
+    """n examples in the default run, 10n in a thorough one."""
+    return 10 * n if THOROUGH else n
+
+
+def first_fast(*values):
+    """Parameter values of which only the first runs in the default run, the rest under `-m slow`:
+    for cases that each compile a large program and differ in a way the first already exercises."""
+    return [values[0], *(pytest.param(v, marks=pytest.mark.slow) for v in values[1:])]
