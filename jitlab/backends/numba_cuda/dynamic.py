@@ -27,7 +27,8 @@ from . import barriers, device
 from .launch import Policy
 
 DYNAMIC_OPS = ("np.dynamic_slice", "np.dynamic_update_slice")
-_FIELDS = 7         # failed, site, frame, iteration, start position, start, axis length
+_RECORDED = ("site", "frame", "it", "bad", "badv", "badn")    # the kernel's names for what follows the flag
+_FIELDS = 1 + len(_RECORDED)    # failed, site, loop frame, iteration, start position, start, axis length
 
 
 class FaultRecord:
@@ -107,15 +108,13 @@ class DynamicKernel:
         self.update = op.name == "np.dynamic_update_slice"
         rank = op.operands[0].type.rank
         self.source = kernel_source(self.update, rank, op.attrs["axes"], op.attrs["sizes"], op.attrs["index_axes"])
-        self.fn = _load(self.source, options)
+        self.fn = load(self.source, "k0", options)
 
     def __call__(self, executor, step, operands: list, bindings: dict[str, int], alloc, stream) -> list:
         x = operands[0]
         shape = step.shapes(bindings)[0]
         out = alloc(step.outs[0], shape, step.types[0].dtype, stream)
-        total = math.prod(shape)
-        if total == 0:
-            return [out]
+        total = math.prod(shape)        # launched when 0 too: the offsets are checked all the same
         faults = executor.faults
         faults.launched = True
         arrays = [x.reshape(x.size), out.reshape(out.size)]
@@ -129,14 +128,26 @@ class DynamicKernel:
         return [out]
 
 
-def _load(source: str, options: dict[str, Any]):
+INDUCTION_SOURCE = '''from numba import cuda
+
+
+@cuda.jit(cache=True)
+def induction(out, lo, step, n):
+    for j in range(cuda.grid(1), n, cuda.gridsize(1)):
+        out[j] = lo + j * step
+'''
+
+
+def load(source: str, name: str, options: dict[str, Any]):
+    """Kernel `name` of a module of this file's, through the kernel cache (barriers checked first)."""
     import numba
 
-    parts = {"structure": "dynamic-index", "backend": "numba_cuda",
+    barriers.check(source, f"the control-flow kernel {name}")
+    parts = {"structure": f"control-flow {name}", "backend": "numba_cuda",
              "source": hashlib.sha256(source.encode()).hexdigest()[:16],
              "versions": f"jitlab {__version__}, numba {numba.__version__}, numpy {np.__version__}, "
                          f"simulator {device.simulator_enabled()}"}
-    return (options.get("cache") or default_cache()).load(parts, source).module.k0
+    return getattr((options.get("cache") or default_cache()).load(parts, source).module, name)
 
 
 def _normalise(p: int, a: int, k: int, index: bool) -> list[str]:
@@ -170,8 +181,7 @@ def kernel_source(update: bool, rank: int, axes, sizes, index_axes) -> str:
         lines += _normalise(p, a, k, a in index_axes)
     lines += ["    if bad >= 0:",                   # the same on every thread: no array is touched
               "        if cuda.grid(1) == 0 and cuda.atomic.cas(fault, 0, 0, 1) == 0:",
-              "            fault[1], fault[2], fault[3] = site, frame, it",
-              "            fault[4], fault[5], fault[6] = bad, badv, badn",
+              *(f"            fault[{k}] = {v}" for k, v in enumerate(_RECORDED, 1)),
               "        return",
               "    for j in range(cuda.grid(1), total, cuda.gridsize(1)):",
               "        r = j"]
@@ -187,9 +197,7 @@ def kernel_source(update: bool, rank: int, axes, sizes, index_axes) -> str:
     else:
         source = _flat([f"i{d} + {offset[d]}" for d in range(rank)], dict(enumerate(dims)))
         lines.append(f"        out[j] = x[{source}]")
-    source = "\n".join(lines) + "\n"
-    barriers.check(source, "the dynamic index kernel")
-    return source
+    return "\n".join(lines) + "\n"
 
 
 def _flat(index: list[str], dims: dict[int, str]) -> str:

@@ -104,7 +104,8 @@ class DeviceExecutor:
     # -- planning ---------------------------------------------------------------------
     def _plan(self, program: Program, kernels: dict[int, Kernel], streams, options: dict[str, Any]) -> list[_Step]:
         steps = []
-        policy = Policy(device.info(), options.get("threads_per_block"), options.get("max_blocks"))
+        self.policy = policy = Policy(device.info(), options.get("threads_per_block"), options.get("max_blocks"))
+        self.options = options
         for op in program.body.ops:
             if op.has(Trait.TERMINATOR):
                 self.outputs = [self.slots[v] for v in op.operands]
@@ -135,7 +136,7 @@ class DeviceExecutor:
         for step in self.steps:
             if step.op.name in REGION_OPS:
                 bodies = [runners[(step.op.uid, r)].runner for r in range(len(step.op.regions))]
-                step.device_run = RegionRun(step.op, bodies, self.streams[step.stream])
+                step.device_run = RegionRun(step.op, bodies, self.streams[step.stream], self.policy, self.options)
 
     def _host_ops(self) -> list[str]:
         return [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)

@@ -5,7 +5,9 @@ DeviceExecutor queues its steps here on the stream of the loop's step, with the 
 no synchronisation, no transfer per iteration. What the host must know it reads back, once each:
 a loop's bounds unless they are constants (before the first iteration), a while loop's condition
 (after each run of its before region), an if's predicate. The induction variable of every
-iteration is uploaded once per loop run, as one array whose elements the body reads in turn.
+iteration is written on the device once per loop run (a kernel fills `range(lo, hi, step)`; an
+upload from pageable memory would wait for the stream), one array whose elements the body reads
+in turn.
 
 Carried values live in buffers of the loop run's `Pool`: an iteration's results go into buffers
 that none of its inputs is, so a kernel writing the next value never overwrites one that a later
@@ -26,6 +28,7 @@ from ...dialects import scf
 from ...dialects.scf import INDEX
 from ...errors import CompileError
 from ...ir.core import Operation
+from .dynamic import INDUCTION_SOURCE, load
 
 
 class DeviceFault(Exception):
@@ -67,13 +70,14 @@ class Pool:
 class RegionRun:
     """The device runner of an scf op's step: `run(executor, step, operands, bindings, alloc, stream)`."""
 
-    def __init__(self, op: Operation, bodies: list, stream):
+    def __init__(self, op: Operation, bodies: list, stream, policy, options: dict[str, Any]):
         for body in bodies:
             if not hasattr(body, "queue_steps"):
                 raise CompileError(f"{scf.where(op)}: a region compiled for cuda has no device executor "
                                    f"({type(body).__name__})")
             body.streams = [stream] * len(body.streams)     # the body's launches in the loop's stream order
-        self.op, self.bodies = op, bodies
+        self.op, self.bodies, self.policy = op, bodies, policy
+        self.induction = load(INDUCTION_SOURCE, "induction", options) if op.name == "scf.for" else None
         self.outputs = [set(body.outputs) for body in bodies]
 
     def __call__(self, executor, step, operands: list, bindings: dict[str, int], alloc, stream) -> list:
@@ -96,8 +100,7 @@ class RegionRun:
     def _for(self, ex, step, operands: list, bindings, pool: Pool, stream) -> list:
         lo, hi, by = self._host_values(ex, step, operands, range(3), stream)
         trips = len(range(lo, hi, by)) if by else 0
-        induction = ex.cuda.to_device(np.arange(lo, hi, by, dtype=INDEX), stream=stream) if trips else None
-        ex.stats["uploads"] += bool(trips)
+        induction = self._induction(ex, lo, by, trips, stream)
         counter = itertools.count()
 
         def body(_region: int, args: list) -> list:
@@ -107,6 +110,16 @@ class RegionRun:
             return self._iterate(0, [induction[k:k + 1].reshape(()), *args[1:]], bindings, pool, stream)
 
         return scf.run_for(self.op, [lo, hi, by, *operands[3:]], body)
+
+    def _induction(self, ex, lo: int, by: int, trips: int, stream) -> Any:
+        """The induction variable's values of a loop run, written on the device."""
+        if not trips:
+            return None
+        values = ex.cuda.device_array(trips, INDEX, stream=stream)
+        launch = self.policy.elementwise(trips)
+        self.induction[launch.grid, launch.block, stream](values, lo, by, trips)
+        ex.stats["launches"] += 1
+        return values
 
     def _while(self, ex, operands: list, bindings, pool: Pool, stream) -> list:
         counter = itertools.count()
