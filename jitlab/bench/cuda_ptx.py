@@ -121,16 +121,16 @@ def composites():
 
 
 def loops() -> list:
-    """Control flow's own kernels (the executor's, dynamic.py): a loop's induction values, and dynamic
-    slices and updates along slice and integer-index axes, with int64 and int32 offsets; the bodies'
-    groups are ordinary kernels."""
+    """Control flow's own kernels (the executor's, dynamic.py and copies.py): a loop's induction values,
+    dynamic slices and updates along slice and integer-index axes with int64 and int32 offsets, a
+    concatenate outside groups (np.roll's); the bodies' groups are ordinary kernels."""
     import jitlab as jl
 
     def scan(c0, xs):
         return jl.scan(lambda c, x: (c * 0.5 + x, c), c0, xs)
 
     def window(x, k):
-        return jl.fori_loop(1, 7, lambda i, c: c + x[i - 1:i + 2, k], np.zeros(3, np.float32))
+        return jl.fori_loop(1, 7, lambda i, c: np.roll(c, 1) + x[i - 1:i + 2, k], np.zeros(3, np.float32))
 
     f32 = np.float32
     return [("loop scan", jl.trace(scan, np.ones(8, f32), np.ones((5, 8), f32))),
@@ -191,10 +191,12 @@ def fused_programs(program) -> Iterator:
 
 def control_kernels(fused) -> Iterator[tuple[str, str, str, tuple]]:
     """(what, module source, kernel name, numba signature) of the executor's own kernels that a fused
-    program launches: the dynamic index kernels (dynamic.py) and a loop's induction values."""
+    program launches: the dynamic index kernels (dynamic.py), a loop's induction values, a concatenate's
+    copies (copies.py)."""
     import numba
     from numba.core import types as nt
 
+    from ..backends.numba_cuda.copies import COPY_SOURCE
     from ..backends.numba_cuda.dynamic import DYNAMIC_OPS, INDUCTION_SOURCE, kernel_source
 
     array = lambda v: nt.Array(numba.from_dtype(np.dtype(v.type.dtype)), 1, "C")  # noqa: E731
@@ -202,6 +204,8 @@ def control_kernels(fused) -> Iterator[tuple[str, str, str, tuple]]:
     for op in fused.body.ops:
         if op.name == "scf.for":
             yield "induction", INDUCTION_SOURCE, "induction", (nt.int64[::1], i64, i64, i64)
+        if op.name == "np.concatenate":
+            yield "np.concatenate", COPY_SOURCE, "copy_block", (array(op.operands[0]), array(op.result), *[i64] * 4)
         if op.name not in DYNAMIC_OPS:
             continue
         update = op.name == "np.dynamic_update_slice"

@@ -77,6 +77,12 @@ class FaultRecord:
         self.array.copy_to_device(np.zeros(_FIELDS, np.int64), stream=stream)
         return self._error(*(int(v) for v in record[1:]))
 
+    def clear(self) -> None:
+        """After a call that ended in another error: waits for what it queued and clears the record."""
+        if self.launched:
+            self.cuda.synchronize()
+            self.array.copy_to_device(np.zeros(_FIELDS, np.int64))
+
     def reset(self) -> None:
         """A new call: no loop frames, nothing launched."""
         self.frames.clear()

@@ -39,6 +39,7 @@ from ...report import CompileReport, CudaGraphRecord
 from ..base import Kernel
 from ..device_arrays import is_numba_device_array
 from . import device, measure
+from .copies import ConcatKernel
 from .dynamic import DYNAMIC_OPS, DynamicKernel, FaultRecord
 from .graph import CapturedGraph, GraphCalls, decide
 from .launch import Policy
@@ -122,6 +123,8 @@ class DeviceExecutor:
                 step.kernel = kernels.get(op.uid)
                 if op.name in DYNAMIC_OPS:
                     step.device_run = DynamicKernel(op, policy, options)
+                elif op.name == "np.concatenate" and step.kernel is None:
+                    step.device_run = ConcatKernel(op, policy, options)
                 steps.append(step)
         return steps
 
@@ -218,6 +221,9 @@ class DeviceExecutor:
         except DeviceFault as fault:
             self.cuda.synchronize()         # the loop stopped early: what it queued still runs
             raise fault.error from None
+        except BaseException:
+            self.faults.clear()             # a failure this call did not read is not the next call's
+            raise
 
     def _call(self, arrays: list, bindings: dict[str, int]) -> list:
         if bindings:

@@ -82,8 +82,8 @@ class RegionRun:
 
     def __call__(self, executor, step, operands: list, bindings: dict[str, int], alloc, stream) -> list:
         faults, pool = executor.faults, Pool(executor.cuda)
-        for body in self.bodies:
-            body.faults = faults
+        for body in self.bodies:        # one fault record and one count of launches and syncs per call
+            body.faults, body.stats = faults, executor.stats
         saved = faults.enter(self.op) if self.op.name != "scf.if" else None
         try:
             if self.op.name == "scf.for":
