@@ -3,6 +3,7 @@ plain numpy (jl.fori_loop and friends run eagerly outside a trace) and O0, under
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 from numba import cuda
 
 import jitlab as jl
@@ -10,6 +11,9 @@ from jitlab.backends.numba_cuda.barriers import violations
 from jitlab.backends.numba_cuda.dynamic import INDUCTION_SOURCE, kernel_source
 from jitlab.backends.numba_cuda.executor import DeviceExecutor
 from jitlab.errors import InputError, OutOfBoundsError
+from tests.loop_programs import loop_programs
+from tests.programs import assert_same
+from tests.runtime.test_control_flow_levels import stencil_loops
 
 
 def heat(u, n):
@@ -193,3 +197,23 @@ def test_device_inputs_drive_the_loop():
     exe = compiled(heat, u, np.int64(2))
     (got,) = exe(cuda.to_device(u), cuda.to_device(np.asarray(3, np.int64)))
     np.testing.assert_allclose(got, heat(u, 3), rtol=1e-5)
+
+
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None)
+@given(loop_programs(max_ops=5))
+def test_random_loop_programs_on_cuda(case):
+    # the fixed tests above are its fast twins (each loop kind, carries, branches, zero trips)
+    for level in ("O1", "O2"):
+        exe = jl.compile(case.program, level=level, target="cuda", progress=False)
+        assert_same(exe(*case.inputs), case.expected, rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None)
+@given(stencil_loops())
+def test_random_loops_with_dynamic_indices_and_branches_on_cuda(case):
+    fn, a, b = case
+    expected = fn(a.copy(), b)        # outside a trace jl.fori_loop and jl.cond run on numpy
+    exe = jl.compile(jl.trace(fn, a, b), level="O1", target="cuda", progress=False)
+    assert_same(exe(a.copy(), b), list(expected), rtol=1e-9, atol=1e-12)
