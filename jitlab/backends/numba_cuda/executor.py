@@ -217,7 +217,10 @@ class DeviceExecutor:
             return self._call(arrays, bindings)
         self.faults.reset()
         try:
-            return self._call(arrays, bindings)
+            # numba frees a dropped buffer (a loop run's carries) with cuMemFree, which synchronises the
+            # device: deferred while the call's loops queue their iterations
+            with self.cuda.defer_cleanup():
+                return self._call(arrays, bindings)
         except DeviceFault as fault:
             self.cuda.synchronize()         # the loop stopped early: what it queued still runs
             raise fault.error from None
