@@ -217,3 +217,14 @@ def test_random_loops_with_dynamic_indices_and_branches_on_cuda(case):
     expected = fn(a.copy(), b)        # outside a trace jl.fori_loop and jl.cond run on numpy
     exe = jl.compile(jl.trace(fn, a, b), level="O1", target="cuda", progress=False)
     assert_same(exe(a.copy(), b), list(expected), rtol=1e-9, atol=1e-12)
+
+
+def test_a_body_op_without_a_kernel_is_reported_in_the_programs_warnings():
+    def f(x):
+        return jl.fori_loop(0, 3, lambda i, c: np.cumsum(c) * 0.5, x)
+
+    x = np.arange(4, dtype=np.float32)
+    exe = compiled(f, x)
+    agrees(exe, f, x)
+    assert exe.report.stats["device_host_ops"] == 1
+    assert any("scf.for" in w and "np.cumsum on the host" in w for w in exe.report.warnings)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ...dialects.reference import concrete_attrs
-from ...dialects.scf import REGION_OPS
+from ...dialects.scf import REGION_OPS, where
 from ...errors import InputError
 from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
@@ -96,6 +96,7 @@ class DeviceExecutor:
         if report.level == "O2":
             report.launch_sequence, self.sequence = compile_sequence(self)
         self._needs_checked: set[tuple] = set()
+        self.report = report
         self._record_host_ops(report)
         self.graphs = self._graphs(report, options.get("graphs"))
         self.clock: tuple | None = None     # (start, end) events while device_times measures calls
@@ -140,6 +141,15 @@ class DeviceExecutor:
             if step.op.name in REGION_OPS:
                 bodies = [runners[(step.op.uid, r)].runner for r in range(len(step.op.regions))]
                 step.device_run = RegionRun(step.op, bodies, self.streams[step.stream], self.policy, self.options)
+                self._record_body_host_ops(step.op, bodies)
+
+    def _record_body_host_ops(self, op: Operation, bodies: list) -> None:
+        """A body's host ops synchronise on every run of it: said in the program's report, not only its region's."""
+        host = sorted({name for body in bodies for name in body._host_ops()})
+        if host:
+            self.report.warnings.append(f"cuda: the {where(op)} runs {', '.join(host)} on the host, between a "
+                                        "sync and two transfers, on every run of its body")
+            self.report.stats["device_host_ops"] += sum(len(body._host_ops()) for body in bodies)
 
     def _host_ops(self) -> list[str]:
         return [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)
