@@ -174,13 +174,8 @@ def _normalise(p: int, a: int, k: int, index: bool) -> list[str]:
 
 def kernel_source(update: bool, rank: int, axes, sizes, index_axes) -> str:
     """The module source of the kernel `k0` for a dynamic slice (or update) of a rank-`rank` array."""
-    dims = [f"n{d}" for d in range(rank)]
-    starts = [f"s{p}" for p in range(len(axes))]
-    params = ["x", "out", *(["v"] if update else []), *starts, *dims, "total", "fault", "site", "frame", "it"]
-    offset = dict.fromkeys(range(rank), "0")
-    extent = {d: f"n{d}" for d in range(rank)}        # the block's extent along each axis
-    for p, (a, k) in enumerate(zip(axes, sizes)):
-        offset[a], extent[a] = f"o{p}", str(k)
+    params = ["x", "out", *(["v"] if update else []), *(f"s{p}" for p in range(len(axes))),
+              *(f"n{d}" for d in range(rank)), "total", "fault", "site", "frame", "it"]
     lines = ["import numba", "from numba import cuda", "", "", "@cuda.jit(cache=True)",
              f"def k0({', '.join(params)}):", "    bad, badv, badn = -1, 0, 0"]
     for p, (a, k) in enumerate(zip(axes, sizes)):
@@ -188,22 +183,27 @@ def kernel_source(update: bool, rank: int, axes, sizes, index_axes) -> str:
     lines += ["    if bad >= 0:",                   # the same on every thread: no array is touched
               "        if cuda.grid(1) == 0 and cuda.atomic.cas(fault, 0, 0, 1) == 0:",
               *(f"            fault[{k}] = {v}" for k, v in enumerate(_RECORDED, 1)),
-              "        return",
-              "    for j in range(cuda.grid(1), total, cuda.gridsize(1)):",
-              "        r = j"]
-    walk = extent if not update else {d: f"n{d}" for d in range(rank)}
+              "        return"]
+    return "\n".join(lines + _element_loop(update, rank, axes, sizes)) + "\n"
+
+
+def _element_loop(update: bool, rank: int, axes, sizes) -> list[str]:
+    """The grid-stride loop over the result's elements, once the offsets `o{p}` passed the check."""
+    dims = {d: f"n{d}" for d in range(rank)}
+    offset, extent = dict.fromkeys(range(rank), "0"), dict(dims)      # the block's, along each axis
+    for p, (a, k) in enumerate(zip(axes, sizes)):
+        offset[a], extent[a] = f"o{p}", str(k)
+    walk = dims if update else extent        # the result has x's shape, or the block's
+    lines = ["    for j in range(cuda.grid(1), total, cuda.gridsize(1)):", "        r = j"]
     for d in reversed(range(rank)):
         lines += [f"        i{d} = r % {walk[d]}", f"        r //= {walk[d]}"]
-    if update:
-        inside = " and ".join(f"{offset[a]} <= i{a} < {offset[a]} + {extent[a]}" for a in axes) or "True"
-        lines += [f"        if {inside}:",
-                  f"            out[j] = v[{_flat([f'i{d} - {offset[d]}' for d in range(rank)], extent)}]",
-                  "        else:",
-                  "            out[j] = x[j]"]
-    else:
-        source = _flat([f"i{d} + {offset[d]}" for d in range(rank)], dict(enumerate(dims)))
-        lines.append(f"        out[j] = x[{source}]")
-    return "\n".join(lines) + "\n"
+    if not update:
+        return lines + [f"        out[j] = x[{_flat([f'i{d} + {offset[d]}' for d in range(rank)], dims)}]"]
+    inside = " and ".join(f"{offset[a]} <= i{a} < {offset[a]} + {extent[a]}" for a in axes) or "True"
+    return lines + [f"        if {inside}:",
+                    f"            out[j] = v[{_flat([f'i{d} - {offset[d]}' for d in range(rank)], extent)}]",
+                    "        else:",
+                    "            out[j] = x[j]"]
 
 
 def _flat(index: list[str], dims: dict[int, str]) -> str:
