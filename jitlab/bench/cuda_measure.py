@@ -1,5 +1,7 @@
 """What the selfcheck measures on the device itself: its copy bandwidth (the streaming bound's
-rate) and the cost of a cached call of `x + 1` on one element, jitlab's and jax.jit's."""
+rate), the cost of a cached call of `x + 1` on one element, jitlab's and jax.jit's, and the cost of
+an iteration of a loop run from the host (a counted loop's body queued without a synchronisation; a
+while loop's condition read back every iteration)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy as np
 
 COPY_BYTES = 1 << 30
 CALLS = 2000
+LOOP_POINTS, LOOP_STEPS = 1 << 20, 100
 
 
 def median_us(call: Callable[[], object], repeats: int = CALLS) -> float:
@@ -53,8 +56,53 @@ def jax_calls(repeats: int = CALLS) -> dict[str, float] | None:
             "device arrays, synchronized": median_us(lambda: f(d).block_until_ready(), repeats)}
 
 
-def measure(repeats: int = CALLS, copy_bytes: int = COPY_BYTES) -> dict:
-    """The device, its copy rate and the cached-call figures, as plain data."""
+def _heat(u, n):
+    import jitlab as jl
+
+    return jl.fori_loop(0, n, lambda i, u: u + 0.25 * (np.roll(u, 1) - 2 * u + np.roll(u, -1)), u)
+
+
+def _count(u, n):
+    import jitlab as jl
+
+    return jl.while_loop(lambda c: c[0] < n, lambda c: c + 1.0, u)
+
+
+def loop_figures(points: int = LOOP_POINTS, steps: int = LOOP_STEPS, repeats: int = 5) -> dict:
+    """Microseconds per iteration of a heat-stencil `jl.fori_loop` and a counting `jl.while_loop` over
+    `points` float32 values, at O1 and O2 with device arrays in and out (median of `repeats` calls, each
+    synchronised), numpy's per step of the stencil run eagerly, and whether every result matched numpy's."""
+    u, n = np.sin(np.linspace(0, 3, points)).astype(np.float32), np.int64(steps)
+    start = time.perf_counter()
+    expected = {"fori_loop heat": _heat(u, n)}
+    numpy_us = (time.perf_counter() - start) * 1e6 / steps
+    expected["while_loop"] = _count(np.zeros(points, np.float32), n)
+    cases = {"fori_loop heat": (_heat, (u, n)), "while_loop": (_count, (np.zeros(points, np.float32), n))}
+    figures: dict = {"points": points, "steps": steps, "numpy heat us per step": numpy_us, "matches": True}
+    for level in ("O1", "O2"):
+        figures[f"jitlab {level}"] = {}
+        for name, (fn, args) in cases.items():
+            got, us = _timed_loop(fn, args, level, repeats)
+            figures["matches"] &= bool(np.allclose(got, expected[name], rtol=1e-4, atol=1e-5))
+            figures[f"jitlab {level}"][name] = us / steps
+    return figures
+
+
+def _timed_loop(fn, args: tuple, level: str, repeats: int) -> tuple[np.ndarray, float]:
+    """`fn` compiled for cuda at `level`: its result on `args` and the median µs of a synchronised call."""
+    from numba import cuda
+
+    import jitlab as jl
+
+    exe = jl.compile(jl.trace(fn, *args), level=level, target="cuda", device_outputs=True)
+    on_device = [cuda.to_device(a) for a in args]
+    (got,) = exe(*on_device)
+    return got.copy_to_host(), median_us(lambda: (exe(*on_device), cuda.synchronize()), repeats)
+
+
+def measure(repeats: int = CALLS, copy_bytes: int = COPY_BYTES, loop_points: int = LOOP_POINTS,
+            loop_steps: int = LOOP_STEPS) -> dict:
+    """The device, its copy rate, the cached-call and the loop figures, as plain data."""
     from ..backends.numba_cuda import device
     from ..backends.numba_cuda.measure import copy_bandwidth
 
@@ -64,4 +112,5 @@ def measure(repeats: int = CALLS, copy_bytes: int = COPY_BYTES) -> dict:
     if jax is not None:
         calls["jax.jit"] = jax
     return {"device": info.name, "sm_count": info.sm_count, "peak_bytes_per_s": info.peak_bytes_per_second,
-            "copy_bytes_per_s": copy_bandwidth(copy_bytes), "cached_call_us": calls}
+            "copy_bytes_per_s": copy_bandwidth(copy_bytes), "cached_call_us": calls,
+            "loops": loop_figures(loop_points, loop_steps, min(repeats, 5))}

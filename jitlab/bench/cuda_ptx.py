@@ -98,6 +98,7 @@ def kinds() -> list:
             fns["matmul epilogue elsewhere"] = lambda x: (x.T @ x).T[::2] + 1
         programs += [(f"{name} {np.dtype(dt).name}", jl.trace(fn, x)) for name, fn in fns.items()]
     programs.append(("composite scalars", composites()))
+    programs += loops()
     conv = Program("conv", [TensorType((1, 4, 9, 9), np.float32), TensorType((6, 2, 3, 3), np.float32)], ["x", "w"])
     b = Builder(conv.body, constraints=conv.constraints)
     y = b("np.conv2d", *conv.inputs, strides=(2, 1), pads=(1, 1, 1, 1), dilations=(1, 2), groups=2)
@@ -117,6 +118,23 @@ def composites():
             b("np.clip", x, min=-1.0, max=1.0), b("np.where", b("np.greater", x, x), x, b("np.neg", x))]
     program.set_outputs(outs)
     return program
+
+
+def loops() -> list:
+    """Control flow's own kernels (the executor's, dynamic.py and copies.py): a loop's induction values,
+    dynamic slices and updates along slice and integer-index axes with int64 and int32 offsets, a
+    concatenate outside groups (np.roll's); the bodies' groups are ordinary kernels."""
+    import jitlab as jl
+
+    def scan(c0, xs):
+        return jl.scan(lambda c, x: (c * 0.5 + x, c), c0, xs)
+
+    def window(x, k):
+        return jl.fori_loop(1, 7, lambda i, c: np.roll(c, 1) + x[i - 1:i + 2, k], np.zeros(3, np.float32))
+
+    f32 = np.float32
+    return [("loop scan", jl.trace(scan, np.ones(8, f32), np.ones((5, 8), f32))),
+            ("loop window", jl.trace(window, np.ones((8, 4), f32), np.int32(1)))]
 
 
 def random_programs(count: int) -> list:
@@ -139,12 +157,9 @@ def random_programs(count: int) -> list:
     return [(f"random {k}", p) for k, p in enumerate(found)]
 
 
-def group_modules(program) -> Iterator[tuple[object, str, list]]:
-    """(group, module source, parts) of every jit.group the cuda backend makes of `program`,
-    through the passes of O1/O2 up to fusion; generation only, nothing is launched."""
-    from jitlab.passes import PassContext, PassManager
-    from jitlab.passes.pipelines import FUSE, SIMPLIFY
-
+def group_modules(fused) -> Iterator[tuple[object, str, list]]:
+    """(group, module source, parts) of every jit.group of a fused program (`fused_programs`); generation
+    only, nothing is launched."""
     from ..backends.numba_cuda import backend
     from ..backends.numba_cuda.device import DeviceInfo
     from ..backends.numba_cuda.kernels import module_source
@@ -152,8 +167,6 @@ def group_modules(program) -> Iterator[tuple[object, str, list]]:
 
     policy = Policy(DeviceInfo(f"sm_{ARCH[0]}{ARCH[1]}", False, 132, 1024, (2**31 - 1, 65535, 65535), 48 << 10,
                                8e10, 3e12))
-    pipeline = ",".join(["verify", "infer-shapes", "dce", *SIMPLIFY, *FUSE])
-    fused = PassManager.parse(pipeline).run(program, PassContext(target="cuda"))
     for group in (op for op in fused.body.ops if op.name == "jit.group"):
         con = next((op for op in group.body.ops if op.name in ("np.matmul", "np.conv2d")), None)
         parts = (backend.contraction_parts(group, con, policy) if con is not None
@@ -161,24 +174,86 @@ def group_modules(program) -> Iterator[tuple[object, str, list]]:
         yield group, module_source(group, [(p.source, p.layout) for p in parts]), parts
 
 
+def fused_programs(program) -> Iterator:
+    """`program` through the passes of O1/O2 up to fusion, then each region of its scf ops the same way, as
+    the compiler compiles each region as a program of its own (compiler.compile_regions)."""
+    from jitlab.dialects.scf import REGION_OPS, region_program
+    from jitlab.passes import PassContext, PassManager
+    from jitlab.passes.pipelines import FUSE, SIMPLIFY
+
+    pipeline = ",".join(["verify", "infer-shapes", "dce", *SIMPLIFY, *FUSE])
+    fused = PassManager.parse(pipeline).run(program, PassContext(target="cuda"))
+    yield fused
+    for op in fused.body.ops:
+        for r in range(len(op.regions) if op.name in REGION_OPS else 0):
+            yield from fused_programs(region_program(op, r, fused))
+
+
+def control_kernels(fused) -> Iterator[tuple[str, str, str, tuple]]:
+    """(what, module source, kernel name, numba signature) of the executor's own kernels that a fused
+    program launches: the dynamic index kernels (dynamic.py), a loop's induction values, a concatenate's
+    copies (copies.py)."""
+    import numba
+    from numba.core import types as nt
+
+    from ..backends.numba_cuda.copies import COPY_SOURCE
+    from ..backends.numba_cuda.dynamic import DYNAMIC_OPS, INDUCTION_SOURCE, kernel_source
+
+    array = lambda v: nt.Array(numba.from_dtype(np.dtype(v.type.dtype)), 1, "C")  # noqa: E731
+    i64 = nt.int64
+    for op in fused.body.ops:
+        if op.name == "scf.for":
+            yield "induction", INDUCTION_SOURCE, "induction", (nt.int64[::1], i64, i64, i64)
+        if op.name == "np.concatenate":
+            yield "np.concatenate", COPY_SOURCE, "copy_block", (array(op.operands[0]), array(op.result), *[i64] * 4)
+        if op.name not in DYNAMIC_OPS:
+            continue
+        update = op.name == "np.dynamic_update_slice"
+        x, starts = op.operands[0], op.operands[2 if update else 1:]
+        source = kernel_source(update, x.type.rank, op.attrs["axes"], op.attrs["sizes"], op.attrs["index_axes"])
+        sig = (array(x), array(x), *([array(x)] if update else []), *map(array, starts),
+               *[i64] * x.type.rank, i64, nt.int64[::1], i64, i64, i64)
+        yield op.name, source, "k0", sig
+
+
 def lower_all(programs: list, log=print) -> list[Lowered]:
     """Every kernel of `programs` lowered to PTX, its barriers compared with its source's."""
-    from numba import cuda
-
     from ..backends.kernel_cache import KernelCache
-    from ..backends.numba_cuda import barriers
-    from ..backends.numba_cuda.kernels import load_module, signature
 
     cache, results = KernelCache(tempfile.mkdtemp(prefix="jitlab-ptx-")), []
     with target_architecture():
         for name, program in programs:
-            for group, source, parts in group_modules(program):
-                module = load_module(group, source, {"cache": cache}).module
-                for k, part in enumerate(parts):
-                    results.append(_lower(name, part, getattr(module, f"k{k}").py_func, source, f"k{k}",
-                                          signature(part.params), cuda, barriers))
-                    log(results[-1].line())
+            for fused in fused_programs(program):
+                results += _lower_program(name, fused, cache, log)
     return results
+
+
+def _lower_program(name: str, fused, cache, log) -> list[Lowered]:
+    from numba import cuda
+
+    from ..backends.numba_cuda import barriers
+    from ..backends.numba_cuda.dynamic import load
+    from ..backends.numba_cuda.kernels import load_module, signature
+
+    results = []
+    for group, source, parts in group_modules(fused):
+        module = load_module(group, source, {"cache": cache}).module
+        for k, part in enumerate(parts):
+            results.append(_lower(name, part, getattr(module, f"k{k}").py_func, source, f"k{k}",
+                                  signature(part.params), cuda, barriers))
+            log(results[-1].line())
+    for what, source, kernel, sig in control_kernels(fused):
+        kernel_fn = load(source, kernel, {"cache": cache})
+        results.append(_lower(name, _Part(what), kernel_fn.py_func, source, kernel, sig, cuda, barriers))
+        log(results[-1].line())
+    return results
+
+
+@dataclass
+class _Part:
+    """What `_lower` reads of a part: its layout, here the executor kernel's name."""
+
+    layout: str
 
 
 def _lower(name, part, fn, source, kernel, sig, cuda, barriers) -> Lowered:

@@ -16,7 +16,7 @@ def summary_markdown(data: dict) -> str:
         head.append(f"The device measurements did not finish: {m.get('status')}. ")
     head[-1] += f"{data['seconds']:.0f} s in all; logs in `{data['logs']}`."
     lines = head + tests_section(data["tests"]) + rows_section(data["rows"], m.get("copy_bytes_per_s"))
-    lines += calls_section(m.get("cached_call_us") or {})
+    lines += calls_section(m.get("cached_call_us") or {}) + loops_section(m.get("loops"))
     return "\n".join(lines + ["", "```json", json.dumps(data, indent=1, default=str), "```", ""])
 
 
@@ -81,9 +81,25 @@ def calls_section(calls: dict[str, dict[str, float]]) -> list[str]:
     return lines + [f"| {who} | " + " | ".join(f"{us[k]:.1f}" for k in kinds) + " |" for who, us in calls.items()]
 
 
+def loops_section(loops: dict | None) -> list[str]:
+    """Microseconds per iteration of the loops run from the host, beside numpy's per stencil step."""
+    if not loops:
+        return []
+    runners = [k for k in loops if k.startswith("jitlab")]
+    kinds = list(loops[runners[0]]) if runners else []
+    wrong = "" if loops["matches"] else ": A RESULT DIFFERED FROM NUMPY"
+    lines = ["", f"## Loops run from the host ({loops['points']:,} float32 values, {loops['steps']} iterations; "
+             f"µs per iteration, device arrays in and out){wrong}", "",
+             "| runner | " + " | ".join(kinds) + " |", "|" + " --- |" * (len(kinds) + 1)]
+    lines += [f"| {who} | " + " | ".join(f"{loops[who][k]:.1f}" for k in kinds) + " |" for who in runners]
+    return lines + [f"| numpy, eager | {loops['numpy heat us per step']:.1f} |" + " - |" * (len(kinds) - 1)]
+
+
 def verdict(data: dict) -> int:
-    """0 when every test passed (none hung), every bench row gave right results and the device was measured."""
+    """0 when every test passed (none hung), every bench row and loop gave right results and the device was
+    measured."""
     tests_ok = all(t["failed"] == t["error"] == 0 and not t["finished"]["killed"]
                    and t["finished"]["returncode"] in (0, 5) for t in data["tests"])
     rows_ok = all(r["status"] == "ok" for r in data["rows"])
-    return 0 if tests_ok and rows_ok and data["measured"].get("status") == "ok" else 1
+    loops_ok = (data["measured"].get("loops") or {}).get("matches", True)
+    return 0 if tests_ok and rows_ok and loops_ok and data["measured"].get("status") == "ok" else 1

@@ -192,7 +192,13 @@ def test_a_row_reads_what_the_bench_cli_writes(tmp_path):
 def test_the_device_measurements_run():
     from jitlab.bench.cuda_measure import measure
 
-    data = measure(repeats=2, copy_bytes=1 << 12)
+    data = measure(repeats=2, copy_bytes=1 << 12, loop_points=8, loop_steps=3)
     assert set(data["cached_call_us"]) >= {"jitlab O1", "jitlab O2"}
     assert set(data["cached_call_us"]["jitlab O2"]) == {"numpy arrays", "device arrays", "device arrays, synchronized"}
     assert all(us > 0 for calls in data["cached_call_us"].values() for us in calls.values())
+    loops = data["loops"]
+    assert loops["matches"] and set(loops["jitlab O2"]) == {"fori_loop heat", "while_loop"}
+    assert all(us > 0 for level in ("jitlab O1", "jitlab O2") for us in loops[level].values())
+    text = selfcheck_summary.summary_markdown({"seconds": 1.0, "logs": "logs", "tests": [], "rows": [],
+                                               "measured": {**data, "status": "ok"}})
+    assert "## Loops run from the host (8 float32 values, 3 iterations" in text and "| jitlab O1 |" in text

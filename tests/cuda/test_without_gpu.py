@@ -70,3 +70,6 @@ def test_every_generated_kernel_lowers_to_ptx_with_its_barriers_intact(tmp_path)
     lowered = [line for line in done.stdout.splitlines() if line.startswith("PTX ok")]
     assert any(re.search(r"rows kernel, [1-9]\d* block barrier", line) for line in lowered)
     assert any("random" in line for line in lowered) and any("tile kernel" in line for line in lowered)
+    # control flow's own kernels, from the loop bodies compiled as programs of their own
+    assert {"induction", "np.dynamic_slice", "np.dynamic_update_slice", "np.concatenate"} <= {
+        m.group(1) for m in (re.search(r"loop \w+: (\S+) kernel", line) for line in lowered) if m}

@@ -14,6 +14,10 @@ signature on, a call replays a CUDA graph of all of it instead, where one can be
 (graph.py; `report.cuda_graphs` says whether and why). The exception is an op no kernel covers (a
 leftover at O1): it runs on the host between a sync, a download and an upload, and
 is counted in `stats["host_ops"]` and in the report's warnings.
+
+A control-flow op (scf.for, scf.while, scf.if) runs from the host, queueing its regions' kernels
+(regions.py); dynamic index ops are device kernels whose offsets are checked on the device, a
+failure read back at the call's synchronisation (dynamic.py).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ...dialects.reference import concrete_attrs
+from ...dialects.scf import REGION_OPS, where
 from ...errors import InputError
 from ...ir.core import Operation, Value
 from ...ir.opdef import Trait
@@ -34,8 +39,12 @@ from ...report import CompileReport, CudaGraphRecord
 from ..base import Kernel
 from ..device_arrays import is_numba_device_array
 from . import device, measure
+from .copies import ConcatKernel
+from .dynamic import DYNAMIC_OPS, DynamicKernel, FaultRecord
 from .graph import CapturedGraph, GraphCalls, decide
+from .launch import Policy
 from .memory import Arena, PerBuffer, check_budget
+from .regions import DeviceFault, RegionRun
 from .sequence import compile_sequence
 
 
@@ -48,6 +57,7 @@ class _Step:
         self.records: list[Any] = []     # events to record after running
         self.types = [r.type for r in op.results]
         self.kernel: Kernel | None = None
+        self.device_run = None          # a dynamic index kernel or a region op's runner (dynamic.py, regions.py)
         # a static step's result shapes, worked out once rather than on every call
         self.static = [tuple(t.shape) for t in self.types] if all(t.is_static for t in self.types) else None
 
@@ -72,7 +82,11 @@ class DeviceExecutor:
         self.arena_plan = report.memory if report.memory is not None and report.memory.mode == "static" else None
         streams = report.streams if self.arena_plan is None else None
         self.resident: dict[int, Any] = {}
-        self.steps = self._plan(program, kernels, streams)
+        self.host_constants: dict[int, np.ndarray] = {}     # scalar constants: a loop's bounds, known here
+        self.steps = self._plan(program, kernels, streams, options)
+        control = [s.op for s in self.steps if s.op.name in REGION_OPS or s.op.name in DYNAMIC_OPS]
+        self.faults = FaultRecord(self.cuda) if control else None
+        self._regions: dict = {}
         self.streams = [self.cuda.stream() for _ in range(max(1, streams.streams if streams else 1))]
         self._events(streams)
         self.inputs_ready = self._event()
@@ -82,6 +96,7 @@ class DeviceExecutor:
         if report.level == "O2":
             report.launch_sequence, self.sequence = compile_sequence(self)
         self._needs_checked: set[tuple] = set()
+        self.report = report
         self._record_host_ops(report)
         self.graphs = self._graphs(report, options.get("graphs"))
         self.clock: tuple | None = None     # (start, end) events while device_times measures calls
@@ -89,8 +104,10 @@ class DeviceExecutor:
             self._check_budget([tuple(v.type.shape) for v in program.inputs], {})
 
     # -- planning ---------------------------------------------------------------------
-    def _plan(self, program: Program, kernels: dict[int, Kernel], streams) -> list[_Step]:
+    def _plan(self, program: Program, kernels: dict[int, Kernel], streams, options: dict[str, Any]) -> list[_Step]:
         steps = []
+        self.policy = policy = Policy(device.info(), options.get("threads_per_block"), options.get("max_blocks"))
+        self.options = options
         for op in program.body.ops:
             if op.has(Trait.TERMINATOR):
                 self.outputs = [self.slots[v] for v in op.operands]
@@ -98,15 +115,45 @@ class DeviceExecutor:
             outs = [self.slots.setdefault(r, len(self.slots)) for r in op.results]
             ins = [self.slots[v] for v in op.operands]
             if op.has(Trait.CONSTANT) or op.name == "np.weight":
-                self.resident[outs[0]] = self.cuda.to_device(_constant(program, op))
+                array = _constant(program, op)
+                self.resident[outs[0]] = self.cuda.to_device(array)
+                if array.ndim == 0:
+                    self.host_constants[outs[0]] = array[()]
             elif not op.has(Trait.MEMORY):
                 step = _Step(op, ins, outs, streams.stream(op.uid) if streams else 0)
                 step.kernel = kernels.get(op.uid)
+                if op.name in DYNAMIC_OPS:
+                    step.device_run = DynamicKernel(op, policy, options)
+                elif op.name == "np.concatenate" and step.kernel is None:
+                    step.device_run = ConcatKernel(op, policy, options)
                 steps.append(step)
         return steps
 
+    @property
+    def regions(self) -> dict:
+        """The compiled regions of the program's scf ops (set by the compiler once they are compiled)."""
+        return self._regions
+
+    @regions.setter
+    def regions(self, runners: dict) -> None:
+        self._regions = runners
+        for step in self.steps:
+            if step.op.name in REGION_OPS:
+                bodies = [runners[(step.op.uid, r)].runner for r in range(len(step.op.regions))]
+                step.device_run = RegionRun(step.op, bodies, self.streams[step.stream], self.policy, self.options)
+                self._record_body_host_ops(step.op, bodies)
+
+    def _record_body_host_ops(self, op: Operation, bodies: list) -> None:
+        """A body's host ops synchronise on every run of it: said in the program's report, not only its region's."""
+        host = sorted({name for body in bodies for name in body._host_ops()})
+        if host:
+            self.report.warnings.append(f"cuda: the {where(op)} runs {', '.join(host)} on the host, between a "
+                                        "sync and two transfers, on every run of its body")
+            self.report.stats["device_host_ops"] += sum(len(body._host_ops()) for body in bodies)
+
     def _host_ops(self) -> list[str]:
-        return [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)]
+        return [s.op.name for s in self.steps if s.kernel is None and not s.op.has(Trait.VIEW)
+                and s.op.name not in REGION_OPS and s.device_run is None]
 
     def _record_host_ops(self, report: CompileReport) -> None:
         host = self._host_ops()
@@ -116,7 +163,9 @@ class DeviceExecutor:
         report.stats["device_host_ops"] = len(host)
 
     def _graphs(self, report: CompileReport, option: bool | None) -> GraphCalls | None:
-        replay, reason = decide(option, device.simulator_enabled(), self._host_ops(), len(self.streams), self.limit)
+        control = sorted({s.op.name for s in self.steps if s.op.name in REGION_OPS or s.op.name in DYNAMIC_OPS})
+        replay, reason = decide(option, device.simulator_enabled(), self._host_ops(), len(self.streams), self.limit,
+                                control)
         report.cuda_graphs = CudaGraphRecord(replay=replay, reason=reason)
         if not replay:
             return None
@@ -174,6 +223,22 @@ class DeviceExecutor:
 
     # -- a call -------------------------------------------------------------------------------
     def __call__(self, arrays: list, bindings: dict[str, int]) -> list:
+        if self.faults is None:
+            return self._call(arrays, bindings)
+        self.faults.reset()
+        try:
+            # numba frees a dropped buffer (a loop run's carries) with cuMemFree, which synchronises the
+            # device: deferred while the call's loops queue their iterations
+            with self.cuda.defer_cleanup():
+                return self._call(arrays, bindings)
+        except DeviceFault as fault:
+            self.cuda.synchronize()         # the loop stopped early: what it queued still runs
+            raise fault.error from None
+        except BaseException:
+            self.faults.clear()             # a failure this call did not read is not the next call's
+            raise
+
+    def _call(self, arrays: list, bindings: dict[str, int]) -> list:
         if bindings:
             self._check_budget([tuple(a.shape) for a in arrays], bindings)
         if self.graphs is not None:
@@ -228,6 +293,8 @@ class DeviceExecutor:
             self.stats["launches"] += 1
         elif step.op.has(Trait.VIEW):
             outs = [env[step.ins[0]].reshape(step.shapes(bindings)[0])]
+        elif step.device_run is not None:
+            outs = step.device_run(self, step, [env[i] for i in step.ins], bindings, alloc, stream)
         else:
             outs = self.host_step(step, [env[i] for i in step.ins], bindings, stream)
         for slot, buf in zip(step.outs, outs):
@@ -252,8 +319,12 @@ class DeviceExecutor:
         """The one synchronisation of a call, then (unless outputs stay on the device) the downloads."""
         if self.clock is not None:
             self.clock[1].record(0)     # the legacy default stream: after the work of every stream
+        record = self.faults.queue_read(0) if self.faults is not None else None
         self.cuda.synchronize()
         self.stats["syncs"] += 1
+        error = self.faults.error(record, 0) if record is not None else None
+        if error is not None:
+            raise error
         if self.device_outputs:
             return results
         self.stats["downloads"] += len(results)

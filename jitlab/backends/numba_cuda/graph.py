@@ -33,10 +33,16 @@ MAX_CAPTURES = 8        # signatures captured per executable; later ones run dir
 
 
 def decide(option: bool | None, simulator: bool, host_ops: list[str], streams: int,
-           memory_limit: int | None = None) -> tuple[bool, str]:
-    """Whether calls replay captured graphs, and why (or why not)."""
+           memory_limit: int | None = None, control: list[str] = ()) -> tuple[bool, str]:
+    """Whether calls replay captured graphs, and why (or why not); `control` names the program's scf and
+    dynamic index ops."""
     if option is False:
         return False, "graphs=False: every call launches its steps directly"
+    if control:
+        return False, (f"{', '.join(control)}: a loop or branch runs from the host (its bounds, a while "
+                       "loop's condition, an if's predicate read back) and an index op's range check is read "
+                       "after the call, which a captured graph cannot hold: every call launches its steps "
+                       "directly")
     if memory_limit is not None:
         return False, ("memory_limit is set, and a graph keeps its own inputs and every buffer the static plan "
                        "does not place, which the limit does not count: every call launches its steps directly")

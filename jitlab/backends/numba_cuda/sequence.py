@@ -28,7 +28,8 @@ class SequenceWriter:
     def __init__(self, executor):
         self.ex = executor
         self.names = {slot: _ident(v.name, slot) for v, slot in executor.slots.items()}
-        self.ns: dict[str, Any] = {"np": np, "alloc": executor.allocator.get, "host": executor.host_step}
+        self.ns: dict[str, Any] = {"np": np, "alloc": executor.allocator.get, "host": executor.host_step,
+                                   "executor": executor}
         self.lines: list[str] = []
 
     def _shape(self, step, k: int) -> str:
@@ -69,6 +70,10 @@ class SequenceWriter:
             add(f"    group_{k}(({ins}), ({outs}), bindings, {stream})    # group {step.op.attrs['id']}: {names}")
         elif step.op.has(Trait.VIEW):
             add(f"    {self.names[step.outs[0]]} = {self.names[step.ins[0]]}.reshape({self._shape(step, 0)})")
+        elif step.device_run is not None or step.op.name.startswith("scf."):
+            self.ns[f"step_{k}"] = step         # a region op's runner is set after this is written
+            add(f"    {outs} = step_{k}.device_run(executor, step_{k}, ({ins}), bindings, alloc, {stream})"
+                f"    # {step.op.name}")
         else:
             self.ns[f"step_{k}"] = step
             add(f"    {outs} = host(step_{k}, ({ins}), bindings, {stream})    # {step.op.name} on the host")
