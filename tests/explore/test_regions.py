@@ -8,7 +8,7 @@ import pytest
 
 import jitlab as jl
 from jitlab.explore import model
-from tests.onnx.test_control_flow import nested_if_in_loop
+from tests.onnx.test_control_flow import early_exit_loop, nested_if_in_loop
 
 
 def heat(u, n):
@@ -122,3 +122,15 @@ def test_at_o1_the_schedule_runs_the_loop_as_one_step_and_lists_its_body_as_sub_
     made = [r.type.nbytes() for op in exe.program.walk() if op.uid in body for r in op.results]
     assert data["loops"][str(uid)]["iteration_values"] == len(made)
     assert data["loops"][str(uid)]["iteration_bytes"] == sum(made)
+
+
+def test_a_while_loop_opens_onto_its_condition_and_body():
+    exe = jl.compile(jl.onnx.load(early_exit_loop()), level="O0")
+    data = model.build(exe.report)
+    (uid, (before, after)), = region_ops(exe.program, "scf.while").items()
+    regions, drawn = data["graph"]["view"]["regions"], boxes(data)
+    assert regions[f"lp_{uid}"]["label"] == "while" and regions[f"lp_{uid}"]["trips"] is None
+    assert [regions[f"rg_{uid}_{r}"]["label"] for r in (0, 1)] == ["condition", "body"]
+    assert {f"op_{u}" for u in before} | {f"end_{uid}_0"} == set(drawn[f"rg_{uid}_0"])
+    assert {f"op_{u}" for u in after} | {f"end_{uid}_1"} == set(drawn[f"rg_{uid}_1"])
+    assert data["loops"][str(uid)]["regions"] == [{"name": "condition", "steps": before}, {"name": "body", "steps": after}]
