@@ -31,6 +31,17 @@ class OpNode:
     yields: list[str] = field(default_factory=list)      # a region op's yielded values, matching its results
     scope: list[str] = field(default_factory=list)       # namespaces it sits in, outermost first (Location.scope)
     function: str = ""            # the function (or ONNX node) that made it
+    regions: list[RegionNode] = field(default_factory=list)  # a control-flow op's regions (scf.for, scf.while, scf.if)
+    parent: int | None = None     # uid of the control-flow op whose region holds it, if any
+    region: int = 0               # which of that op's regions holds it
+
+
+@dataclass(kw_only=True)
+class RegionNode:
+    """One region of a control-flow op: its block's arguments and what its terminator passes on."""
+
+    args: list[str]
+    yields: list[str]             # scf.yield's operands; scf.condition's (the loop's condition)
 
 
 @dataclass(kw_only=True)
@@ -522,7 +533,8 @@ def _convert(hint, value):
 
 
 def snapshot(program) -> GraphSnapshot:
-    """The graph of `program` as plain data (values named as the printer names them)."""
+    """The graph of `program` as plain data (values named as the printer names them); the ops of a
+    control-flow op's regions follow it, each tagged with the op and the region holding it."""
     from .ir.attributes import Dense, format_attr
     from .ir.opdef import Trait
     from .ir.printer import assign_names
@@ -530,24 +542,39 @@ def snapshot(program) -> GraphSnapshot:
     assign_names(program)
     nodes = []
 
-    def visit(block, group):
+    def node(op, group, where):
+        attrs = {k: (f"dense {v.array.dtype}{list(v.array.shape)}" if isinstance(v, Dense) and v.array.size > 8
+                     else format_attr(v)) for k, v in op.attrs.items()}
+        inner = op.regions[0].blocks[0] if op.name == "jit.group" and op.regions[0].blocks else None
+        return OpNode(
+            uid=op.uid, name=op.name, results=[r.name for r in op.results],
+            types=[str(r.type) for r in op.results], operands=[v.name for v in op.operands], attrs=attrs,
+            group=group, loc=str(op.loc) if op.loc is not None else None, view=op.has(Trait.VIEW),
+            block_args=[a.name for a in inner.args] if inner else [],
+            yields=[v.name for v in inner.last_op.operands] if inner and inner.last_op else [],
+            scope=list(op.loc.scope) if op.loc is not None else [],
+            function=op.loc.function if op.loc is not None else "", parent=where[0], region=where[1],
+            regions=[] if op.name == "jit.group" else [_region_node(r) for r in op.regions])
+
+    def visit(block, group, where):
         for op in block.ops:
-            if op.name in ("func.return", "jit.yield"):
+            if op.has(Trait.TERMINATOR):
                 continue
             if op.name == "jit.group":
-                visit(op.body, op.attrs["id"])
-            attrs = {k: (f"dense {v.array.dtype}{list(v.array.shape)}" if isinstance(v, Dense) and v.array.size > 8
-                         else format_attr(v)) for k, v in op.attrs.items()}
-            inner = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
-            nodes.append(OpNode(
-                uid=op.uid, name=op.name, results=[r.name for r in op.results],
-                types=[str(r.type) for r in op.results], operands=[v.name for v in op.operands], attrs=attrs,
-                group=group, loc=str(op.loc) if op.loc is not None else None, view=op.has(Trait.VIEW),
-                block_args=[a.name for a in inner.args] if inner else [],
-                yields=[v.name for v in inner.last_op.operands] if inner and inner.last_op else [],
-                scope=list(op.loc.scope) if op.loc is not None else [],
-                function=op.loc.function if op.loc is not None else ""))
+                visit(op.body, op.attrs["id"], where)
+            nodes.append(node(op, group, where))
+            if op.name != "jit.group":
+                for r, region in enumerate(op.regions):
+                    for inner in region.blocks:
+                        visit(inner, group, (op.uid, r))
 
-    visit(program.body, None)
+    visit(program.body, None, (None, 0))
     return GraphSnapshot(inputs=[a.name for a in program.inputs], input_types=[str(a.type) for a in program.inputs],
                          outputs=[v.name for v in program.outputs], nodes=nodes)
+
+
+def _region_node(region) -> RegionNode:
+    block = region.blocks[0] if region.blocks else None
+    last = block.last_op if block is not None else None
+    return RegionNode(args=[a.name for a in block.args] if block else [],
+                      yields=[v.name for v in last.operands] if last is not None else [])

@@ -6,6 +6,7 @@
 
 import { chip, fmtBytes, fmtSec, h, panZoom, plural, s, scopeOf, tooltip, uidOf } from "./core.js";
 import { arrange, toSvg } from "./layout.js";
+import { loopLine, loopOf } from "./loops.js";
 import { overlayMethods } from "./overlays.js";
 import { matches, matchList } from "./search.js";
 import { treeMethods } from "./tree.js";
@@ -30,6 +31,7 @@ export function opDetails(data, uid, folded) {
     op.group !== null && op.group !== undefined ? h("div", {}, chip(data.colors[String(op.group)], `group ${op.group}`)) : null,
     h("div", {}, `made by: ${origin.pass || "trace"}${origin.rule ? ` (rule ${origin.rule})` : ""}`),
     op.view ? h("div", {}, "view: a re-view of its operand, no data moves") : null,
+    loopOf(data, uid) ? h("div", {}, loopLine(loopOf(data, uid))) : null,
     op.rejected ? h("div", { class: "jl-bad" }, `left out of every group: ${op.rejected}`) : null,
     scopeOf(op).length ? h("div", { class: "jl-muted" }, `scope: ${scopeOf(op).join("/")}`) : null,
     op.loc ? h("div", { class: "jl-muted" }, op.loc) : null);
@@ -73,12 +75,14 @@ export class GraphView {
   openToFit() {
     this.expanded = new Set();
     const rows = Math.max(5, Math.floor((this.canvasHeight || 560) / LINE_PX) - 1);
-    let frontier = this.root.children.filter((c) => c.children && c.kind !== "group");
+    // Groups and loops or branches open on a click only: a loop's box says what it is before its body.
+    const opens = (c) => c.children && c.kind !== "group" && !c.region;
+    let frontier = this.root.children.filter(opens);
     while (frontier.length) {
       const trial = new Set([...this.expanded, ...frontier.map((c) => c.id)]);
       if (this.visibleCount(trial) > 60 || this.depth(trial) > rows) break;
       this.expanded = trial;
-      frontier = frontier.flatMap((c) => c.children.filter((x) => x.children && x.kind !== "group"));
+      frontier = frontier.flatMap((c) => c.children.filter(opens));
     }
   }
 
@@ -225,6 +229,8 @@ export class GraphView {
   toggle(id, open) {
     const before = this.boxOf(id);
     if (open) this.expanded.add(id); else this.expanded.delete(id);
+    // a branch or while loop opens onto its regions' ops (then and else; condition and body), not onto two closed boxes
+    if (open) for (const c of this.containers.get(id).children) if (c.kind === "region") this.expanded.add(c.id);
     this.focus = open ? id : (this.containers.get(id).parent || this.root).id;
     this.render(true, id, before);
   }

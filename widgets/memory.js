@@ -2,6 +2,7 @@
 // buffer layout as a Gantt chart, and a dry run for other values of symbolic dims.
 
 import { bufferLabel, chip, empty, fmtBytes, h, opLink, s } from "./core.js";
+import { loopsPanel } from "./loops.js";
 import { LiveQuery } from "./memquery.js";
 
 const W = 760;
@@ -318,7 +319,7 @@ export class MemoryView {
     const byCategory = (!view.planned || mem.buffers !== this.mem.buffers) && mem.buffers.some((b) => b.category)
       ? [h("h4", {}, "live memory by category"), categoryChart(mem, split && this.apart)] : [];
     this.charts.replaceChildren(this.summary(mem, view), h("h4", {}, "live memory per step"), toggle, this.timeline.el, this.query?.el,
-      ...byCategory, this.atPeak(mem, view), h("h4", {}, "buffer layout"), this.gantt.el);
+      ...byCategory, this.atPeak(mem, view), ...[loopsPanel(this.ctx)].filter(Boolean), h("h4", {}, "buffer layout"), this.gantt.el);
     this.gantt.highlight(this.ctx.selection);
     this.moveCursor(this.ctx.step);
   }

@@ -3,6 +3,7 @@
 
 import { bufferLabel, callTimeText, empty, fmtBytes, fmtSec, h, opLink, opName, plural, s } from "./core.js";
 import { GraphView } from "./graph.js";
+import { loopOf, loopSteps } from "./loops.js";
 import { timeline } from "./memory.js";
 
 const HELD = ["weight", "input"];     // categories held from the first step to the last
@@ -10,6 +11,7 @@ const HELD = ["weight", "input"];     // categories held from the first step to 
 // A step by what it runs: "group 3 · res2_0/branch2a" for a group's launch, else the op.
 export function stepName(data, uid) {
   const op = data.ops[String(uid)];
+  if (loopOf(data, uid)) return `${opName(data, uid)} · ${loopOf(data, uid).label}`;
   if (!op || op.name !== "jit.group") return opName(data, uid);
   const scope = String(op.path || "").split("/").filter((p) => p && !/^group \d+$/.test(p)).join("/");
   return `group ${op.group}${scope ? ` · ${scope}` : ""}`;
@@ -63,7 +65,7 @@ export class ScheduleView {
     const held = buffers.filter((b) => HELD.includes(b.category)).length;
     this.label.replaceChildren(`step ${step} / ${order.length - 1}: `, stepLink(this.ctx, uid),
       ` · ${plural(buffers.length - held, "live buffer")}${held ? ` (and ${held} weights and inputs)` : ""}${bytes}`);
-    this.liveEl.replaceChildren(liveList(this.ctx, buffers, step));
+    this.liveEl.replaceChildren(...[loopSteps(this.ctx, uid), liveList(this.ctx, buffers, step)].filter(Boolean));
     this.graph.setLive(buffers.map((b) => b.producer), uid);
     if (this.chart) this.chart.moveCursor(step);
     this.el.dataset.step = String(step);

@@ -12,10 +12,10 @@ export const treeMethods = {
   build() {
     const view = this.graph.view || { nodes: [], edges: [] };
     this.leaves = new Map();
-    view.nodes.forEach(([id, label, kind, group, classes], order) => {
+    view.nodes.forEach(([id, label, kind, group, classes, region], order) => {
       const op = this.data.ops[String(uidOf(id))];
       const book = kind === "op" && !!op && (op.bookkeeping ?? (op.name.startsWith("mem.") || !!op.view));
-      this.leaves.set(id, { id, label, kind, group, classes: classes || [], order, op, book, parent: null });
+      this.leaves.set(id, { id, label, kind, group, classes: classes || [], order, op, book, parent: null, region: region || null });
     });
     this.edges = view.edges.filter(([a, b]) => this.leaves.has(a) && this.leaves.has(b));
     this.containers = new Map();
@@ -37,9 +37,17 @@ export const treeMethods = {
       });
       return node;
     };
+    // A control-flow op's box (and each of its regions') sits where the op does: in its enclosing region, else its scope.
+    const regions = view.regions || {};
+    const regionNode = (boxId) => {
+      if (this.containers.has(boxId)) return this.containers.get(boxId);
+      const r = regions[boxId];
+      const parent = r.parent ? regionNode(r.parent) : scopeNode(scopeOf(this.data.ops[String(r.uid)]));
+      return Object.assign(container(boxId, r.kind, r.label, parent), { region: r });
+    };
     const groupScopes = new Map();
     for (const leaf of this.leaves.values()) {
-      if (leaf.group === null || leaf.group === undefined) continue;
+      if (leaf.region || leaf.group === null || leaf.group === undefined) continue;
       const path = scopeOf(leaf.op);
       const prev = groupScopes.get(leaf.group);
       if (!prev) { groupScopes.set(leaf.group, path); continue; }
@@ -49,7 +57,9 @@ export const treeMethods = {
     }
     for (const leaf of this.leaves.values()) {
       let parent;
-      if (leaf.group !== null && leaf.group !== undefined) {
+      if (leaf.region && regions[leaf.region]) {
+        parent = regionNode(leaf.region);
+      } else if (leaf.group !== null && leaf.group !== undefined) {
         parent = container(`grp_${leaf.group}`, "group", `group ${leaf.group}`, scopeNode(groupScopes.get(leaf.group)));
       } else {
         parent = leaf.kind === "op" ? scopeNode(scopeOf(leaf.op)) : root;
@@ -65,7 +75,10 @@ export const treeMethods = {
     first(root);
     this.groupIds = [...this.containers.values()].filter((c) => c.kind === "group").map((c) => Number(c.id.slice(4))).sort((a, b) => a - b);
     this.groupLabels();
-    for (const c of this.containers.values()) if (c.kind === "scope") c.label = this.scopeLabel(c);
+    for (const c of this.containers.values()) {
+      if (c.kind === "scope") c.label = this.scopeLabel(c);
+      else if (c.region) c.label = this.regionLabel(c);
+    }
     this.parts = 0;
     // Seven parts stacked, with the inputs above and the results below, fit a 620 px canvas at scale 1 (10 px labels).
     this.maxChildren = 7;
@@ -146,7 +159,7 @@ export const treeMethods = {
     lastUse.forEach((last, k) => { for (let b = k + 1; b <= last; b += 1) crossing[b] += 1; });
     const size = (c) => Math.max(1, this.leavesOf(c).filter((l) => l.op && !l.book).length);
     const runs = kids.map((c, k) => ({ members: [c], ops: size(c), start: k }));
-    const scoped = (run) => run.members.some((c) => c.kind === "scope");
+    const scoped = (run) => run.members.some((c) => c.kind === "scope" || c.region);
     while (runs.length > limit) {
       let best = -1;
       const score = (k) => [runs[k].ops + runs[k + 1].ops, -crossing[runs[k + 1].start]];
@@ -194,6 +207,14 @@ export const treeMethods = {
     const groups = new Set(ops.map((l) => l.group).filter((g) => g !== null && g !== undefined)).size;
     const head = c.stage ? `${c.name} (${c.children[0].name} … ${c.children[c.children.length - 1].name})` : c.name;
     return `${head} · ${plural(ops.length, "op")}${groups ? `, ${plural(groups, "group")}` : ""}\n${heaviestKinds(this.data, ops.map((l) => l.op))}`;
+  },
+
+  // A loop's or branch's box: its header (trip count or predicate) and the ops its regions hold, each drawn once.
+  regionLabel(c) {
+    const ops = this.leavesOf(c).filter((l) => l.op && !l.book && !l.classes.includes("region"));
+    const per = c.region.kind === "loop" ? " per iteration" : "";
+    const head = c.region.kind === "region" ? c.region.label : `${c.region.label} · ${plural(ops.length, "op")}${per}`;
+    return `${head}\n${c.region.kind === "region" ? heaviestKinds(this.data, ops.map((l) => l.op)) : c.region.kind === "loop" ? "click to open its body" : "click to open its branches"}`;
   },
 
   partLabel(part) {

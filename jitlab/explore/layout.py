@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..report import GraphSnapshot, OpNode
-from . import layered
+from . import layered, regions
 
 FOLDED = ("np.weight", "np.constant")
 _CACHE: OrderedDict[str, str] = OrderedDict()
@@ -32,6 +32,7 @@ class Node:
     kind: str                     # op, input, output
     group: int | None = None
     classes: list[str] = field(default_factory=list)
+    region: str | None = None     # the region box holding it (`regions.box_id`), None at the top
 
 
 @dataclass
@@ -41,6 +42,7 @@ class ViewGraph:
     nodes: dict[str, Node] = field(default_factory=dict)
     edges: set[tuple[str, str]] = field(default_factory=set)
     folded: dict[str, list[str]] = field(default_factory=dict)   # op id -> folded weights/constants
+    regions: dict[str, dict[str, Any]] = field(default_factory=dict)   # region box id -> what it is (regions.py)
 
     def groups(self) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}
@@ -60,56 +62,80 @@ def op_label(n: OpNode) -> str:
 
 
 class _Resolver:
-    """Maps printed value names to the drawable node producing them, through group boundaries."""
+    """Maps printed value names to the drawable nodes producing them, through group boundaries; a
+    region's block arguments come from its op's header node, a control-flow op's results from the
+    ends of its regions (`regions.exits`)."""
 
     def __init__(self, graph: GraphSnapshot):
-        self.producer: dict[str, str] = {f"{name}": f"in_{name}" for name in graph.inputs}
+        self.producer: dict[str, list[str]] = {f"{name}": [f"in_{name}"] for name in graph.inputs}
         self.alias: dict[str, str] = {}
         for n in graph.nodes:
             for arg, outer in zip(n.block_args, n.operands):
                 self.alias[arg] = outer
+            for region in n.regions:
+                for arg in region.args:
+                    self.producer[arg] = [f"op_{n.uid}"]
             for res, inner in zip(n.results, n.yields or [None] * len(n.results)):
                 if inner is not None:
                     self.alias[res] = inner
-                elif n.name not in FOLDED:
-                    self.producer[res] = f"op_{n.uid}"
-            if n.name in FOLDED:
-                for res in n.results:
-                    self.producer[res] = f"folded:{n.uid}"
+                elif n.name in FOLDED:
+                    self.producer[res] = [f"folded:{n.uid}"]
+                else:
+                    self.producer[res] = regions.exits(n) or [f"op_{n.uid}"]
 
-    def source(self, name: str) -> str | None:
+    def sources(self, name: str) -> list[str]:
         seen = 0
         while name in self.alias and seen < 64:
             name, seen = self.alias[name], seen + 1
-        return self.producer.get(name)
+        return self.producer.get(name, [])
 
 
 def from_snapshot(graph: GraphSnapshot) -> ViewGraph:
-    """The drawable graph of a snapshot: weights and constants folded into their users."""
+    """The drawable graph of a snapshot: weights and constants folded into their users; a control-flow
+    op as a header node with its regions' ops (drawn once) and each region's end in a box of its own."""
     vg, res = ViewGraph(), _Resolver(graph)
     by_uid = {n.uid: n for n in graph.nodes}
+    by_name = {r: n for n in graph.nodes for r in n.results}
+    vg.regions = regions.boxes(graph)
     for name, t in zip(graph.inputs, graph.input_types):
         vg.nodes[f"in_{name}"] = Node(f"in_{name}", f"{name}\n{short_type(t)}", "input")
     for n in graph.nodes:
         if n.name in FOLDED or n.block_args or n.yields:
             continue
         node_id = f"op_{n.uid}"
-        vg.nodes[node_id] = Node(node_id, op_label(n), "op", n.group, ["view"] if n.view else [])
-        for operand in n.operands:
-            src = res.source(operand)
-            if src is None:
-                continue
-            if src.startswith("folded:"):
-                folded = by_uid[int(src[7:])]
-                vg.folded.setdefault(node_id, []).append(folded.attrs.get("name", folded.name))
-            else:
-                vg.edges.add((src, node_id))
+        box = regions.box_of(n, by_uid)
+        if n.regions:
+            vg.nodes[node_id] = Node(node_id, regions.header_label(n, by_name), "op", n.group, ["region"],
+                                     regions.op_box(n))
+            _region_ends(vg, res, n, by_uid)
+        else:
+            vg.nodes[node_id] = Node(node_id, op_label(n), "op", n.group, ["view"] if n.view else [], box)
+        _wire(vg, res, by_uid, node_id, n.operands)
     for i, name in enumerate(graph.outputs):
         vg.nodes[f"out_{i}"] = Node(f"out_{i}", f"result {i}", "output")
-        src = res.source(name)
-        if src is not None and not src.startswith("folded:"):
-            vg.edges.add((src, f"out_{i}"))
+        _wire(vg, res, by_uid, f"out_{i}", [name], fold=False)
     return vg
+
+
+def _wire(vg: ViewGraph, res: _Resolver, by_uid: dict[int, OpNode], node_id: str, names: list[str],
+          fold: bool = True) -> None:
+    """Edges into `node_id` from what produces each of `names`; weights and constants listed on it instead."""
+    for name in names:
+        for src in res.sources(name):
+            if not src.startswith("folded:"):
+                vg.edges.add((src, node_id))
+            elif fold:
+                folded = by_uid[int(src[7:])]
+                vg.folded.setdefault(node_id, []).append(folded.attrs.get("name", folded.name))
+
+
+def _region_ends(vg: ViewGraph, res: _Resolver, n: OpNode, by_uid: dict[int, OpNode]) -> None:
+    """Each region's end (what it yields, or its condition) as a node inside the region's box."""
+    for r, region in enumerate(n.regions):
+        end_id = regions.end_id(n, r)
+        vg.nodes[end_id] = Node(end_id, regions.end_label(n, r), "end", n.group, [],
+                                regions.box_id(n, r))
+        _wire(vg, res, by_uid, end_id, region.yields, fold=False)
 
 
 def view_graph(graph: GraphSnapshot, rejected: dict[int, str] | None = None) -> ViewGraph:
@@ -117,7 +143,8 @@ def view_graph(graph: GraphSnapshot, rejected: dict[int, str] | None = None) -> 
     vg = from_snapshot(graph)
     for uid, reason in (rejected or {}).items():
         node = vg.nodes.get(f"op_{uid}")
-        if node is not None:
+        # a loop or branch is never fused (its regions compile as programs of their own): its box says so
+        if node is not None and "region" not in node.classes:
             node.classes.append("rejected")
             node.label += "\n✕ " + (reason if len(reason) <= 32 else reason[:31] + "…")
     return vg
@@ -125,7 +152,7 @@ def view_graph(graph: GraphSnapshot, rejected: dict[int, str] | None = None) -> 
 
 def merge(after: ViewGraph, before: ViewGraph) -> ViewGraph:
     """`after` plus the nodes and edges only `before` had (for a pass's graph diff)."""
-    out = ViewGraph(dict(after.nodes), set(after.edges), dict(after.folded))
+    out = ViewGraph(dict(after.nodes), set(after.edges), dict(after.folded), {**before.regions, **after.regions})
     for node_id, node in before.nodes.items():
         out.nodes.setdefault(node_id, node)
     out.edges |= {e for e in before.edges if e[0] in out.nodes and e[1] in out.nodes}
@@ -232,5 +259,6 @@ def draw(vg: ViewGraph, colors: dict[int, str]) -> str:
 def graph_data(graph: GraphSnapshot, rejected: dict[int, str] | None = None) -> dict[str, Any]:
     """The drawable graph the browser lays out (any mix of expanded and collapsed parts), with the folded weights."""
     vg = view_graph(graph, rejected)
-    nodes = [[n.id, n.label, n.kind, n.group, n.classes] for n in vg.nodes.values()]
-    return {"folded": vg.folded, "nodes": len(vg.nodes), "view": {"nodes": nodes, "edges": sorted(vg.edges)}}
+    nodes = [[n.id, n.label, n.kind, n.group, n.classes, n.region] for n in vg.nodes.values()]
+    return {"folded": vg.folded, "nodes": len(vg.nodes),
+            "view": {"nodes": nodes, "edges": sorted(vg.edges), "regions": vg.regions}}

@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any
 
 from ..report import CompileReport, GraphSnapshot, OpNode
-from . import layout
+from . import layout, regions
 from .memview import memory_data, schedule_data, streams_data
 from .passview import passes_data
 from .roofline import roofline_data
@@ -210,6 +210,7 @@ def build(report: CompileReport, title: str = "", dims: dict[str, list[int]] | N
         "dry_run_dims": dims or {},
         "kernels": kernels_data(report),
         "scopes": scopes,
+        "loops": regions.loops_data(report, step_seconds(report.profile)),
         "profile": report.profile or None,
         "roofline": roofline_data(report),
         "call_time": call_time_data(report.profile),

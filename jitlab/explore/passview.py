@@ -86,6 +86,6 @@ def pass_view(record: PassRecord) -> dict[str, Any] | None:
     diff = graph_diff(record.graph_before, record.graph_after)
     marks = {f"op_{u}": kind for kind in ("added", "removed", "changed") for u in diff[kind]}
     vg = layout.merge(layout.from_snapshot(record.graph_after), layout.from_snapshot(record.graph_before))
-    nodes = [[n.id, n.label, n.kind, n.group, n.classes + ([marks[n.id]] if n.id in marks else [])]
+    nodes = [[n.id, n.label, n.kind, n.group, n.classes + ([marks[n.id]] if n.id in marks else []), n.region]
              for n in vg.nodes.values()]
-    return {"nodes": nodes, "edges": sorted(vg.edges)}
+    return {"nodes": nodes, "edges": sorted(vg.edges), "regions": vg.regions}

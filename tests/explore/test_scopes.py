@@ -194,7 +194,7 @@ def test_the_drawable_graph_is_data_the_hierarchy_can_collapse():
     data = from_object(exe).build()
     view = data["graph"]["view"]
     nodes = {i: {"kind": kind, "uid": int(i[3:]) if kind == "op" else None}
-             for i, _label, kind, _group, _classes in view["nodes"]}
+             for i, _label, kind, _group, _classes, _region in view["nodes"]}
     assert all(str(n["uid"]) in data["ops"] for n in nodes.values() if n["kind"] == "op")
     assert all(a in nodes and b in nodes for a, b in view["edges"])
     # collapsed to the top level, block feeds block_1 and block_1 feeds the tanh at the top
