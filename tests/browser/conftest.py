@@ -20,6 +20,15 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-component-update", "--disable-sync"]
 
 
+def pytest_collection_modifyitems(config, items):
+    """Every browser test runs in one xdist worker (pyproject's `--dist loadgroup`), so the session's
+    JupyterLab, Chromium and compiled ResNet-50 and transformer pages are made once, not once per worker."""
+    here = pathlib.Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("browser"))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
