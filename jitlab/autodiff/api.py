@@ -50,8 +50,9 @@ class GradFunction:
     """`fn` turned into a function returning its gradient (and value) w.r.t. `argnums`."""
 
     def __init__(self, fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                 with_value: bool = False, level: str = "O0", target: str = "auto"):
+                 with_value: bool = False, level: str = "O0", target: str = "auto", recompute: bool = False):
         self.fn, self.argnums, self.has_aux, self.with_value = fn, argnums, has_aux, with_value
+        self.recompute = recompute
         self._positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         functools.update_wrapper(self, fn, updated=())     # not fn's __dict__: see JitFunction
         self.__name__ = f"{'value_and_grad' if with_value else 'grad'}_{getattr(fn, '__name__', 'fn')}"
@@ -99,7 +100,7 @@ class GradFunction:
         """Appends the backward graph of `forward`; gives the gradients in the arguments' structure."""
         check_loss(loss.value, f"the value {getattr(self.fn, '__name__', 'fn')} returns")
         bctx = BackwardContext(ctx.program, Builder(ctx.program.body, constraints=ctx.program.constraints),
-                               self.__name__)
+                               self.__name__, self.recompute)
         flat = backward(bctx, forward, inputs, loss.value)
         grads = iter(Tracer(g.value, ctx) for g in flat)
         trees = [unflatten(tree, [next(grads) for _ in leaves]) for tree, leaves in wrt]
@@ -138,13 +139,15 @@ class GradFunction:
 
 
 def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, *, level: str = "O0",
-         target: str = "auto") -> GradFunction:
+         target: str = "auto", recompute: bool = False) -> GradFunction:
     """The gradient of scalar-valued `fn` w.r.t. positional arguments `argnums` (arrays or
-    dicts/lists of arrays); with has_aux, fn returns (loss, aux) and this gives (grads, aux)."""
-    return GradFunction(fn, argnums, has_aux, False, level, target)
+    dicts/lists of arrays); with has_aux, fn returns (loss, aux) and this gives (grads, aux).
+    With recompute, loops keep no carried value per iteration for the backward pass: each
+    reverse iteration reruns the loop up to it (no memory per iteration, trip count squared work)."""
+    return GradFunction(fn, argnums, has_aux, False, level, target, recompute)
 
 
 def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, *,
-                   level: str = "O0", target: str = "auto") -> GradFunction:
+                   level: str = "O0", target: str = "auto", recompute: bool = False) -> GradFunction:
     """Like `grad`, but returns (value, grads), or ((value, aux), grads) with has_aux."""
-    return GradFunction(fn, argnums, has_aux, True, level, target)
+    return GradFunction(fn, argnums, has_aux, True, level, target, recompute)

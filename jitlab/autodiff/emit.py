@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import UnsupportedOp
-from ..frontend.tracer import TraceContext, Tracer
+from ..frontend.tracer import TraceContext, Tracer, _CapturingBuilder
 from ..ir.builder import Builder
 from ..ir.core import Location, Operation
 from ..ir.program import Program
@@ -22,12 +22,16 @@ from ..passes.activations import backward_location
 
 
 class BackwardContext(TraceContext):
-    """Emits backward ops through `builder`, located at the forward op being differentiated."""
+    """Emits backward ops where `builder` stands, located at the forward op being differentiated. With
+    `recompute_loops`, a loop's VJP keeps no carried value per iteration and recomputes them instead."""
 
-    def __init__(self, program: Program, builder: Builder, function_name: str):
+    def __init__(self, program: Program, builder: Builder, function_name: str, recompute_loops: bool = False):
         super().__init__(program, function_name)
-        self.builder = builder
+        # capturing, as the trace's own builder: a loop's VJP traces its reverse body as a region
+        self.builder = _CapturingBuilder(self, builder.block, builder.constraints)
+        self.builder.before = builder.before
         self.forward_op: Operation | None = None
+        self.recompute_loops = recompute_loops
 
     def location(self) -> Location | None:
         # Marked, so the memory plan can tell forward activations from backward temporaries.
