@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitlab as jl
+from jitlab.ir.verifier import verify
 from tests.autodiff.checks import check_grads, numeric_grad
 
 rng = np.random.default_rng(31)
@@ -149,6 +150,15 @@ def test_the_gradient_program_does_not_grow_with_the_trip_count():
     assert counts[0]["scf.for"] == 2            # the forward loop, and the reverse one
 
 
+@pytest.mark.parametrize("recompute", [False, True], ids=["saved", "recomputed"])
+@pytest.mark.parametrize("name", ["branchy", "nested", "rnn"])
+def test_gradient_programs_verify_and_print_back(name, recompute):
+    looped, _, make_args, argnums = CASES[name]
+    program = jl.trace(jl.grad(looped, argnums=argnums, recompute=recompute), *make_args())
+    verify(program)
+    assert str(jl.parse(str(program))) == str(program)
+
+
 def test_saved_carries_are_a_stacked_buffer_written_forward_and_read_in_reverse():
     u, w = heat_args()
     forward, reverse = [op for op in jl.trace(jl.grad(heat), u, w).body.ops if op.name == "scf.for"]
@@ -200,6 +210,22 @@ def test_cond_against_finite_differences(positive):
     x = np.abs(rng.standard_normal(3)) * (1 if positive else -1)
     w = rng.standard_normal(3)
     check_grads(lambda x, w: jl.cond(np.sum(x) > 0, lambda a, b: a * b * a, lambda a, b: np.exp(a) - b, x, w), x, w)
+
+
+def test_integer_and_pytree_carries_and_an_input_both_carried_and_captured():
+    def looped(x):
+        def body(i, c):
+            y, k = c["y"], c["k"]
+            return {"y": y * np.sin(x + k) + x, "k": k + 2}
+        return np.sum(jl.fori_loop(0, 4, body, {"y": x, "k": np.int64(1)})["y"] * R[:3])
+
+    def unrolled(x):
+        y, k = x, 1
+        for _ in range(4):
+            y, k = y * np.sin(x + k) + x, k + 2
+        return np.sum(y * R[:3])
+
+    assert_same_grads(looped, unrolled, (rng.standard_normal(3),), (0,))
 
 
 def test_a_captured_python_loop_differentiates():
