@@ -38,7 +38,7 @@ def _find_context(tree) -> TraceContext | None:
 
 
 def _ops_after(ctx: TraceContext, mark: Operation | None) -> list[Operation]:
-    op = ctx.program.body.first_op if mark is None else mark.next_op
+    op = ctx.builder.block.first_op if mark is None else mark.next_op
     ops = []
     while op is not None:
         ops.append(op)
@@ -87,7 +87,8 @@ class GradFunction:
         args = list(args)
         taken: set = set()
         wrt = [self._wrt_argument(ctx, args, i, taken) for i in self._positions]
-        mark = ctx.program.body.last_op
+        # the block being traced: a loop's body or a branch when jl.grad is called inside one
+        mark = ctx.builder.block.last_op
         inputs = [t.value for _, leaves in wrt for t in leaves]     # before fn can write into them
         value, aux = self._split_output(self.fn(*args, **kwargs))
         loss = ctx.lift(value)
@@ -99,7 +100,7 @@ class GradFunction:
     def _gradients(self, ctx: TraceContext, forward: list[Operation], wrt: list, inputs: list, loss: Tracer):
         """Appends the backward graph of `forward`; gives the gradients in the arguments' structure."""
         check_loss(loss.value, f"the value {getattr(self.fn, '__name__', 'fn')} returns")
-        bctx = BackwardContext(ctx.program, Builder(ctx.program.body, constraints=ctx.program.constraints),
+        bctx = BackwardContext(ctx.program, Builder(ctx.builder.block, constraints=ctx.program.constraints),
                                self.__name__, self.recompute)
         flat = backward(bctx, forward, inputs, loss.value)
         grads = iter(Tracer(g.value, ctx) for g in flat)
@@ -118,6 +119,8 @@ class GradFunction:
 
     def _fresh(self, ctx: TraceContext, leaf, name: str, taken: set) -> Tracer:
         t = ctx.lift(leaf)
+        if not ctx.is_local(t.value):   # an array from outside the loop body being traced: its capture
+            t = Tracer(ctx.local(t.value), ctx)
         if t.dtype.kind != "f":
             raise DTypeError(f"{self.__name__}: {name} is {t.value.type}; only float arrays can be differentiated")
         if t.value in taken:

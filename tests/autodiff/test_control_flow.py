@@ -347,3 +347,32 @@ def test_a_loop_counting_down_by_two(recompute, traced):
 
     np.testing.assert_allclose(gx, numeric_grad(loss, [x, w], 0), rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(gw, numeric_grad(loss, [x, w], 1), rtol=1e-6, atol=1e-9)
+
+
+# -- jl.grad called inside a loop body or a branch ------------------------------------------------
+def bowl(x, a):
+    return np.sum((x - a) ** 2 * np.cosh(x))
+
+
+def test_gradient_descent_inside_a_loop():
+    """Its backward ops belong in the loop's body, beside the forward ones (not after the loop)."""
+    a = rng.standard_normal(3)
+    solve = jl.jit(lambda x: jl.fori_loop(0, 6, lambda i, x: x - 0.05 * jl.grad(bowl)(x, a), x), level="O0")
+    x = np.zeros(3)
+    for _ in range(6):
+        x = x - 0.05 * jl.grad(bowl)(x, a)
+    np.testing.assert_allclose(solve(np.zeros(3)), x, rtol=1e-12)
+
+
+def test_gradient_inside_a_body_of_an_array_from_outside_it():
+    a, x = rng.standard_normal(3), rng.standard_normal(3)
+
+    def f(x):
+        y = np.sin(x)
+        summed = jl.fori_loop(0, 3, lambda i, c: c + jl.grad(bowl)(y, a), np.zeros(3))
+        return summed, jl.cond(np.sum(x) > -10, lambda y: jl.grad(bowl)(y, a), lambda y: y, y)
+
+    want = jl.grad(bowl)(np.sin(x), a)
+    summed, branch = jl.jit(f, level="O0")(x)
+    np.testing.assert_allclose(summed, 3 * want, rtol=1e-12)
+    np.testing.assert_allclose(branch, want, rtol=1e-12)
