@@ -376,3 +376,35 @@ def test_gradient_inside_a_body_of_an_array_from_outside_it():
     summed, branch = jl.jit(f, level="O0")(x)
     np.testing.assert_allclose(summed, 3 * want, rtol=1e-12)
     np.testing.assert_allclose(branch, want, rtol=1e-12)
+
+
+SYMBOLIC = """func @f(%x: f64[B,4], %w: f64[4]) -> (f64[]) {
+  %lo = np.constant() {value = dense<i64[] 0>} : i64[]
+  %n = np.constant() {value = dense<i64[] 3>} : i64[]
+  %one = np.constant() {value = dense<i64[] 1>} : i64[]
+  %r = scf.for(%lo, %n, %one, %x, %w) : f64[B,4] {
+  ^bb(%i: i64[], %c: f64[B,4], %v: f64[4]):
+    %a = np.mul(%c, %v) : f64[B,4]
+    %b = np.sin(%a) : f64[B,4]
+    scf.yield(%b)
+  }
+  %t = np.sum(%r) {axes = [0, 1]} : f64[]
+  func.return(%t)
+}
+"""
+
+
+def test_saved_rows_of_a_symbolic_carry():
+    program = jl.opt(jl.parse(SYMBOLIC), "grad{wrt=x:w}")
+    forward = next(op for op in program.body.ops if op.name == "scf.for")
+    assert str(forward.results[1].type) == "f64[3,B,4]"
+    x, w = rng.standard_normal((2, 4)), rng.standard_normal(4)
+
+    def unrolled(x, w):
+        for _ in range(3):
+            x = np.sin(x * w)
+        return np.sum(x)
+
+    got = jl.compile(program, level="O0", passes="verify")(x, w)[1:]
+    for g, want in zip(got, jl.grad(unrolled, argnums=(0, 1))(x, w)):
+        np.testing.assert_allclose(g, want, rtol=1e-12)
