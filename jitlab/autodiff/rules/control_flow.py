@@ -14,6 +14,9 @@ gradient of a loop compiles once and does not grow with its trip count.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+
 import numpy as np
 
 from ...dialects.scf import INDEX, body_block
@@ -59,32 +62,31 @@ def _terminator_values(op: Operation, region: int, mapping: dict[Value, Value]) 
 
 
 # -- scf.if ---------------------------------------------------------------------------------------
+def _branch_vjp(ctx: BackwardContext, op: Operation, wanted: list[int], seeds: list, region: int,
+                _: list[Tracer]) -> list[Value]:
+    """Branch `region` of an scf.if recomputed and differentiated: the cotangents of its `wanted` captures
+    given `seeds`, the cotangents of the op's results (a region body for _trace_regions)."""
+    args = body_block(op, region).args
+    mapping = {a: ctx.local(v) for a, v in zip(args, op.operands[1:])}
+    ops = _recompute_body(ctx, list(body_block(op, region).ops), mapping)
+    ends = dict(zip(op.results, _terminator_values(op, region, mapping)))
+    grads = backward_seeded(ctx, ops, [mapping[args[c]] for c in wanted],
+                            [(ends[r], Tracer(ctx.local(g.value), ctx)) for r, g in seeds])
+    return [g.value for g in grads]
+
+
 @vjp("scf.if")
 def _if(p: Primal, gs):
     """An scf.if on the same predicate; each branch yields the captures' cotangents through its own VJP."""
     captures = p.op.operands[1:]
     wanted = [c for c in _floats(captures) if p.wants[1 + c]]
-    gs = _as_list(gs, len(p.op.results))
     seeds = [(r, g if g is not None else zeros(p.ctx, r.shape, r.dtype))
-             for r, g in zip(p.op.results, gs) if r.dtype.kind == "f"]
+             for r, g in zip(p.op.results, _as_list(gs, len(p.op.results))) if r.dtype.kind == "f"]
     if not wanted or not seeds:
         return [None] * len(p.args)
-    ctx = p.ctx
-
-    def branch(region: int):
-        def body(_: list[Tracer]) -> list[Value]:
-            mapping = {a: ctx.local(v) for a, v in zip(body_block(p.op, region).args, captures)}
-            ops = _recompute_body(ctx, list(body_block(p.op, region).ops), mapping)
-            ends = _terminator_values(p.op, region, mapping)
-            results = list(p.op.results)
-            local_seeds = [(ends[results.index(r)], Tracer(ctx.local(g.value), ctx)) for r, g in seeds]
-            grads = backward_seeded(ctx, ops, [mapping[body_block(p.op, region).args[c]] for c in wanted],
-                                    local_seeds)
-            return [g.value for g in grads]
-        return body
-
-    blocks, outer = _trace_regions(ctx, [_Region([], branch(0), "scf.yield"), _Region([], branch(1), "scf.yield")])
-    outs = _build(ctx, "scf.if", [p.op.operands[0], *outer], blocks, [captures[c].type for c in wanted])
+    specs = [_Region([], functools.partial(_branch_vjp, p.ctx, p.op, wanted, seeds, r), "scf.yield") for r in (0, 1)]
+    blocks, outer = _trace_regions(p.ctx, specs)
+    outs = _build(p.ctx, "scf.if", [p.op.operands[0], *outer], blocks, [captures[c].type for c in wanted])
     grads: list = [None] * len(p.args)
     for c, g in zip(wanted, outs):
         grads[1 + c] = g
@@ -219,41 +221,62 @@ def _induction(ctx: BackwardContext, loop: _Loop, it: Tracer, bounds: tuple[Trac
     return lo + it * step
 
 
+@dataclass
+class _Reverse:
+    """The reverse loop of a forward scf.for: the carries and captures that get cotangents, and where
+    the carried values of each forward iteration come from (`saved` rows, or None: rerun the loop)."""
+
+    ctx: BackwardContext
+    loop: _Loop
+    carried: list[int]          # float carries, by number
+    wanted: list[int]           # captures whose cotangent the caller wants, by number
+    saved: dict[int, Value] | None
+    trips: Tracer
+    bounds: tuple[Tracer, ...]  # the forward loop's lower, upper, step
+
+    def types(self) -> list[TensorType]:
+        return [self.loop.carry_args[j].type for j in self.carried] + [self.loop.captures[c].type for c in self.wanted]
+
+    def body(self, args: list[Tracer]) -> list[Value]:
+        """Reverse iteration k: forward iteration trips-1-k recomputed, then its VJP."""
+        ctx, loop, n = self.ctx, self.loop, len(self.carried)
+        k, cts, accs = args[0], args[1:1 + n], args[1 + n:]
+        it = (ctx.constant(loop.trips - 1, INDEX) if loop.trips is not None else self.trips - 1) - k
+        i = _induction(ctx, loop, it, self.bounds)
+        mapping: dict[Value, Value] = {loop.block.args[0]: i.value}
+        mapping.update(zip(loop.carry_args, _carries_at(ctx, loop, it, i, self.saved)))
+        mapping.update((a, ctx.local(v)) for a, v in zip(loop.capture_args, loop.captures))
+        ops = _recompute_body(ctx, loop.ops, mapping)
+        ends = [mapping.get(v, v) for v in loop.ops[-1].operands[:loop.n]]
+        wrt = [mapping[loop.carry_args[j]] for j in self.carried] + \
+              [mapping[loop.capture_args[c]] for c in self.wanted]
+        grads = backward_seeded(ctx, ops, wrt, [(ends[j], g) for j, g in zip(self.carried, cts)])
+        return [g.value for g in grads[:n]] + [(a + g).value for a, g in zip(accs, grads[n:])]
+
+    def inits(self, gs: list) -> list[Value]:
+        """The forward results' cotangents (zeros where none came), and zero sums for the captures."""
+        loop = self.loop
+        cts = [gs[j] if gs[j] is not None else zeros(self.ctx, loop.carry_args[j].shape, loop.carry_args[j].dtype)
+               for j in self.carried]
+        return [t.value for t in cts] + \
+            [zeros(self.ctx, loop.captures[c].shape, loop.captures[c].dtype).value for c in self.wanted]
+
+
 @vjp("scf.for")
 def _for(p: Primal, gs):
     """A reverse scf.for: iteration k recomputes forward iteration trips-1-k and runs its body's VJP."""
     loop, ctx = _Loop(p.op), p.ctx
-    gs = _as_list(gs, loop.n)
-    carried = _floats(loop.carry_args)
     wanted = [c for c in _floats(loop.captures) if p.wants[3 + loop.n + c]]
     # a loop that never runs has no rows to save (and a buffer of length 0 no row to write)
     saved = None if ctx.recompute_loops or not loop.trips else _save_carries(loop)
-    bounds = p.args[:3]
-    trips = ctx.constant(loop.trips, INDEX) if loop.trips is not None else _trip_count(*bounds)
-    types = [loop.carry_args[j].type for j in carried] + [loop.captures[c].type for c in wanted]
-
-    def body(args: list[Tracer]) -> list[Value]:
-        k, cts, accs = args[0], args[1:1 + len(carried)], args[1 + len(carried):]
-        last = ctx.constant(loop.trips - 1, INDEX) if loop.trips is not None else trips - 1
-        it = last - k
-        i = _induction(ctx, loop, it, bounds)
-        mapping: dict[Value, Value] = {loop.block.args[0]: i.value}
-        mapping.update(zip(loop.carry_args, _carries_at(ctx, loop, it, i, saved)))
-        mapping.update((a, ctx.local(v)) for a, v in zip(loop.capture_args, loop.captures))
-        ops = _recompute_body(ctx, loop.ops, mapping)
-        ends = [mapping.get(v, v) for v in loop.ops[-1].operands[:loop.n]]
-        wrt = [mapping[loop.carry_args[j]] for j in carried] + [mapping[loop.capture_args[c]] for c in wanted]
-        grads = backward_seeded(ctx, ops, wrt, [(ends[j], g) for j, g in zip(carried, cts)])
-        return [g.value for g in grads[:len(carried)]] + [(a + g).value for a, g in zip(accs, grads[len(carried):])]
-
-    blocks, outer = _trace_regions(ctx, [_Region([INDEX_TYPE, *types], body, "scf.yield")])
-    inits = [gs[j] if gs[j] is not None else zeros(ctx, loop.carry_args[j].shape, loop.carry_args[j].dtype)
-             for j in carried] + [zeros(ctx, loop.captures[c].shape, loop.captures[c].dtype) for c in wanted]
+    trips = ctx.constant(loop.trips, INDEX) if loop.trips is not None else _trip_count(*p.args[:3])
+    rev = _Reverse(ctx, loop, _floats(loop.carry_args), wanted, saved, trips, p.args[:3])
+    blocks, outer = _trace_regions(ctx, [_Region([INDEX_TYPE, *rev.types()], rev.body, "scf.yield")])
     outs = _build(ctx, "scf.for", [ctx.constant(0, INDEX).value, trips.value, ctx.constant(1, INDEX).value,
-                                   *(t.value for t in inits), *outer], blocks, types)
+                                   *rev.inits(_as_list(gs, loop.n)), *outer], blocks, rev.types())
     grads: list = [None] * len(p.args)
-    for j, g in zip(carried, outs):
+    for j, g in zip(rev.carried, outs):
         grads[3 + j] = g if p.wants[3 + j] else None
-    for c, g in zip(wanted, outs[len(carried):]):
+    for c, g in zip(wanted, outs[len(rev.carried):]):
         grads[3 + loop.n + c] = g
     return grads
