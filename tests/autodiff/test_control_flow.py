@@ -347,6 +347,25 @@ def test_a_loop_counting_down_by_two(recompute, traced):
     np.testing.assert_allclose(gw, numeric_grad(loss, [x, w], 1), rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("recompute", [False, True], ids=["saved", "recomputed"])
+def test_second_order_through_a_loop(recompute):
+    """A Hessian-vector product: the gradient's own loops (the saving forward loop, the reverse one)
+    differentiate again."""
+    v, x = rng.standard_normal(3), rng.standard_normal(3)
+
+    def looped(x):
+        return np.sum(jl.fori_loop(0, 3, lambda i, c: np.sin(c) * x + c, x) ** 2)
+
+    def unrolled(x):
+        c = x
+        for _ in range(3):
+            c = np.sin(c) * x + c
+        return np.sum(c ** 2)
+
+    hvp = jl.grad(lambda x: np.sum(jl.grad(looped, recompute=recompute)(x) * v), recompute=recompute)(x)
+    np.testing.assert_allclose(hvp, jl.grad(lambda x: np.sum(jl.grad(unrolled)(x) * v))(x), rtol=1e-10)
+
+
 # -- jl.grad called inside a loop body or a branch ------------------------------------------------
 def bowl(x, a):
     return np.sum((x - a) ** 2 * np.cosh(x))
