@@ -425,3 +425,31 @@ def test_saved_rows_of_a_symbolic_carry():
     got = jl.compile(program, level="O0", passes="verify")(x, w)[1:]
     for g, want in zip(got, jl.grad(unrolled, argnums=(0, 1))(x, w)):
         np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
+# -- ONNX recurrent ops, imported as loops --------------------------------------------------------
+@pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
+def test_onnx_recurrent_op_gradients_along_random_directions(op):
+    """The weights' gradients through the scf.for an ONNX RNN, GRU or LSTM imports as, against central
+    differences of the forward program along a random direction (float32: a loose tolerance)."""
+    pytest.importorskip("onnx")
+    from onnx import helper
+
+    from tests.onnx.models import model, tensor
+
+    gates, hidden, steps = {"RNN": 1, "GRU": 3, "LSTM": 4}[op], 3, 4
+    shapes = {"x": (steps, 1, 2), "W": (1, gates * hidden, 2), "R": (1, gates * hidden, hidden)}
+    nodes = [helper.make_node(op, ["x", "W", "R"], ["y", "y_h"], hidden_size=hidden),
+             helper.make_node("ReduceSum", ["y"], ["s"], keepdims=0)]
+    program = jl.onnx.load(model(nodes, [tensor(k, np.float32, list(s)) for k, s in shapes.items()],
+                                 [tensor("s", np.float32, [])]))
+    x, w, r = (0.5 * rng.standard_normal(s).astype(np.float32) for s in shapes.values())
+    _, gw, gr = jl.compile(program, level="O0", passes="grad{wrt=W:R}")(x, w, r)
+    forward = jl.compile(program, level="O0")
+    eps = 1e-2
+    for k, (arg, g) in enumerate([(w, gw), (r, gr)], start=1):
+        d = rng.standard_normal(arg.shape).astype(np.float32)
+        hi, lo = [x, w, r], [x, w, r]
+        hi[k], lo[k] = arg + eps * d, arg - eps * d
+        slope = (float(forward(*hi)[0]) - float(forward(*lo)[0])) / (2 * eps)     # a model gives a tuple
+        np.testing.assert_allclose(np.sum(g * d), slope, rtol=2e-3, atol=1e-3)
