@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import UnsupportedOp
-from ..frontend.tracer import TraceContext, Tracer, _CapturingBuilder
+from ..frontend.tracer import TraceContext, Tracer
 from ..ir.builder import Builder
 from ..ir.core import Location, Operation
 from ..ir.program import Program
@@ -27,9 +27,8 @@ class BackwardContext(TraceContext):
 
     def __init__(self, program: Program, builder: Builder, function_name: str, recompute_loops: bool = False):
         super().__init__(program, function_name)
-        # capturing, as the trace's own builder: a loop's VJP traces its reverse body as a region
-        self.builder = _CapturingBuilder(self, builder.block, builder.constraints)
-        self.builder.before = builder.before
+        # the trace's own builder, moved there: it captures, so a loop's VJP can trace its reverse body
+        self.builder.block, self.builder.before = builder.block, builder.before
         self.forward_op: Operation | None = None
         self.recompute_loops = recompute_loops
 

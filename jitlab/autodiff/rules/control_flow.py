@@ -21,7 +21,7 @@ import numpy as np
 
 from ...dialects.scf import INDEX, body_block
 from ...errors import UnsupportedOp
-from ...frontend.control_flow import INDEX_TYPE, _build, _Region, _trace_regions
+from ...frontend.control_flow import cond, fori_loop
 from ...frontend.tracer import Tracer
 from ...ir.attributes import Dense
 from ...ir.builder import Builder
@@ -62,17 +62,15 @@ def _terminator_values(op: Operation, region: int, mapping: dict[Value, Value]) 
 
 
 # -- scf.if ---------------------------------------------------------------------------------------
-def _branch_vjp(ctx: BackwardContext, op: Operation, wanted: list[int], seeds: list, region: int,
-                _: list[Tracer]) -> list[Value]:
+def _branch_vjp(ctx: BackwardContext, op: Operation, wanted: list[int], seeds: list, region: int) -> list[Tracer]:
     """Branch `region` of an scf.if recomputed and differentiated: the cotangents of its `wanted` captures
-    given `seeds`, the cotangents of the op's results (a region body for _trace_regions)."""
+    given `seeds`, the cotangents of the op's results (a branch of jl.cond)."""
     args = body_block(op, region).args
     mapping = {a: ctx.local(v) for a, v in zip(args, op.operands[1:])}
     ops = _recompute_body(ctx, list(body_block(op, region).ops), mapping)
     ends = dict(zip(op.results, _terminator_values(op, region, mapping)))
-    grads = backward_seeded(ctx, ops, [mapping[args[c]] for c in wanted],
-                            [(ends[r], Tracer(ctx.local(g.value), ctx)) for r, g in seeds])
-    return [g.value for g in grads]
+    return backward_seeded(ctx, ops, [mapping[args[c]] for c in wanted],
+                           [(ends[r], Tracer(ctx.local(g.value), ctx)) for r, g in seeds])
 
 
 @vjp("scf.if")
@@ -84,9 +82,7 @@ def _if(p: Primal, gs):
              for r, g in zip(p.op.results, _as_list(gs, len(p.op.results))) if r.dtype.kind == "f"]
     if not wanted or not seeds:
         return [None] * len(p.args)
-    specs = [_Region([], functools.partial(_branch_vjp, p.ctx, p.op, wanted, seeds, r), "scf.yield") for r in (0, 1)]
-    blocks, outer = _trace_regions(p.ctx, specs)
-    outs = _build(p.ctx, "scf.if", [p.op.operands[0], *outer], blocks, [captures[c].type for c in wanted])
+    outs = cond(p.args[0], *(functools.partial(_branch_vjp, p.ctx, p.op, wanted, seeds, r) for r in (0, 1)))
     grads: list = [None] * len(p.args)
     for c, g in zip(wanted, outs):
         grads[1 + c] = g
@@ -234,13 +230,10 @@ class _Reverse:
     trips: Tracer
     bounds: tuple[Tracer, ...]  # the forward loop's lower, upper, step
 
-    def types(self) -> list[TensorType]:
-        return [self.loop.carry_args[j].type for j in self.carried] + [self.loop.captures[c].type for c in self.wanted]
-
-    def body(self, args: list[Tracer]) -> list[Value]:
-        """Reverse iteration k: forward iteration trips-1-k recomputed, then its VJP."""
+    def body(self, k: Tracer, carried: list[Tracer]) -> list[Tracer]:
+        """Reverse iteration k: forward iteration trips-1-k recomputed, then its VJP (a jl.fori_loop body)."""
         ctx, loop, n = self.ctx, self.loop, len(self.carried)
-        k, cts, accs = args[0], args[1:1 + n], args[1 + n:]
+        cts, accs = carried[:n], carried[n:]
         it = (ctx.constant(loop.trips - 1, INDEX) if loop.trips is not None else self.trips - 1) - k
         i = _induction(ctx, loop, it, self.bounds)
         mapping: dict[Value, Value] = {loop.block.args[0]: i.value}
@@ -251,15 +244,14 @@ class _Reverse:
         wrt = [mapping[loop.carry_args[j]] for j in self.carried] + \
               [mapping[loop.capture_args[c]] for c in self.wanted]
         grads = backward_seeded(ctx, ops, wrt, [(ends[j], g) for j, g in zip(self.carried, cts)])
-        return [g.value for g in grads[:n]] + [(a + g).value for a, g in zip(accs, grads[n:])]
+        return grads[:n] + [a + g for a, g in zip(accs, grads[n:])]
 
-    def inits(self, gs: list) -> list[Value]:
+    def inits(self, gs: list) -> list[Tracer]:
         """The forward results' cotangents (zeros where none came), and zero sums for the captures."""
         loop = self.loop
         cts = [gs[j] if gs[j] is not None else zeros(self.ctx, loop.carry_args[j].shape, loop.carry_args[j].dtype)
                for j in self.carried]
-        return [t.value for t in cts] + \
-            [zeros(self.ctx, loop.captures[c].shape, loop.captures[c].dtype).value for c in self.wanted]
+        return cts + [zeros(self.ctx, loop.captures[c].shape, loop.captures[c].dtype) for c in self.wanted]
 
 
 @vjp("scf.for")
@@ -271,9 +263,7 @@ def _for(p: Primal, gs):
     saved = None if ctx.recompute_loops or not loop.trips else _save_carries(loop)
     trips = ctx.constant(loop.trips, INDEX) if loop.trips is not None else _trip_count(*p.args[:3])
     rev = _Reverse(ctx, loop, _floats(loop.carry_args), wanted, saved, trips, p.args[:3])
-    blocks, outer = _trace_regions(ctx, [_Region([INDEX_TYPE, *rev.types()], rev.body, "scf.yield")])
-    outs = _build(ctx, "scf.for", [ctx.constant(0, INDEX).value, trips.value, ctx.constant(1, INDEX).value,
-                                   *rev.inits(_as_list(gs, loop.n)), *outer], blocks, rev.types())
+    outs = fori_loop(0, loop.trips if loop.trips is not None else trips, rev.body, rev.inits(_as_list(gs, loop.n)))
     grads: list = [None] * len(p.args)
     for j, g in zip(rev.carried, outs):
         grads[3 + j] = g if p.wants[3 + j] else None
