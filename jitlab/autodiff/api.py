@@ -38,7 +38,7 @@ def _find_context(tree) -> TraceContext | None:
 
 
 def _ops_after(ctx: TraceContext, mark: Operation | None) -> list[Operation]:
-    op = ctx.program.body.first_op if mark is None else mark.next_op
+    op = ctx.builder.block.first_op if mark is None else mark.next_op
     ops = []
     while op is not None:
         ops.append(op)
@@ -50,8 +50,9 @@ class GradFunction:
     """`fn` turned into a function returning its gradient (and value) w.r.t. `argnums`."""
 
     def __init__(self, fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                 with_value: bool = False, level: str = "O0", target: str = "auto"):
+                 with_value: bool = False, level: str = "O0", target: str = "auto", recompute: bool = False):
         self.fn, self.argnums, self.has_aux, self.with_value = fn, argnums, has_aux, with_value
+        self.recompute = recompute
         self._positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         functools.update_wrapper(self, fn, updated=())     # not fn's __dict__: see JitFunction
         self.__name__ = f"{'value_and_grad' if with_value else 'grad'}_{getattr(fn, '__name__', 'fn')}"
@@ -86,7 +87,8 @@ class GradFunction:
         args = list(args)
         taken: set = set()
         wrt = [self._wrt_argument(ctx, args, i, taken) for i in self._positions]
-        mark = ctx.program.body.last_op
+        # the block being traced: a loop's body or a branch when jl.grad is called inside one
+        mark = ctx.builder.block.last_op
         inputs = [t.value for _, leaves in wrt for t in leaves]     # before fn can write into them
         value, aux = self._split_output(self.fn(*args, **kwargs))
         loss = ctx.lift(value)
@@ -98,8 +100,8 @@ class GradFunction:
     def _gradients(self, ctx: TraceContext, forward: list[Operation], wrt: list, inputs: list, loss: Tracer):
         """Appends the backward graph of `forward`; gives the gradients in the arguments' structure."""
         check_loss(loss.value, f"the value {getattr(self.fn, '__name__', 'fn')} returns")
-        bctx = BackwardContext(ctx.program, Builder(ctx.program.body, constraints=ctx.program.constraints),
-                               self.__name__)
+        bctx = BackwardContext(ctx.program, Builder(ctx.builder.block, constraints=ctx.program.constraints),
+                               self.__name__, self.recompute)
         flat = backward(bctx, forward, inputs, loss.value)
         grads = iter(Tracer(g.value, ctx) for g in flat)
         trees = [unflatten(tree, [next(grads) for _ in leaves]) for tree, leaves in wrt]
@@ -117,6 +119,8 @@ class GradFunction:
 
     def _fresh(self, ctx: TraceContext, leaf, name: str, taken: set) -> Tracer:
         t = ctx.lift(leaf)
+        if not ctx.is_local(t.value):   # an array from outside the loop body being traced: its capture
+            t = Tracer(ctx.local(t.value), ctx)
         if t.dtype.kind != "f":
             raise DTypeError(f"{self.__name__}: {name} is {t.value.type}; only float arrays can be differentiated")
         if t.value in taken:
@@ -138,13 +142,15 @@ class GradFunction:
 
 
 def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, *, level: str = "O0",
-         target: str = "auto") -> GradFunction:
+         target: str = "auto", recompute: bool = False) -> GradFunction:
     """The gradient of scalar-valued `fn` w.r.t. positional arguments `argnums` (arrays or
-    dicts/lists of arrays); with has_aux, fn returns (loss, aux) and this gives (grads, aux)."""
-    return GradFunction(fn, argnums, has_aux, False, level, target)
+    dicts/lists of arrays); with has_aux, fn returns (loss, aux) and this gives (grads, aux).
+    With recompute, loops keep no carried value per iteration for the backward pass: each
+    reverse iteration reruns the loop up to it (no memory per iteration, trip count squared work)."""
+    return GradFunction(fn, argnums, has_aux, False, level, target, recompute)
 
 
 def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, *,
-                   level: str = "O0", target: str = "auto") -> GradFunction:
+                   level: str = "O0", target: str = "auto", recompute: bool = False) -> GradFunction:
     """Like `grad`, but returns (value, grads), or ((value, aux), grads) with has_aux."""
-    return GradFunction(fn, argnums, has_aux, True, level, target)
+    return GradFunction(fn, argnums, has_aux, True, level, target, recompute)

@@ -22,12 +22,15 @@ from ..passes.activations import backward_location
 
 
 class BackwardContext(TraceContext):
-    """Emits backward ops through `builder`, located at the forward op being differentiated."""
+    """Emits backward ops where `builder` stands, located at the forward op being differentiated. With
+    `recompute_loops`, a loop's VJP keeps no carried value per iteration and recomputes them instead."""
 
-    def __init__(self, program: Program, builder: Builder, function_name: str):
+    def __init__(self, program: Program, builder: Builder, function_name: str, recompute_loops: bool = False):
         super().__init__(program, function_name)
-        self.builder = builder
+        # the trace's own builder, moved there: it captures, so a loop's VJP can trace its reverse body
+        self.builder.block, self.builder.before = builder.block, builder.before
         self.forward_op: Operation | None = None
+        self.recompute_loops = recompute_loops
 
     def location(self) -> Location | None:
         # Marked, so the memory plan can tell forward activations from backward temporaries.

@@ -28,11 +28,21 @@ from .registry import Primal, rule_for
 
 def backward(ctx: BackwardContext, ops: Sequence[Operation], wrt: Sequence[Value], loss: Value) -> list[Tracer]:
     """Emits the backward graph of `ops` through ctx; returns d(loss)/d(w) for each w in wrt."""
+    return backward_seeded(ctx, ops, wrt, [(loss, np.broadcast_to(ctx.constant(1, loss.dtype), loss.shape))])
+
+
+def backward_seeded(ctx: BackwardContext, ops: Sequence[Operation], wrt: Sequence[Value],
+                    seeds: Sequence[tuple[Value, Tracer]]) -> list[Tracer]:
+    """The cotangents of `wrt` given those of some values `ops` compute (`seeds`, summed where a value
+    comes twice): a region's VJP seeds its terminator's operands with the cotangents of the op's results."""
     active = _active(ops, wrt)
-    cotangents: dict[Value, Tracer] = {loss: np.broadcast_to(ctx.constant(1, loss.dtype), loss.shape)}
+    cotangents: dict[Value, Tracer] = {}
+    for v, g in seeds:
+        cotangents[v] = cotangents[v] + g if v in cotangents else g
+    outer = ctx.forward_op
     for op in reversed(ops):
         _pull_back(ctx, op, cotangents, active)
-    ctx.forward_op = None
+    ctx.forward_op = outer
     return [cotangents[w] if w in cotangents else zeros(ctx, w.shape, w.dtype) for w in wrt]
 
 
@@ -57,12 +67,13 @@ def _refuse_complex(op: Operation) -> None:
 def _pull_back(ctx: BackwardContext, op: Operation, cotangents: dict[Value, Tracer], active: set[Value]) -> None:
     """Runs op's VJP rule on its results' cotangents and adds what it gives to its operands'."""
     gs = [cotangents.get(r) for r in op.results]
-    wants = tuple(v in active for v in op.operands)
+    operands = op.operands      # as they are now: a loop's rule adds the carries it saves to its operands
+    wants = tuple(v in active for v in operands)
     if all(g is None for g in gs) or not any(wants):
         return
     rule = rule_for(op)
     ctx.forward_op = op
-    primal = Primal(op, tuple(Tracer(v, ctx) for v in op.operands), tuple(Tracer(r, ctx) for r in op.results),
+    primal = Primal(op, tuple(Tracer(v, ctx) for v in operands), tuple(Tracer(r, ctx) for r in op.results),
                     wants, ctx)
     try:
         grads = rule(primal, gs[0] if len(gs) == 1 else gs)
@@ -70,7 +81,7 @@ def _pull_back(ctx: BackwardContext, op: Operation, cotangents: dict[Value, Trac
         if ctx.where() in str(e):
             raise
         raise type(e)(f"{e} ({ctx.where()})") from None
-    for i, (v, want, g) in enumerate(zip(op.operands, wants, grads)):
+    for i, (v, want, g) in enumerate(zip(operands, wants, grads)):
         if want and g is not None:
             _check(op, i, v, g)
             cotangents[v] = cotangents[v] + g if v in cotangents else g
@@ -116,9 +127,11 @@ def _differentiated(program: Program, wrt: Sequence[int | str] | None) -> list[t
     return pairs
 
 
-def append_grads(program: Program, wrt: Sequence[int | str] | None = None, output: int = 0) -> list[Value]:
+def append_grads(program: Program, wrt: Sequence[int | str] | None = None, output: int = 0,
+                 recompute: bool = False) -> list[Value]:
     """Appends to `program` the gradients of output `output` w.r.t. `wrt` (inputs by index or
-    name, weights by name; None: every float input) as extra outputs, and returns them."""
+    name, weights by name; None: every float input) as extra outputs, and returns them. With
+    `recompute`, loops recompute their carried values instead of saving them (jl.grad's option)."""
     assign_names(program)       # inputs need names for messages and for naming their gradients
     outputs = list(program.outputs)
     if not 0 <= output < len(outputs):
@@ -126,7 +139,7 @@ def append_grads(program: Program, wrt: Sequence[int | str] | None = None, outpu
     check_loss(outputs[output], f"output {output} of @{program.name}")
     pairs = _differentiated(program, wrt)
     ret = program.return_op
-    ctx = BackwardContext(program, Builder.before_op(ret, program.constraints), program.name)
+    ctx = BackwardContext(program, Builder.before_op(ret, program.constraints), program.name, recompute)
     grads = backward(ctx, [op for op in program.body.ops if op is not ret], [v for _, v in pairs], outputs[output])
     for (name, _), g in zip(pairs, grads):
         if g.value.name is None:
@@ -135,10 +148,11 @@ def append_grads(program: Program, wrt: Sequence[int | str] | None = None, outpu
     return [g.value for g in grads]
 
 
-def grad_program(program: Program, wrt: Sequence[int | str] | None = None, output: int = 0) -> Program:
+def grad_program(program: Program, wrt: Sequence[int | str] | None = None, output: int = 0,
+                 recompute: bool = False) -> Program:
     """A copy of `program` that also returns d(output)/d(v) for each input or weight v in `wrt`."""
     program = program.clone()
-    append_grads(program, wrt, output)
+    append_grads(program, wrt, output, recompute)
     return program
 
 
@@ -150,10 +164,11 @@ class Grad(Pass):
                "become extra outputs.")
     wrt: tuple = ()     # inputs (names or indices) and weights (names), "x:w" in a pipeline; empty: float inputs
     output: int = 0     # which output is the loss
+    recompute: bool = False     # loops recompute their carried values instead of saving one per iteration
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
         forward = len(program.body) - 1
-        grads = append_grads(program, self.wrt or None, self.output)
+        grads = append_grads(program, self.wrt or None, self.output, self.recompute)
         names = ", ".join(v.name for v in grads)
         ctx.log.notes.append(f"grad: {forward} forward op(s), {len(program.body) - 1 - forward} backward op(s) "
                              f"giving {names}")
