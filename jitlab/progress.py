@@ -32,6 +32,11 @@ class Progress:
         if self.bar is not None:
             self.bar.set_postfix_str(name, refresh=True)
 
+    def show(self, detail: str) -> None:
+        """Shows `detail` (what the item in hand is doing now) without counting anything done."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(detail, refresh=True)
+
     def _finish_current(self) -> None:
         if self.current is not None:
             self.done += 1

@@ -96,33 +96,47 @@ _FIRST = ("import json, resource, time, numpy as np, jitlab as jl; x = np.ones((
 
 
 def first_compile() -> dict:
-    """The first jl.jit call of a 2-op program in a new environment (empty kernel cache, numba's cache
-    in an empty folder of its own), before and after `jitlab cache warm` filled that numba cache
-    (each in a fresh process and kernel cache), with what warming took: wall and CPU seconds (CPU
-    seconds mean more than wall ones on a loaded machine)."""
+    """The first compiles in a new environment, each in a fresh process, wall and CPU seconds (CPU
+    seconds mean more than wall ones on a loaded machine): a 2-op program's first jl.jit call and
+    ResNet-50's first compile at O1, with every cache empty (numba's in folders of their own), then
+    `jitlab cache warm` as scripts/bootstrap runs it and both compiles again after it, with its
+    caches, as a user's first session after installing meets them."""
+    from .onnx_models import light_model_path
+
+    resnet = light_model_path("resnet50")
     with tempfile.TemporaryDirectory(prefix="jitlab-bench-first-") as tmp:
-        env = {**os.environ, "NUMBA_CACHE_DIR": os.path.join(tmp, "numba")}
-        cold = _first_call(env, os.path.join(tmp, "cold"))
-        warm = _timed([sys.executable, "-m", "jitlab.cli", "cache", "warm"], env, os.path.join(tmp, "warm"))
-        warmed = _first_call(env, os.path.join(tmp, "warmed"))
-    return {"cold": cold, "warm_command": warm, "warmed": warmed}
+        installed = _caches(tmp, "numba", "installed")
+        return {"cold": _first_call(_caches(tmp, "numba-cold", "cold")),
+                "resnet50_cold": _first_model(resnet, _caches(tmp, "numba-resnet50", "resnet50")),
+                "warm_command": _timed([sys.executable, "-m", "jitlab.cli", "cache", "warm"], installed),
+                "warmed": _first_call(installed), "resnet50_warmed": _first_model(resnet, installed)}
 
 
-def _first_call(env: dict, cache_dir: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", _FIRST], env={**env, "JITLAB_CACHE_DIR": cache_dir},
-                          capture_output=True, text=True, check=False)
+def _caches(folder: str, numba: str, kernels: str) -> dict:
+    """The environment with numba's cache and jitlab's in these folders of `folder`."""
+    return {**os.environ, "NUMBA_CACHE_DIR": os.path.join(folder, numba),
+            "JITLAB_CACHE_DIR": os.path.join(folder, kernels)}
+
+
+def _first_call(env: dict) -> dict:
+    done = subprocess.run([sys.executable, "-c", _FIRST], env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the first compile failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _timed(command: list[str], env: dict, cache_dir: str) -> dict:
+def _first_model(path: str, env: dict) -> dict:
+    """Wall and CPU seconds of a new process that loads the ONNX model at `path` and compiles it at O1."""
+    code = "from jitlab.bench.onnx_models import _compile_main; _compile_main()"
+    return _timed([sys.executable, "-c", code, path, "O1"], env)
+
+
+def _timed(command: list[str], env: dict) -> dict:
     """Wall and CPU seconds of a command in a child process."""
     import resource
 
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    done = subprocess.run(command, env={**env, "JITLAB_CACHE_DIR": cache_dir}, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command[1:])} failed: {done.stderr.strip()[-2000:]}")
@@ -133,8 +147,11 @@ def format_first_compile(first: dict | None) -> list[str]:
     """The first-compile rows of the report."""
     if not first:
         return []
-    rows = [("first jl.jit call, empty caches", first["cold"]), ("jitlab cache warm", first["warm_command"]),
-            ("first jl.jit call after jitlab cache warm", first["warmed"])]
-    return ["", "first compile in a new environment (a 2-op program; numba's cache in a folder of its own), s",
+    rows = [("a 2-op program's first jl.jit call, empty caches", first["cold"]),
+            ("ResNet-50's first compile (O1), empty caches", first["resnet50_cold"]),
+            ("jitlab cache warm (scripts/bootstrap runs it)", first["warm_command"]),
+            ("the 2-op program's first jl.jit call after it", first["warmed"]),
+            ("ResNet-50's first compile (O1) after it", first["resnet50_warmed"])]
+    return ["", "first compiles in a new environment, each in a new process (numba's caches in own folders); s",
             "| step | wall | CPU |", "| --- | --- | --- |",
             *(f"| {label} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} |" for label, r in rows)]

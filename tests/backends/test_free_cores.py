@@ -1,6 +1,7 @@
 """Large matrix products run on the cores other processes leave free (issue 33 item 9): the gauge
-that measures them, and O1's products run on that many BLAS threads, against numpy."""
+that measures them, and O1's and O2's products run on that many BLAS threads, against numpy."""
 
+import ctypes
 import subprocess
 import sys
 import time
@@ -10,6 +11,8 @@ import pytest
 
 import jitlab as jl
 from jitlab.backends.numba_cpu import cores, numpy_blas
+from jitlab.backends.numba_cpu.blas import gemm
+from jitlab.backends.numba_cpu.numpy_blas import FREE_THREADS, addresses
 
 needs_thread_control = pytest.mark.skipif(numpy_blas._thread_count_functions() is None,
                                           reason="numpy's BLAS is not scipy-openblas: its threads cannot be set")
@@ -84,6 +87,28 @@ def test_gauge_sees_every_core_busy_beside_spinning_processes(monkeypatch):
 def one_free_core(monkeypatch):
     """The gauge says one core is free, whatever the machine does."""
     monkeypatch.setattr(numpy_blas, "_gauge", lambda: lambda: 1)
+    measured = addresses()[FREE_THREADS]
+    yield
+    addresses()[FREE_THREADS] = measured
+
+
+class CountingThreads:
+    """OpenBLAS's thread count get and set as compiled code calls them through `blas`'s addresses,
+    standing in for the real ones: the count starts at `start` and every set is recorded."""
+
+    def __init__(self, blas: np.ndarray, start: int) -> None:
+        self.count, self.sets, self.blas = start, [], blas
+        self._get = ctypes.CFUNCTYPE(ctypes.c_int)(lambda: self.count)
+        self._set = ctypes.CFUNCTYPE(None, ctypes.c_int)(self._record)
+        self.before = blas[2:4].copy()
+        blas[2:4] = [ctypes.cast(f, ctypes.c_void_p).value for f in (self._get, self._set)]
+
+    def _record(self, n: int) -> None:
+        self.count = n
+        self.sets.append(n)
+
+    def restore(self) -> None:
+        self.blas[2:4] = self.before
 
 
 def mlp(x, w1, w2):
@@ -112,3 +137,39 @@ def test_o1_runs_a_large_product_on_the_free_cores(one_free_core, monkeypatch):
     monkeypatch.undo()
     np.testing.assert_allclose(got, mlp(*args), rtol=1e-4, atol=1e-5)
     assert seen and set(seen) == {1}
+
+
+@needs_thread_control
+@pytest.mark.parametrize("shape,free,sets", [
+    ((300, 200, 100), 1, [1, 2]),       # large: on the free core, then the count put back
+    ((300, 200, 100), 2, []),           # every core free: OpenBLAS's own count
+    ((300, 200, 100), 64, []),          # never more threads than OpenBLAS has
+    ((30, 20, 10), 2, [1, 2]),          # small: on one thread whatever is free
+])
+def test_compiled_products_set_the_free_threads_and_put_the_count_back(shape, free, sets):
+    m, k, n = shape
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    blas = addresses().copy()
+    blas[FREE_THREADS] = free
+    threads = CountingThreads(blas, 2)
+    out = np.full((m, n), np.nan, np.float32)
+    gemm(blas, a, b, out, False, False)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+    assert threads.sets == sets and threads.count == 2
+
+
+@needs_thread_control
+def test_o2_runs_its_large_products_on_the_free_cores(one_free_core):
+    """A symbolic batch keeps the products inside O2's compiled segment (a static product this
+    large is a call from Python, O1's Matmul), where blas.gemm_cblas sets the threads."""
+    args = mlp_inputs()
+    f = jl.jit(mlp, level="O2", dynamic={"x": {0: "B"}})
+    threads = CountingThreads(addresses(), 2)
+    try:
+        for _ in range(2):          # the first call and the fast path of the calls after it
+            np.testing.assert_allclose(f(*args), mlp(*args), rtol=1e-4, atol=1e-5)
+            assert threads.sets == [1, 2, 1, 2] and threads.count == 2
+            threads.sets.clear()
+    finally:
+        threads.restore()

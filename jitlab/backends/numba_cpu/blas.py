@@ -17,7 +17,7 @@ from numba import prange, types
 from numba.extending import intrinsic
 
 from ..numba_files import njit_cached
-from .numpy_blas import SMALL_PRODUCT, addresses, one_blas_thread  # noqa: F401  (what gemm and its callers take)
+from .numpy_blas import FREE_THREADS, SMALL_PRODUCT, addresses, one_blas_thread  # noqa: F401  (what gemm and its callers take)
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
@@ -72,29 +72,31 @@ def _set_threads(typingctx, address, n):
 
 
 @njit_cached()
-def _gemm_one_thread(blas, address, a, b, out, ta, tb):
-    """_cblas_gemm on the calling thread only, the thread count put back after."""
+def _gemm_threads(blas, address, a, b, out, ta, tb, n):
+    """_cblas_gemm on at most `n` BLAS threads, the thread count put back after."""
     before = _get_threads(blas[2])
-    if before != 1:
-        _set_threads(blas[3], 1)
+    if before > n:
+        _set_threads(blas[3], n)
     _cblas_gemm(address, a, b, out, ta, tb)
-    if before != 1:
+    if before > n:
         _set_threads(blas[3], before)
 
 
 @njit_cached()
 def gemm_cblas(blas, a, b, out, ta, tb):
     """`gemm` where numpy's cblas symbols are known to exist: native libraries call this one, since
-    the np.dot fallback would link numba's BLAS helpers into them."""
+    the np.dot fallback would link numba's BLAS helpers into them. A small product runs on one BLAS
+    thread, a large one on blas[FREE_THREADS] (the cores other processes leave: numpy_blas.free_threads)."""
     address = blas[0] if a.itemsize == 4 else blas[1]
     k = a.shape[0] if ta else a.shape[1]
     if out.shape[0] > 0 and out.shape[1] > 0:
         if k == 0:
             out[:] = 0
-        elif out.shape[0] * out.shape[1] * k < SMALL_PRODUCT and blas[3] != 0:
-            _gemm_one_thread(blas, address, a, b, out, ta, tb)
-        else:
+        elif blas[3] == 0:
             _cblas_gemm(address, a, b, out, ta, tb)
+        else:
+            small = out.shape[0] * out.shape[1] * k < SMALL_PRODUCT
+            _gemm_threads(blas, address, a, b, out, ta, tb, 1 if small else blas[FREE_THREADS])
 
 
 @njit_cached()

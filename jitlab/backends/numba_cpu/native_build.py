@@ -33,7 +33,6 @@ from ..cache_files import DamagedFile, read_checked, warn_damaged, write_atomic,
 from ..kernel_cache import KernelCache, module_from_source, why_untrusted_folder
 from ..native import ENTRY, FORMAT, NativeLibrary, NativeLoadError, library_path, read_manifest
 from ..native_caller import compiler
-from .warm import first_compile
 
 if TYPE_CHECKING:
     from .codegen import GeneratedKernel
@@ -296,6 +295,8 @@ def entry_source(entry: Entry, name: str) -> str:
 
 def _build(text: str, entries: list[Entry], parts: dict[str, str], path: str, timing: KernelTiming
            ) -> list[NativeLibrary]:
+    from .helper_bar import first_compile  # imports numba, which a warm start (building nothing) does not
+
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     reason = why_untrusted_folder(folder)

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from .cores import CoreGauge
+from .cores import CoreGauge, allowed_cpus
 
 # Below this many multiply-adds a product runs on one BLAS thread: its work is a fraction of a
 # millisecond, and two OpenBLAS threads waiting for each other on a loaded machine took 11 ms
@@ -33,14 +33,24 @@ def _numpy_blas_library() -> str | None:
     return next((path for d in folders for path in sorted(glob.glob(os.path.join(d, "libscipy_openblas64_*")))), None)
 
 
+# addresses()[FREE_THREADS]: the BLAS threads a large product in compiled code runs on, which
+# `free_threads` keeps up to date (blas.gemm_cblas reads it). Never 0 where the symbols are there, so
+# `addresses().all()` still says whether compiled code can call numpy's BLAS (o2.py, conv_native.py
+# check it: a 0 there, a count not measured yet, sent O2's segments to numba dispatchers, which a
+# warm start cannot run without importing numba).
+FREE_THREADS = 4
+
+
 @functools.cache
 def addresses() -> np.ndarray:
-    """[sgemm, dgemm, get thread count, set thread count]: addresses in numpy's BLAS, or zeros where
-    it has none (the thread count functions are zero where only those are missing)."""
-    out = np.zeros(4, np.int64)
+    """[sgemm, dgemm, get thread count, set thread count, free threads]: addresses in numpy's BLAS,
+    or zeros where it has none (the thread count functions are zero where only those are
+    missing), and the thread count `free_threads` last measured (every core until then)."""
+    out = np.zeros(5, np.int64)
     path = _numpy_blas_library()
     if path is None:
         return out
+    out[FREE_THREADS] = len(allowed_cpus())
     try:
         lib = ctypes.CDLL(path)
     except OSError:
@@ -63,15 +73,18 @@ if hasattr(os, "register_at_fork"):
 
 
 def free_threads() -> int:
-    """The BLAS threads a large product should run on now: the cores other processes leave free (cores.py)."""
-    return _gauge()()
+    """The BLAS threads a large product should run on now: the cores other processes leave free
+    (cores.py); also written to addresses()[FREE_THREADS] for compiled code to read."""
+    n = _gauge()()
+    addresses()[FREE_THREADS] = n
+    return n
 
 
 @functools.cache
 def _thread_count_functions() -> tuple | None:
     """numpy's OpenBLAS's (get, set) of its thread count as Python callables, or None."""
     blas = addresses()
-    if not blas.all():
+    if not blas[:FREE_THREADS].all():
         return None
     return (ctypes.CFUNCTYPE(ctypes.c_int)(int(blas[2])),
             ctypes.CFUNCTYPE(None, ctypes.c_int)(int(blas[3])))

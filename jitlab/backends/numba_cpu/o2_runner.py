@@ -24,6 +24,7 @@ from ...report import KernelTiming, MemoryPlan
 from ..base import KernelParam, ParamRole
 from ..host import OutputBuffers, detached, empty, safe_to_donate
 from .numpy_blas import addresses as blas_addresses
+from .numpy_blas import free_threads
 
 
 @dataclass
@@ -228,6 +229,8 @@ class O2Runner:
         layout = self._static_layout if not bindings and self._static_layout is not None else self.layout(bindings)
         env: dict = dict(self.constants)
         env[_ARENA], env[_OFFSETS], env[_BLAS] = layout.arena, layout.offsets, self._blas
+        if self._blas is not None:
+            free_threads()          # the products' BLAS threads: the cores free now (blas.gemm_cblas)
         for name, a in zip(self.input_names, arrays):
             flags = a.flags
             env[name] = a if flags.c_contiguous and flags.writeable else np.array(a, order="C")
@@ -271,6 +274,8 @@ class O2Runner:
         env[_ARENA], env[_OFFSETS], env[_BLAS] = w.ref(layout.arena, "arena"), w.ref(layout.offsets, "offsets"), \
             w.ref(self._blas, "blas")
         env.update(zip(self.owned, w.outputs([self.values[n].type for n in self.owned], self.out_buffers)))
+        if self._blas is not None:
+            w.line(f"{w.ref(free_threads, 'free_threads')}()")
         for step, keys in zip(self.steps, self._keys):
             args = []
             for key, param in zip(keys, step.params):

@@ -7,15 +7,11 @@ compiles with the types a kernel calls them with the first time one does, and ke
 loaded machine). Warming compiles each for the float and int types kernels use, in this
 environment, so numba's own choice of folder (beside the modules, or NUMBA_CACHE_DIR) is the one
 later processes read; it also builds the C caller and the float32 convolution library into the
-kernel cache. Where it has not run, the first kernel's compile shows a progress bar saying so
-(`first_compile`).
+kernel cache. Where it has not run, a kernel's compile that compiles a helper shows a progress
+bar saying so and naming the helper (helper_bar.py).
 """
 
 from __future__ import annotations
-
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from ...progress import progress
 from ...report import KernelTiming
@@ -50,14 +46,6 @@ def functions() -> list[tuple[str, object, tuple]]:
     return found
 
 
-def is_warm() -> bool:
-    """Whether numba's cache holds the helpers: the index of the first fast-math function."""
-    from .fastmath import TABLE
-
-    index = next(iter(TABLE.values())).fn._cache._cache_file._index_path
-    return os.path.exists(index)
-
-
 def warm(cache: KernelCache, show: bool = True) -> list[str]:
     """Compiles every helper signature into numba's cache, then the C caller and the float32
     convolution library into `cache`; returns what it compiled, with where it went."""
@@ -78,16 +66,3 @@ def warm(cache: KernelCache, show: bool = True) -> list[str]:
         libraries, why = conv_library("float32", cache, KernelTiming())
         done.append(f"the float32 convolution library into {cache.directory}" if libraries else why)
     return done
-
-
-@contextmanager
-def first_compile(label: str) -> Iterator[None]:
-    """A progress bar over a kernel's compile while numba's cache lacks jitlab's helpers (the
-    first compile after an install, which compiles them too)."""
-    if is_warm():
-        yield
-        return
-    desc = "numba compiles jitlab's helpers once per install (`jitlab cache warm` does it ahead)"
-    with progress(1, desc, min_total=1, unit="kernel") as bar:
-        bar.step(label)
-        yield
