@@ -138,7 +138,9 @@ def heat_loop_10(u):
 
 
 def floyd_warshall(d):
-    """All-pairs shortest paths: a loop over the pivot reading a row and a column at the loop's index."""
+    """All-pairs shortest paths: a loop over the pivot reading a row and a column at the loop's index
+    (the distances made non-negative first: a negative cycle would run them to -inf)."""
+    d = np.abs(d)
     for k in range(d.shape[0]):
         d = np.minimum(d, d[:, k:k + 1] + d[k:k + 1, :])
     return d
