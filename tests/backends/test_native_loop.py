@@ -126,3 +126,18 @@ def test_random_loops_agree_with_o0(ops, lo, trips, scale, level):
     exe = jl.compile(program, level=level)
     assert native(exe) == [True], exe.report.loops
     np.testing.assert_allclose(exe(x, np.int64(lo), np.int64(lo + trips))[0], want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_product_in_the_body_calls_blas_from_the_native_loop():
+    def f(w, c):
+        return jl.fori_loop(0, 5, lambda i, c: np.tanh(w @ c) + 0.5 * c, c)
+
+    rng = np.random.default_rng(0)
+    w, c = rng.standard_normal((8, 8)), rng.standard_normal((8, 3))
+    exe = jl.compile(jl.trace(f, w, c), level="O1")
+    assert native(exe) == [True], exe.report.loops
+    want = c
+    for _ in range(5):
+        want = np.tanh(w @ want) + 0.5 * want
+    np.testing.assert_allclose(exe(w, c)[0], want, rtol=1e-12)
