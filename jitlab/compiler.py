@@ -262,7 +262,7 @@ def compile_regions(compiled: Program, opts: CompileOptions, report: CompileRepo
             bodies.append(exe.program)
             report.stats["region_programs"] = report.stats.get("region_programs", 0) + 1
             report.stats["region_kernels"] = report.stats.get("region_kernels", 0) + len(exe.report.kernels)
-        loop, reason = opts.backend.compile_loop(op, bodies[0], _host(runners, op), opts.backend_options())
+        loop, reason = opts.backend.compile_loop(op, bodies, _host(runners, op), opts.backend_options())
         if loop is not None:
             loops[op.uid] = loop
         report.loops.append(_loop_record(op, loop, reason))

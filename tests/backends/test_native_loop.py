@@ -82,7 +82,7 @@ def test_o2_runs_the_stencil_as_a_native_loop_with_one_iterations_buffers():
     assert record.carried_bytes == 2 * u.nbytes
 
 
-def test_loops_that_stay_on_the_host_say_why_and_agree_with_numpy():
+def test_a_branch_in_a_body_keeps_its_loop_on_the_host_with_the_reason_and_a_while_loop_runs_natively():
     def f(x):
         def body(i, c):
             return jl.cond(c.sum() > 4, lambda a: a * 0.5, lambda a: a + 1.0, c)
@@ -101,7 +101,10 @@ def test_loops_that_stay_on_the_host_say_why_and_agree_with_numpy():
     np.testing.assert_allclose(exe(x)[0], f_numpy(x))
     records = {r.op: r for r in exe.report.loops}
     assert not records["scf.for"].native and "scf.if" in records["scf.for"].reason
-    assert not records["scf.while"].native and "scf.while" in records["scf.while"].reason
+    assert records["scf.while"].native, records["scf.while"].reason
+    # negative values never reach 10: the bound ends the native loop, the host names the iteration
+    with pytest.raises(jl.InputError, match=r"max_iterations=20 .*iteration 20 of the scf.while"):
+        exe(-np.full(3, 10.0))
 
 
 def _random_body(ops: list[int], scale: float):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...dialects.reference import weight_data
-from ...dialects.scf import run_for
+from ...dialects.scf import RUNNERS, run_for
 from ...ir.core import Operation, OpResult, Value
 from ...ir.opdef import Trait
 from ...ir.program import Program
@@ -107,8 +107,8 @@ def _why_not_op(op: Operation) -> str | None:
 class _Source:
     """The source of one native loop function over a compiled body."""
 
-    def __init__(self, body: Program, n_carried: int):
-        self.body, self.n = body, n_carried
+    def __init__(self, n_carried: int, n_captures: int):
+        self.n, self.n_captures = n_carried, n_captures
         self.setup: list[str] = []         # allocations before the loop
         self.lines: list[str] = []         # one iteration
         self.names: dict[Value, str] = {}
@@ -120,7 +120,8 @@ class _Source:
         self._free: dict[tuple, list[str]] = {}    # (shape, dtype) -> dead buffers
         self._buffer_of: dict[str, int] = {}       # buffer variable -> its index in plan.buffers
         self.owned: set[str] = set()               # buffer variables allocated here
-        self._last = _last_uses(body)
+        self._last: dict[Value, int] = {}
+        self._copied = False
 
     # -- buffers ----------------------------------------------------------------------
     def buffer(self, value: Value) -> str:
@@ -151,21 +152,38 @@ class _Source:
         return next((v for v, n in reversed(self.names.items()) if n == var), None)
 
     # -- the body -----------------------------------------------------------------------
-    def render(self) -> str:
-        inputs = self.body.inputs
-        self.names[inputs[0]] = "iv0"
+    def render_for(self, body: Program) -> str:
+        """`for i in range(lo, hi, step)` over the body."""
         self.setup += ["iv = np.empty(1, np.int64)", "iv0 = iv.reshape(())"]
-        for j, v in enumerate(inputs[1:1 + self.n]):
-            self.names[v] = f"c{j}"
-            self.setup.append(f"c{j} = x{j}.copy()")
-        for j, v in enumerate(inputs[1 + self.n:]):
-            self.names[v] = f"k{j}"
-        ops = [op for op in self.body.body.ops if op.name not in _SKIPPED]
+        self.emit(body, ["iv0", *self._carry_names()])
+        self._yields(body)
+        return self._function(["lo", "hi", "step"], ["for i in range(lo, hi, step):", "    iv[0] = i"])
+
+    def render_while(self, before: Program, after: Program) -> str:
+        """The before region's condition, then the after region, until the condition fails; an
+        iteration past `bound` (max_iterations) ends the loop as an error does."""
+        self.emit(before, self._carry_names())
+        cond = self.names[before.outputs[0]]
+        self.lines += [f"if not {cond}[()]:", "    break", "if it >= bound:", "    return it, " + self._carried()]
+        self.emit(after, self._carry_names())
+        self._yields(after)
+        return self._function(["bound"], ["while True:"])
+
+    def _carry_names(self) -> list[str]:
+        if not self._copied:            # the initial values, copied once: the loop never writes its operands
+            self.setup += [f"c{j} = x{j}.copy()" for j in range(self.n)]
+            self._copied = True
+        return [f"c{j}" for j in range(self.n)] + [f"k{j}" for j in range(self.n_captures)]
+
+    def emit(self, body: Program, names: list[str]) -> None:
+        """One region's ops into the iteration, its arguments bound to `names`; its dead buffers are
+        reused within it."""
+        self.names.update(zip(body.inputs, names))
+        self._last, self._free = _last_uses(body), {}
+        ops = [op for op in body.body.ops if op.name not in _SKIPPED]
         for k, op in enumerate(ops):
             self._op(op)
             self.release(op, k)
-        self._yields()
-        return self._function()
 
     def _op(self, op: Operation) -> None:
         if op.has(Trait.CONSTANT) or op.name == "np.weight":
@@ -259,11 +277,10 @@ class _Source:
     def _carried(self) -> str:
         return "(" + "".join(f"c{j}, " for j in range(self.n)) + ")"
 
-    def _yields(self) -> None:
+    def _yields(self, body: Program) -> None:
         """Copies first (they may read carried values), then each carry trades buffers with its yield."""
-        (ret,) = [op for op in self.body.body.ops if op.name == "func.return"]
         swaps, claimed = [], set()
-        for j, v in enumerate(ret.operands):
+        for j, v in enumerate(body.outputs):
             var = self.names[v]
             if var in self.owned and var not in claimed and isinstance(v, OpResult):
                 claimed.add(var)
@@ -274,14 +291,14 @@ class _Source:
                 self.lines.append(f"{spare}[...] = {var}")
                 swaps.append((f"c{j}", spare))
         self.lines += [f"{c}, {b} = {b}, {c}" for c, b in swaps]
-        self.plan.carried_bytes = 2 * sum(v.type.nbytes() for v in ret.operands)
+        self.plan.carried_bytes = 2 * sum(v.type.nbytes() for v in body.outputs)
 
-    def _function(self) -> str:
+    def _function(self, bounds: list[str], head: list[str]) -> str:
         xs = [f"x{j}" for j in range(self.n)]
-        ks = [f"k{j}" for j in range(len(self.body.inputs) - 1 - self.n)]
+        ks = [f"k{j}" for j in range(self.n_captures)]
         qs = [f"q{j}" for j in range(len(self.constants))]
-        params = ", ".join(["lo", "hi", "step", *xs, *ks, *qs] + (["blas"] if self.blas else []))
-        body = self.setup + ["it = 0", "for i in range(lo, hi, step):", "    iv[0] = i"]
+        params = ", ".join([*bounds, *xs, *ks, *qs] + (["blas"] if self.blas else []))
+        body = self.setup + ["it = 0", *head]
         body += ["    " + line for line in self.lines] + ["    it += 1", "return -1, " + self._carried()]
         function = "@njit(fastmath=FLAGS, error_model=\"numpy\", cache=True)\n" + \
             f"def loop({params}):\n" + "\n".join("    " + line for line in body)
@@ -311,7 +328,7 @@ def _decorate(src: str, parallel: bool) -> str:
 
 @dataclass
 class NativeLoop:
-    """Runs an scf.for as one native call: called with the op's operands, gives its results."""
+    """Runs an scf.for or scf.while as one native call: called with the op's operands, gives its results."""
 
     op: Operation
     fn: Callable
@@ -321,18 +338,25 @@ class NativeLoop:
     plan: LoopPlan
 
     def __call__(self, args: list) -> list:
-        lo, hi, step = (int(a) for a in args[:3])
-        if step == 0:
-            return run_for(self.op, args, self.host)       # the step's own error
+        if self.op.name == "scf.for":
+            bounds, arrays = [int(a) for a in args[:3]], args[3:]
+            if bounds[2] == 0:
+                return run_for(self.op, args, self.host)       # the step's own error
+        else:
+            bound = self.op.attrs["max_iterations"]
+            bounds, arrays = [_UNBOUNDED if bound is None else bound], args
         extra = [self.blas] if self.blas is not None else []
         try:
-            failed, results = self.fn(lo, hi, step, *[_plain(a) for a in args[3:]], *self.constants, *extra)
+            failed, results = self.fn(*bounds, *[_plain(a) for a in arrays], *self.constants, *extra)
         except Exception:  # a kernel's own check (numba raises it without the iteration): as below
             failed, results = 0, ()
         if failed >= 0:
             # the host loop raises numpy's error, naming the iteration: the native loop wrote into no operand
-            return run_for(self.op, args, self.host)
+            return RUNNERS[self.op.name](self.op, args, self.host)
         return list(results)
+
+
+_UNBOUNDED = 1 << 62
 
 
 _INT = KernelParam("n", ParamRole.DIM, np.dtype(np.int64))
@@ -356,26 +380,28 @@ def _plain(a) -> np.ndarray:
     return a if a.flags.c_contiguous and a.flags.writeable else np.array(a, order="C")
 
 
-def compile_loop(op: Operation, body: Program, host: Callable[[int, list], list],
+def compile_loop(op: Operation, bodies: list[Program], host: Callable[[int, list], list],
                  options: dict) -> tuple[NativeLoop | None, str]:
-    """The native loop of an scf.for whose compiled body is `body`, or None and why it runs from the host."""
-    if op.name != "scf.for":
-        return None, f"{op.name} runs from the host: only scf.for has a native loop"
-    reason = why_not_native(body)
-    if reason is not None:
-        return None, reason
-    n = len(op.results)
-    gen = _Source(body, n)
-    text = gen.render()
+    """The native loop of an scf.for or scf.while whose compiled regions are `bodies`, or None and why it
+    runs from the host."""
+    if op.name not in ("scf.for", "scf.while"):
+        return None, f"{op.name} runs from the host: only scf.for and scf.while have native loops"
+    for body in bodies:
+        reason = why_not_native(body)
+        if reason is not None:
+            return None, reason
+    n, counted = len(op.results), op.name == "scf.for"
+    carried = bodies[0].inputs[1:] if counted else bodies[0].inputs
+    gen = _Source(n, len(carried) - n)
+    text = gen.render_for(bodies[0]) if counted else gen.render_while(*bodies)
     header = '"""jitlab native loop."""\n\n' + module_header() + (GEMM_IMPORT if gen.blas else "") + _HELPERS
     source = header + "\n\n" + text + "\n"
-    constants = [_plain(_constant(body, v)) for v in gen.constants]
-    arrays = [*body.inputs[1:], *gen.constants]
-    signature = tuple(numba_type(p) for p in [_INT] * 3 + [_array(v.type) for v in arrays]
+    constants = [_plain(_constant(bodies[0], v)) for v in gen.constants]
+    signature = tuple(numba_type(p) for p in [_INT] * (3 if counted else 1)
+                      + [_array(v.type) for v in [*carried, *gen.constants]]
                       + ([KernelParam("blas", ParamRole.BLAS, np.dtype(np.int64), 1)] if gen.blas else []))
     parts = key_parts_for("loop:" + hashlib.sha256(source.encode()).hexdigest()[:16], str(signature), source)
-    cache = options.get("cache") or default_cache()
-    entry = cache.load(parts, source)
+    entry = (options.get("cache") or default_cache()).load(parts, source)
     try:
         timed_compile(entry.module.loop, signature)
     except Exception as e:  # numba's typing or lowering errors have many types: the host loop runs it
