@@ -166,6 +166,16 @@ class RegionStep(Step):
         for slot, value in zip(self.outs, outs):
             env[slot] = detached(value, args)
 
+    def write_fast(self, w: FunctionWriter, env: dict[int, str]) -> bool:
+        # a native loop's results are its own arrays (it copies its initial values): nothing to detach
+        if self.native is None:
+            return False
+        outs = [w.local() for _ in self.outs]
+        args = ", ".join(env[i] for i in self.ins)
+        w.line(f"{''.join(o + ', ' for o in outs)}= {w.ref(self.native, 'loop')}([{args}])")
+        env.update(zip(self.outs, outs))
+        return True
+
 
 def _detached_results(out, args: Sequence[np.ndarray]) -> list[np.ndarray]:
     """A library op's result or results, each detached from its operands (host.detached)."""
