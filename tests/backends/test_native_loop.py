@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jitlab as jl
+from jitlab.dialects.scf import region_program
 from jitlab.errors import OutOfBoundsError
 
 # a loop whose bounds and step are inputs: one compile serves every trip count and direction
@@ -144,3 +145,24 @@ def test_a_product_in_the_body_calls_blas_from_the_native_loop():
     for _ in range(5):
         want = np.tanh(w @ want) + 0.5 * want
     np.testing.assert_allclose(exe(w, c)[0], want, rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_nested_loops_run_the_inner_loop_natively_and_the_outer_from_the_host():
+    def f(x):
+        return jl.fori_loop(0, 3, lambda i, c: jl.fori_loop(0, 4, lambda j, d: d * 0.5 + np.roll(d, 1), c) + 1.0, x)
+
+    x = np.arange(5.0)
+    want = x
+    for _ in range(3):
+        for _ in range(4):
+            want = want * 0.5 + np.roll(want, 1)
+        want = want + 1.0
+    exe = jl.compile(jl.trace(f, x), level="O1")
+    np.testing.assert_allclose(exe(x)[0], want)
+    (outer,) = exe.report.loops
+    assert not outer.native and "scf.for" in outer.reason
+    # the outer body, compiled as a program of its own as compile_regions does, has the native inner loop
+    op = next(op for op in exe.program.body.ops if op.name == "scf.for")
+    body = jl.compile(region_program(op, 0, exe.program), level="O1")
+    assert native(body) == [True], body.report.loops
