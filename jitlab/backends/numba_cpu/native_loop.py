@@ -306,7 +306,8 @@ class _Source:
 
 
 def _last_uses(body: Program) -> dict[Value, int]:
-    """Each value's last reader among the body's ops (memory ops left out); outputs live to the end."""
+    """Each value's last reader among the body's ops (memory ops left out); outputs live to the end,
+    and a value lives as long as the views of it (they read its buffer)."""
     ops = [op for op in body.body.ops if op.name not in _SKIPPED]
     last: dict[Value, int] = {}
     for k, op in enumerate(ops):
@@ -314,6 +315,9 @@ def _last_uses(body: Program) -> dict[Value, int]:
             last[v] = k
     for v in body.outputs:
         last[v] = len(ops)
+    for op in reversed(ops):
+        if op.has(Trait.VIEW) and op.result in last:
+            last[op.operands[0]] = max(last[op.operands[0]], last[op.result])
     return last
 
 
