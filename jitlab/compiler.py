@@ -25,6 +25,7 @@ from .report import (
     CompileTiming,
     KernelRecord,
     KernelTiming,
+    LoopRecord,
     MemoryPlan,
     RecomputeAttempt,
     snapshot,
@@ -229,31 +230,59 @@ def make_runner(compiled: Program, report: CompileReport, opts: CompileOptions) 
         if run is None:
             run = backend.compile_program(compiled, report, options)
             executable_cache.store_kernels(report.executable_cache, getattr(run, "kept", None))
-    regions = compile_regions(compiled, opts, report)
+    regions, loops = compile_regions(compiled, opts, report)
     if run is None:
         kernels = lower_groups(compiled, opts.target, report, options)
         run = backend.executor(compiled, kernels, report, options) or \
-            O1Runner(compiled, kernels, report.memory, regions)
+            O1Runner(compiled, kernels, report.memory, regions, loops)
     if regions and not isinstance(run, O1Runner):
         run.regions = regions       # the O2 runner's fallback steps interpret with them
+        run.loops = loops           # and run its native loops
     report.seconds["kernels"] = time.perf_counter() - start
     return run
 
 
-def compile_regions(compiled: Program, opts: CompileOptions, report: CompileReport) -> dict[tuple[int, int], Runner]:
+def compile_regions(compiled: Program, opts: CompileOptions, report: CompileReport
+                    ) -> tuple[dict[tuple[int, int], Runner], dict[int, Callable]]:
     """Each region of the program's control-flow ops compiled once as a program of its own, at the same
-    level and target (its groups fused inside it, its own loops compiled the same way): the runner
-    runs the loop from the host, calling these per iteration. Keyed by (op uid, region number)."""
+    level and target (its groups fused inside it, its own loops compiled the same way), keyed by (op uid,
+    region number); and the ops the backend runs as one native loop, by uid. The others run from the
+    host, calling their regions per iteration; report.loops says which and why."""
     given = {k: v for k, v in opts.given.items() if k not in ("donate", "memory_limit", "recompute")}
     runners: dict[tuple[int, int], Runner] = {}
+    loops: dict[int, Callable] = {}
     for op in compiled.body.ops:
-        for r in range(len(op.regions) if op.name in REGION_OPS else 0):
+        if op.name not in REGION_OPS:
+            continue
+        bodies = []
+        for r in range(len(op.regions)):
             exe = compile(region_program(op, r, compiled), opts.level, opts.target, verify_each=opts.verify_each,
                           **given)
             runners[(op.uid, r)] = _region_runner(exe)
+            bodies.append(exe.program)
             report.stats["region_programs"] = report.stats.get("region_programs", 0) + 1
             report.stats["region_kernels"] = report.stats.get("region_kernels", 0) + len(exe.report.kernels)
-    return runners
+        loop, reason = opts.backend.compile_loop(op, bodies, _host(runners, op), opts.backend_options())
+        if loop is not None:
+            loops[op.uid] = loop
+        report.loops.append(_loop_record(op, loop, reason))
+    report.stats["native_loops"] = len(loops)
+    return runners, loops
+
+
+def _host(runners: dict[tuple[int, int], Runner], op: Operation) -> Callable:
+    """Runs region r of `op` from the host (a native loop's error path: static shapes, no bindings)."""
+    return lambda r, values: runners[(op.uid, r)](values, {})
+
+
+def _loop_record(op: Operation, loop, reason: str) -> LoopRecord:
+    plan = getattr(loop, "plan", None)
+    record = LoopRecord(uid=op.uid, op=op.name, loc=str(op.loc) if op.loc is not None else None,
+                        native=loop is not None, reason=reason)
+    if plan is not None:
+        record.buffers = [{"values": values, "bytes": nbytes} for values, nbytes in plan.buffers]
+        record.iteration_bytes, record.carried_bytes = plan.iteration_bytes, plan.carried_bytes
+    return record
 
 
 def _region_runner(exe: Executable) -> Runner:

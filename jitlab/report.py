@@ -462,6 +462,22 @@ class ExecutableCacheRecord:
 
 
 @dataclass(kw_only=True)
+class LoopRecord:
+    """How one control-flow op runs: as a native loop, or from the host (and why)."""
+
+    uid: int                      # the op's uid
+    op: str                       # scf.for, scf.while or scf.if
+    loc: str | None = None        # where it was traced
+    native: bool = False          # the whole loop runs as one compiled function
+    reason: str = ""              # why it runs from the host, calling its compiled body per iteration
+    # A native loop's memory: its buffers, allocated once and reused every iteration (one
+    # iteration's live set), each with the body values it holds in turn and its bytes
+    buffers: list[dict[str, Any]] = field(default_factory=list)
+    iteration_bytes: int = 0      # the sum of those buffers: the peak inside the loop over the live set outside
+    carried_bytes: int = 0        # the carried values, double-buffered (twice each)
+
+
+@dataclass(kw_only=True)
 class CompileReport:
     """All of one compilation, for the explorer, the CLI and the tests."""
 
@@ -488,6 +504,7 @@ class CompileReport:
     folding: WeightFolding | None = None         # the fold-weights pass: values computed at compile time
     executable_cache: ExecutableCacheRecord | None = None   # None when the cache was not asked
     timing: CompileTiming | None = None          # where the compile's time went
+    loops: list[LoopRecord] = field(default_factory=list)   # each control-flow op: native or from the host
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -152,7 +152,7 @@ def run(args) -> dict:
     size = (64 if args.quick else 1024) << 20
     bw = {"1 thread": bandwidth(size, 1), "2 threads": bandwidth(size, 2)}
     bound_bw, source = _bound_bandwidth(args.target, bw)
-    benches = [] if names == [] else [run_benchmark(b, runners, args, bound_bw) for b in by_name(names)]
+    benches = [] if names == [] else [run_benchmark(b, runners, args, bound_bw) for b in by_name(names, args.quick)]
     return {"quick": args.quick, "repeats": args.repeats, "target": args.target, "machine": machine(),
             "bandwidth_bytes_per_s": bw, "bound_bandwidth_bytes_per_s": bound_bw, "bound_source": source,
             **_device_figures(args),

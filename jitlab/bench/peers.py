@@ -151,8 +151,9 @@ def jitlab_runner(level: str, target: str) -> Runner:
 
         backend = backend_for_target(target)
         options = {"device_outputs": True} if backend.device != "cpu" else {}
-        cold, _ = _compile_seconds(jl.jit(bench.fn, level=level, target=target, **options), inputs)
-        fn = jl.jit(bench.fn, level=level, target=target, **options)
+        source = jl.capture_loops(bench.fn) if bench.loops else bench.fn
+        cold, _ = _compile_seconds(jl.jit(source, level=level, target=target, **options), inputs)
+        fn = jl.jit(source, level=level, target=target, **options)
         warm, exe = _compile_seconds(fn, inputs)
         memory, schedule = exe.report.memory, exe.report.schedule
         info = {"compile_cold_s": cold, "compile_warm_s": warm,

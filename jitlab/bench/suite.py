@@ -120,6 +120,43 @@ def conv_loop(x, w):
     return out
 
 
+LOOP_K, LOOP_DT, LOOP_SOFTENING = np.float32(0.1), np.float32(0.01), np.float32(0.01)
+
+
+def heat_loop(u):
+    """A 1-D heat stencil time loop, 10,000 steps (issue 31's figure): one scf.for when captured."""
+    for _ in range(10_000):
+        u = u + LOOP_K * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+    return u
+
+
+def heat_loop_10(u):
+    """heat_loop with 10 steps: its compile time against heat_loop's (it must not grow with the steps)."""
+    for _ in range(10):
+        u = u + LOOP_K * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+    return u
+
+
+def floyd_warshall(d):
+    """All-pairs shortest paths: a loop over the pivot reading a row and a column at the loop's index
+    (the distances made non-negative first: a negative cycle would run them to -inf)."""
+    d = np.abs(d)
+    for k in range(d.shape[0]):
+        d = np.minimum(d, d[:, k:k + 1] + d[k:k + 1, :])
+    return d
+
+
+def nbody(pos, vel):
+    """An N-body step loop (softened gravity, unit masses, explicit Euler), 10 steps."""
+    for _ in range(10):
+        diff = pos.reshape(1, -1, 3) - pos.reshape(-1, 1, 3)
+        r2 = (diff * diff).sum(axis=2) + LOOP_SOFTENING
+        inv = 1 / (r2 * np.sqrt(r2))
+        vel = vel + LOOP_DT * (diff * inv.reshape(inv.shape[0], inv.shape[1], 1)).sum(axis=1)
+        pos = pos + LOOP_DT * vel
+    return pos, vel
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """One benchmark: its function, how to make its inputs, and its traffic."""
@@ -133,6 +170,7 @@ class Benchmark:
     weights: bool = False              # 2-D inputs after the first are weights, scaled by 1/sqrt(fan-in)
     imperative: bool = False           # plain numpy with in-place writes (no xp=): numpy, numba and jitlab run it
     label: dict[bool, str] | None = None   # quick -> the size column's text, where the shapes are too many to list
+    loops: bool = False                # jitlab traces it under jl.capture_loops: its loops become scf ops
 
     def inputs(self, quick: bool, seed: int = 0) -> tuple[np.ndarray, ...]:
         rng = np.random.default_rng(seed)
@@ -173,6 +211,18 @@ SUITE = [
               False, rtol=1e-3, atol=1e-3, imperative=True),
 ]
 
+# Loops captured into scf ops (issue 31): in a full run and by --only, not in --quick's smoke run
+# (their step counts are the figures' own: 10,000 steps take numpy seconds).
+LOOP_SUITE = [
+    Benchmark("heat_loop", heat_loop, {False: [(4096,)], True: [(4096,)]}, False, imperative=True, loops=True,
+              rtol=1e-3, atol=1e-4),
+    Benchmark("heat_loop_10", heat_loop_10, {False: [(4096,)], True: [(4096,)]}, False, imperative=True, loops=True),
+    Benchmark("floyd_warshall", floyd_warshall, {False: [(512, 512)], True: [(64, 64)]}, False, imperative=True,
+              loops=True),
+    Benchmark("nbody", nbody, {False: [(1024, 3), (1024, 3)], True: [(64, 3), (64, 3)]}, False, imperative=True,
+              loops=True, rtol=1e-3, atol=1e-3),
+]
+
 
 def flat(result, to_numpy=np.asarray) -> np.ndarray:
     """A benchmark's result as one array: several outputs (new weights) raveled end to end."""
@@ -181,10 +231,11 @@ def flat(result, to_numpy=np.asarray) -> np.ndarray:
     return to_numpy(result)
 
 
-def by_name(names: list[str] | None) -> list[Benchmark]:
+def by_name(names: list[str] | None, quick: bool = False) -> list[Benchmark]:
+    """The benchmarks named, or by default the suite (with the loops, but for a quick run)."""
     if not names:
-        return list(SUITE)
-    known = {b.name: b for b in SUITE}
+        return list(SUITE) + ([] if quick else list(LOOP_SUITE))
+    known = {b.name: b for b in SUITE + LOOP_SUITE}
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(f"unknown benchmark(s) {', '.join(unknown)}; the suite has {', '.join(known)}")

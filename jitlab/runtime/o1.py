@@ -147,19 +147,34 @@ class LibraryStep(Step):
 
 
 class RegionStep(Step):
-    """A control-flow op run from the host, its regions compiled once as programs of their own."""
+    """A control-flow op: one native call where the backend compiled it as a loop (`native`), else run
+    from the host, its regions compiled once as programs of their own."""
 
-    def __init__(self, op, ins, outs, regions: dict[tuple[int, int], Callable]):
+    def __init__(self, op, ins, outs, regions: dict[tuple[int, int], Callable], native: Callable | None = None):
         super().__init__(op, ins, outs)
         self.loop = RUNNERS[op.name]
         self.regions = [regions[(op.uid, r)] for r in range(len(op.regions))]
+        self.native = native
 
     def run(self, env, bindings):
         args = [env[i] for i in self.ins]
-        outs = self.loop(self.op, args, lambda r, values: self.regions[r](values, bindings))
+        if self.native is not None:
+            outs = self.native(args)
+        else:
+            outs = self.loop(self.op, args, lambda r, values: self.regions[r](values, bindings))
         # a loop that ran no iteration (or a branch yielding a capture) gives back an operand's array
         for slot, value in zip(self.outs, outs):
             env[slot] = detached(value, args)
+
+    def write_fast(self, w: FunctionWriter, env: dict[int, str]) -> bool:
+        # a native loop's results are its own arrays (it copies its initial values): nothing to detach
+        if self.native is None:
+            return False
+        outs = [w.local() for _ in self.outs]
+        args = ", ".join(env[i] for i in self.ins)
+        w.line(f"{''.join(o + ', ' for o in outs)}= {w.ref(self.native, 'loop')}([{args}])")
+        env.update(zip(self.outs, outs))
+        return True
 
 
 def _detached_results(out, args: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -175,7 +190,7 @@ class O1Runner:
     fresh_outputs = True
 
     def __init__(self, program: Program, kernels: dict[int, Kernel], plan: MemoryPlan | None = None,
-                 regions: dict[tuple[int, int], Callable] | None = None):
+                 regions: dict[tuple[int, int], Callable] | None = None, loops: dict[int, Callable] | None = None):
         slots: dict[Value, int] = {v: i for i, v in enumerate(program.inputs)}
         self.constants: dict[int, np.ndarray] = {}
         self.steps: list[Step] = []
@@ -208,7 +223,7 @@ class O1Runner:
             elif op.has(Trait.VIEW):
                 self.steps.append(ViewStep(op, ins, outs))
             elif op.name in REGION_OPS:
-                self.steps.append(RegionStep(op, ins, outs, regions or {}))
+                self.steps.append(RegionStep(op, ins, outs, regions or {}, (loops or {}).get(op.uid)))
             elif op.has(Trait.MEMORY):
                 continue
             else:

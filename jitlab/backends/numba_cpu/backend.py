@@ -46,6 +46,11 @@ class NumbaCPUBackend(Backend):
 
         return compile_group(group, options)
 
+    def compile_loop(self, op: Operation, bodies: list, host, options: dict[str, Any]):
+        from .native_loop import compile_loop
+
+        return compile_loop(op, bodies, host, options)
+
     def prepare(self, program, level: str, options: dict[str, Any]) -> None:
         # Starts the native convolution library's build before the passes, so that it overlaps them
         # on a cold compile; which convolutions will need it is a guess from the source program: O1

@@ -198,6 +198,7 @@ class O2Runner:
         # (op uid, region number) -> the region compiled as a program of its own (the compiler sets it):
         # a control-flow op, a fallback, runs its loop from the host through them
         self.regions: dict[tuple[int, int], Callable] = {}
+        self.loops: dict[int, Callable] = {}      # op uid -> its native loop (the compiler sets it)
 
     def donate(self, program: Program, donations: list) -> None:
         """Outputs the plan lodges in donated inputs, and outputs a segment writes that lend no bytes
@@ -359,6 +360,10 @@ class O2Runner:
 
     def _fallback(self, op, env, layout: _Layout, bindings) -> None:
         args = [self._value(v.name, env, layout, bindings) for v in op.operands]
+        if op.uid in self.loops:
+            for r, value in zip(op.results, self.loops[op.uid](args)):
+                env[r.name] = detached(value, args)
+            return
         # groups run op by op; control-flow ops run their loops through the compiled regions
         out = Interpreter(self.program, bindings, check=False, regions=self.regions).run_op(op, args)
         for r, value in zip(op.results, out):

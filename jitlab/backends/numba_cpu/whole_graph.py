@@ -352,11 +352,11 @@ class _SegmentSource:
             geometry = (*at["strides"][:2], *at["pads"][:2], *at["dilations"][:2], at["groups"])
             self.lines.append(f"conv2d_nb({a}, {b}, {dst}, {', '.join(_int(g) for g in geometry)}, blas)")
         else:
-            self.lines.append(_dot(a, b, dst, con, ta, tb))
+            self.lines.append(dot_call(a, b, dst, con, ta, tb))
         return dst
 
 
-def _dot(a: str, b: str, dst: str, con: Operation, ta: bool, tb: bool) -> str:
+def dot_call(a: str, b: str, dst: str, con: Operation, ta: bool, tb: bool) -> str:
     """The BLAS call(s) of a matmul; `ta`/`tb`: the operand is stored transposed (2-D only)."""
     at, bt = (v.type for v in con.operands)
     flags = f"{ta}, {tb}"

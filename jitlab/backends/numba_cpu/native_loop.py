@@ -1,0 +1,413 @@
+"""An scf.for whose body compiles, as one numba function: the loop runs natively.
+
+The body's fused groups are called as numba functions from a generated numba loop (the generated
+kernels of codegen.py, their threads splitting the body's parallel loops, never the carried
+dimension), and the few leftovers that numba can write inline (a concatenation, a dynamic slice or
+update) are written in the loop itself. Every buffer is allocated once before the loop: a body
+temporary's buffer is reused by later values of the same shape once it is dead (one iteration's live
+set, `LoopPlan`), and each carried value is double-buffered (the yielded buffer and the carried one
+trade places at the end of an iteration). A dynamic index out of range ends the loop with the
+iteration's number; the runner then runs the loop from the host, which raises numpy's error naming
+that iteration (`scf.run_for`), since the native loop never writes into its operands.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...dialects.reference import weight_data
+from ...dialects.scf import RUNNERS, run_for
+from ...ir.core import Operation, OpResult, Value
+from ...ir.opdef import Trait
+from ...ir.program import Program
+from ..base import KernelParam, ParamRole
+from ..kernel_cache import default_cache
+from ..loopnest import PARALLEL_THRESHOLD
+from .backend import NUMBA_DTYPES, contraction_operands, epilogue_target, is_epilogue_op
+from .codegen import generate
+from .kernels import key_parts_for, module_header, numba_type
+from .numpy_blas import addresses as blas_addresses
+from .timing import timed_compile
+from .whole_graph import GEMM_IMPORT, dot_call
+
+INLINE = frozenset({"np.concatenate", "np.dynamic_slice", "np.dynamic_update_slice"})
+_SKIPPED = frozenset({"mem.alloc", "mem.free", "mem.reuse", "func.return"})
+
+_HELPERS = '''
+
+@njit(cache=True)
+def _index_start(s, n):
+    """numpy's integer index s into an axis of n: the start, or -1 when out of range."""
+    if s < -n or s >= n:
+        return -1
+    return s + n if s < 0 else s
+
+
+@njit(cache=True)
+def _slice_start(s, k, n):
+    """The start of numpy's slice s:s+k of an axis of n, or -1 when it holds other than k elements."""
+    lo = min(max(s + n if s < 0 else s, 0), n)
+    e = s + k
+    hi = min(max(e + n if e < 0 else e, 0), n)
+    if max(hi - lo, 0) != k:
+        return -1
+    return lo if k else 0
+'''
+
+
+@dataclass
+class LoopPlan:
+    """The memory of one native loop: buffers allocated once, reused every iteration."""
+
+    buffers: list[tuple[list[str], int]] = field(default_factory=list)   # (the values it holds, bytes)
+    carried_bytes: int = 0            # the carried values, each twice (double-buffered)
+
+    @property
+    def iteration_bytes(self) -> int:
+        """One iteration's live set: the body's temporaries."""
+        return sum(nbytes for _, nbytes in self.buffers)
+
+
+def why_not_native(body: Program) -> str | None:
+    """None when every op of the compiled body can run inside a native loop, else why not."""
+    for v in body.inputs:
+        if not v.type.is_static or v.type.dtype not in NUMBA_DTYPES:
+            return f"the body's argument %{v.name} is {v.type}: the native loop takes static numba types"
+    for op in body.body.ops:
+        reason = _why_not_op(op)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _why_not_op(op: Operation) -> str | None:
+    if op.name in _SKIPPED or op.has(Trait.CONSTANT) or op.name == "np.weight":
+        return None
+    where = f"{op.name} (%{op.results[0].name})" if op.results else op.name
+    odd = next((v.type for v in (*op.operands, *op.results) if not v.type.is_static
+                or v.type.dtype not in NUMBA_DTYPES), None)
+    if odd is not None:
+        return f"{where} is on {odd}: the native loop takes static shapes of numba's dtypes"
+    if op.name == "jit.group":
+        con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
+        if con is not None and (con.name != "np.matmul" or con.result.type.dtype.name not in ("float32", "float64")
+                                or (con.operands[0].type.rank > 2 and con.operands[1].type.rank > 2)):
+            return f"{where} holds a {con.name} that numba's BLAS calls do not run inside a loop"
+        return None
+    if op.has(Trait.VIEW) or op.name in INLINE:
+        return None
+    return f"{where} runs on the host (no numba code for it inside a loop)"
+
+
+class _Source:
+    """The source of one native loop function over a compiled body."""
+
+    def __init__(self, n_carried: int, n_captures: int):
+        self.n, self.n_captures = n_carried, n_captures
+        self.setup: list[str] = []         # allocations before the loop
+        self.lines: list[str] = []         # one iteration
+        self.names: dict[Value, str] = {}
+        self.kernels: dict[str, str] = {}  # kernel source -> its function name prefix
+        self.sources: list[str] = []
+        self.constants: list[Value] = []   # body constants, passed in
+        self.blas = False
+        self.plan = LoopPlan()
+        self._free: dict[tuple, list[str]] = {}    # (shape, dtype) -> dead buffers
+        self._buffer_of: dict[str, int] = {}       # buffer variable -> its index in plan.buffers
+        self.owned: set[str] = set()               # buffer variables allocated here
+        self._last: dict[Value, int] = {}
+        self._copied = False
+
+    # -- buffers ----------------------------------------------------------------------
+    def buffer(self, value: Value) -> str:
+        """A buffer for `value`: a dead one of its shape and dtype, else one allocated before the loop."""
+        t = value.type
+        key = (tuple(t.shape), t.dtype)
+        free = self._free.get(key)
+        if free:
+            var = free.pop()
+            self.plan.buffers[self._buffer_of[var]][0].append(value.name)
+        else:
+            var = f"b{len(self.plan.buffers)}"
+            self._buffer_of[var] = len(self.plan.buffers)
+            self.plan.buffers.append(([value.name], t.nbytes()))
+            self.setup.append(f"{var} = np.empty({tuple(int(d) for d in t.shape)!r}, np.{t.dtype.name})")
+            self.owned.add(var)
+        self.names[value] = var
+        return var
+
+    def release(self, op: Operation, k: int) -> None:
+        """Returns the buffers of the values whose last use is op number `k`."""
+        for v in op.operands:
+            var = self.names.get(v)
+            if var in self.owned and self._last.get(v) == k and self._holder(var) is v:
+                self._free.setdefault((tuple(v.type.shape), v.type.dtype), []).append(var)
+
+    def _holder(self, var: str) -> Value | None:
+        return next((v for v, n in reversed(self.names.items()) if n == var), None)
+
+    # -- the body -----------------------------------------------------------------------
+    def render_for(self, body: Program) -> str:
+        """`for i in range(lo, hi, step)` over the body."""
+        self.setup += ["iv = np.empty(1, np.int64)", "iv0 = iv.reshape(())"]
+        self.emit(body, ["iv0", *self._carry_names()])
+        self._yields(body)
+        return self._function(["lo", "hi", "step"], ["for i in range(lo, hi, step):", "    iv[0] = i"])
+
+    def render_while(self, before: Program, after: Program) -> str:
+        """The before region's condition, then the after region, until the condition fails; an
+        iteration past `bound` (max_iterations) ends the loop as an error does."""
+        self.emit(before, self._carry_names())
+        cond = self.names[before.outputs[0]]
+        self.lines += [f"if not {cond}[()]:", "    break", "if it >= bound:", "    return it, " + self._carried()]
+        self.emit(after, self._carry_names())
+        self._yields(after)
+        return self._function(["bound"], ["while True:"])
+
+    def _carry_names(self) -> list[str]:
+        if not self._copied:            # the initial values, copied once: the loop never writes its operands
+            self.setup += [f"c{j} = x{j}.copy()" for j in range(self.n)]
+            self._copied = True
+        return [f"c{j}" for j in range(self.n)] + [f"k{j}" for j in range(self.n_captures)]
+
+    def emit(self, body: Program, names: list[str]) -> None:
+        """One region's ops into the iteration, its arguments bound to `names`; its dead buffers are
+        reused within it."""
+        self.names.update(zip(body.inputs, names))
+        self._last, self._free = _last_uses(body), {}
+        ops = [op for op in body.body.ops if op.name not in _SKIPPED]
+        for k, op in enumerate(ops):
+            self._op(op)
+            self.release(op, k)
+
+    def _op(self, op: Operation) -> None:
+        if op.has(Trait.CONSTANT) or op.name == "np.weight":
+            self.names[op.results[0]] = f"q{len(self.constants)}"
+            self.constants.append(op.results[0])
+        elif op.has(Trait.VIEW):
+            self.names[op.result] = var = f"v{len(self.names)}"
+            self.lines.append(f"{var} = {self.names[op.operands[0]]}.reshape({_shape(op.result.type)})")
+        elif op.name == "jit.group":
+            self._group(op)
+        else:
+            getattr(self, "_" + op.name[3:])(op)
+
+    def _group(self, op: Operation) -> None:
+        ins = [self.names[v] for v in op.operands]
+        outs = [self.buffer(r) for r in op.results]
+        con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
+        extra: list[str] = []
+        if con is not None:
+            extra = [self._contraction(op, con, ins, outs)]
+            if not any(is_epilogue_op(o, con) for o in op.body.ops):
+                return
+        kernel = generate(op.body, "kernel", [con.result] if con is not None else [])
+        prefix = self._kernel(kernel)
+        lists = {ParamRole.INPUT: ins, ParamRole.INTERMEDIATE: extra, ParamRole.OUTPUT: outs}
+        arrays = [lists[p.role][p.index] for p in kernel.params if p.is_array]
+        if kernel.flat:
+            arrays = [f"{a}.reshape(-1)" for a in arrays]
+            dims = [math.prod(int(d) for d in op.results[0].type.shape)]
+            size = dims[0]
+        else:
+            dims = [int(d) for d in kernel.plan.space]
+            size = math.prod(dims)
+        which = "par" if size >= PARALLEL_THRESHOLD else "seq"
+        self.lines.append(f"{prefix}_{which}({', '.join(arrays + [str(d) for d in dims])})")
+
+    def _kernel(self, kernel) -> str:
+        body = (_decorate(kernel.par, "prange(" in kernel.par) + "\n\n\n" + _decorate(kernel.seq, False))
+        if body not in self.kernels:
+            self.kernels[body] = prefix = f"g{len(self.kernels)}"
+            self.sources.append(body.replace("def kernel_", f"def {prefix}_"))
+        return self.kernels[body]
+
+    def _contraction(self, group: Operation, con: Operation, ins: list[str], outs: list[str]) -> str:
+        (a, ta), (b, tb) = ((ins[i], t) for i, t in contraction_operands(group.body, con))
+        outputs = list(group.body.last_op.operands)
+        if con.result in outputs:
+            dst = outs[outputs.index(con.result)]
+        else:
+            k = epilogue_target(con, outputs)
+            dst = outs[k] if k is not None else self.buffer(con.result)
+        self.blas = True
+        self.lines.append(dot_call(a, b, dst, con, ta, tb))
+        return dst
+
+    def _concatenate(self, op: Operation) -> None:
+        out = self.buffer(op.result)
+        axis, start = op.attrs["axis"] % op.result.type.rank, 0
+        for v in op.operands:
+            extent = int(v.type.shape[axis])
+            index = ", ".join([":"] * axis + [f"{start}:{start + extent}"])
+            self.lines.append(f"{out}[{index}] = {self.names[v]}")
+            start += extent
+
+    def _dynamic_slice(self, op: Operation) -> None:
+        region = self._region(op, op.operands[0], op.operands[1:])
+        out = self.buffer(op.result)
+        self.lines.append(f"{out}[...] = {self.names[op.operands[0]]}[{region}]")
+
+    def _dynamic_update_slice(self, op: Operation) -> None:
+        x, update = op.operands[:2]
+        region = self._region(op, x, op.operands[2:])
+        out = self.buffer(op.result)
+        self.lines.append(f"{out}[...] = {self.names[x]}")
+        self.lines.append(f"{out}[{region}] = {self.names[update]}")
+
+    def _region(self, op: Operation, x: Value, starts) -> str:
+        """The checked starts of a dynamic op, as the slice of `x` they pick; the loop ends with the
+        iteration's number where one is out of range."""
+        shape = [int(d) for d in x.type.shape]
+        index = [":"] * len(shape)
+        a = op.attrs
+        for s, axis, k in zip(starts, a["axes"], a["sizes"]):
+            var = f"s{len(self.lines)}"
+            call = f"_index_start({self.names[s]}[()], {shape[axis]})" if axis in a["index_axes"] else \
+                f"_slice_start({self.names[s]}[()], {k}, {shape[axis]})"
+            self.lines += [f"{var} = {call}", f"if {var} < 0:", "    return it, " + self._carried()]
+            index[axis] = f"{var}:{var} + {k}"
+        return ", ".join(index)
+
+    def _carried(self) -> str:
+        return "(" + "".join(f"c{j}, " for j in range(self.n)) + ")"
+
+    def _yields(self, body: Program) -> None:
+        """Copies first (they may read carried values), then each carry trades buffers with its yield."""
+        swaps, claimed = [], set()
+        for j, v in enumerate(body.outputs):
+            var = self.names[v]
+            if var in self.owned and var not in claimed and isinstance(v, OpResult):
+                claimed.add(var)
+                swaps.append((f"c{j}", var))
+            else:
+                spare = f"y{j}"
+                self.setup.append(f"{spare} = np.empty_like(c{j})")
+                self.lines.append(f"{spare}[...] = {var}")
+                swaps.append((f"c{j}", spare))
+        self.lines += [f"{c}, {b} = {b}, {c}" for c, b in swaps]
+        self.plan.carried_bytes = 2 * sum(v.type.nbytes() for v in body.outputs)
+
+    def _function(self, bounds: list[str], head: list[str]) -> str:
+        xs = [f"x{j}" for j in range(self.n)]
+        ks = [f"k{j}" for j in range(self.n_captures)]
+        qs = [f"q{j}" for j in range(len(self.constants))]
+        params = ", ".join([*bounds, *xs, *ks, *qs] + (["blas"] if self.blas else []))
+        body = self.setup + ["it = 0", *head]
+        body += ["    " + line for line in self.lines] + ["    it += 1", "return -1, " + self._carried()]
+        function = "@njit(fastmath=FLAGS, error_model=\"numpy\", cache=True)\n" + \
+            f"def loop({params}):\n" + "\n".join("    " + line for line in body)
+        return "\n\n\n".join([*self.sources, function])
+
+
+def _last_uses(body: Program) -> dict[Value, int]:
+    """Each value's last reader among the body's ops (memory ops left out); outputs live to the end,
+    and a value lives as long as the views of it (they read its buffer)."""
+    ops = [op for op in body.body.ops if op.name not in _SKIPPED]
+    last: dict[Value, int] = {}
+    for k, op in enumerate(ops):
+        for v in op.operands:
+            last[v] = k
+    for v in body.outputs:
+        last[v] = len(ops)
+    for op in reversed(ops):
+        if op.has(Trait.VIEW) and op.result in last:
+            last[op.operands[0]] = max(last[op.operands[0]], last[op.result])
+    return last
+
+
+def _shape(t) -> str:
+    return repr(tuple(int(d) for d in t.shape))
+
+
+def _decorate(src: str, parallel: bool) -> str:
+    flags = "parallel=True, " if parallel else ""
+    return f"@njit({flags}fastmath=FLAGS, error_model=\"numpy\", cache=True)\n{src}"
+
+
+@dataclass
+class NativeLoop:
+    """Runs an scf.for or scf.while as one native call: called with the op's operands, gives its results."""
+
+    op: Operation
+    fn: Callable
+    constants: list[np.ndarray]
+    blas: np.ndarray | None
+    host: Callable[[int, list], list]       # runs a region from the host (the error path)
+    plan: LoopPlan
+
+    def __call__(self, args: list) -> list:
+        if self.op.name == "scf.for":
+            bounds, arrays = [int(a) for a in args[:3]], args[3:]
+            if bounds[2] == 0:
+                return run_for(self.op, args, self.host)       # the step's own error
+        else:
+            bound = self.op.attrs["max_iterations"]
+            bounds, arrays = [_UNBOUNDED if bound is None else bound], args
+        extra = [self.blas] if self.blas is not None else []
+        try:
+            failed, results = self.fn(*bounds, *[_plain(a) for a in arrays], *self.constants, *extra)
+        except Exception:  # a kernel's own check (numba raises it without the iteration): as below
+            failed, results = 0, ()
+        if failed >= 0:
+            # the host loop raises numpy's error, naming the iteration: the native loop wrote into no operand
+            return RUNNERS[self.op.name](self.op, args, self.host)
+        return list(results)
+
+
+_UNBOUNDED = 1 << 62
+
+
+_INT = KernelParam("n", ParamRole.DIM, np.dtype(np.int64))
+
+
+def _array(t) -> KernelParam:
+    return KernelParam("a", ParamRole.INPUT, t.dtype, t.rank)
+
+
+def _constant(body: Program, value: Value) -> np.ndarray:
+    """A body constant's or weight's array."""
+    op = value.op
+    if op.name == "np.weight":
+        return np.asarray(weight_data(body, op.attrs["name"]))
+    return np.asarray(op.attrs["value"].array)
+
+
+def _plain(a) -> np.ndarray:
+    """`a` as the writable C-contiguous array the loop is compiled for."""
+    a = np.asarray(a)
+    return a if a.flags.c_contiguous and a.flags.writeable else np.array(a, order="C")
+
+
+def compile_loop(op: Operation, bodies: list[Program], host: Callable[[int, list], list],
+                 options: dict) -> tuple[NativeLoop | None, str]:
+    """The native loop of an scf.for or scf.while whose compiled regions are `bodies`, or None and why it
+    runs from the host."""
+    if op.name not in ("scf.for", "scf.while"):
+        return None, f"{op.name} runs from the host: only scf.for and scf.while have native loops"
+    for body in bodies:
+        reason = why_not_native(body)
+        if reason is not None:
+            return None, reason
+    n, counted = len(op.results), op.name == "scf.for"
+    carried = bodies[0].inputs[1:] if counted else bodies[0].inputs
+    gen = _Source(n, len(carried) - n)
+    text = gen.render_for(bodies[0]) if counted else gen.render_while(*bodies)
+    header = '"""jitlab native loop."""\n\n' + module_header() + (GEMM_IMPORT if gen.blas else "") + _HELPERS
+    source = header + "\n\n" + text + "\n"
+    constants = [_plain(_constant(bodies[0], v)) for v in gen.constants]
+    signature = tuple(numba_type(p) for p in [_INT] * (3 if counted else 1)
+                      + [_array(v.type) for v in [*carried, *gen.constants]]
+                      + ([KernelParam("blas", ParamRole.BLAS, np.dtype(np.int64), 1)] if gen.blas else []))
+    parts = key_parts_for("loop:" + hashlib.sha256(source.encode()).hexdigest()[:16], str(signature), source)
+    entry = (options.get("cache") or default_cache()).load(parts, source)
+    try:
+        timed_compile(entry.module.loop, signature)
+    except Exception as e:  # numba's typing or lowering errors have many types: the host loop runs it
+        return None, f"numba could not compile the native loop ({type(e).__name__}: {str(e).splitlines()[0]})"
+    return NativeLoop(op, entry.module.loop, constants, blas_addresses() if gen.blas else None, host, gen.plan), ""

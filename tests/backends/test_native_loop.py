@@ -1,0 +1,168 @@
+"""Native loops on the numba CPU backend (backends/numba_cpu/native_loop.py): an scf.for whose body
+compiles runs as one numba function at O1 and in O2's program; checked against plain numpy loops."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import jitlab as jl
+from jitlab.dialects.scf import region_program
+from jitlab.errors import OutOfBoundsError
+
+# a loop whose bounds and step are inputs: one compile serves every trip count and direction
+STEPPED = """\
+func @f(%lo: i64[], %hi: i64[], %step: i64[], %w: f64[6], %u: f64[3]) -> (f64[3]) {
+  %1 = scf.for(%lo, %hi, %step, %u, %w) : f64[3] {
+  ^bb(%2: i64[], %3: f64[3], %4: f64[6]):
+    %5 = np.constant() {value = dense<f64[] 2.0>} : f64[]
+    %6 = np.mul(%3, %5) : f64[3]
+    %7 = np.dynamic_slice(%4, %2) {axes = [0], sizes = [1], index_axes = [0]} : f64[1]
+    %8 = np.reshape(%7) {shape = []} : f64[]
+    %9 = np.add(%6, %8) : f64[3]
+    scf.yield(%9)
+  }
+  func.return(%1)
+}
+"""
+
+
+def stepped_numpy(lo, hi, step, w, u):
+    for i in range(lo, hi, step):
+        u = u * 2 + w[i]
+    return u
+
+
+def native(exe) -> list[bool]:
+    return [record.native for record in exe.report.loops]
+
+
+def test_a_native_loop_counts_up_down_and_not_at_all_and_leaves_its_operands_alone():
+    exe = jl.compile(jl.parse(STEPPED), level="O1")
+    assert native(exe) == [True], exe.report.loops
+    w, u = np.arange(6.0) + 0.5, np.array([1.0, -2.0, 3.0])
+    kept = u.copy()
+    for lo, hi, step in [(0, 6, 1), (5, -1, -1), (4, 4, 1), (5, 0, 1), (1, 6, 2), (-1, -7, -2)]:
+        (got,) = exe(np.int64(lo), np.int64(hi), np.int64(step), w, u)
+        np.testing.assert_allclose(got, stepped_numpy(lo, hi, step, w, u), err_msg=str((lo, hi, step)))
+        assert not np.shares_memory(got, u)
+    np.testing.assert_array_equal(u, kept)
+    with pytest.raises(jl.InputError, match="step is 0"):
+        exe(np.int64(0), np.int64(3), np.int64(0), w, u)
+
+
+def test_an_index_out_of_range_inside_a_native_loop_is_numpys_error_naming_the_iteration():
+    exe = jl.compile(jl.parse(STEPPED), level="O1")
+    w, u = np.arange(6.0), np.zeros(3)
+    with pytest.raises(IndexError, match=r"index 6 is out of bounds for axis 0 with size 6.*iteration 6 "):
+        exe(np.int64(0), np.int64(9), np.int64(1), w, u)
+    with pytest.raises(OutOfBoundsError, match=r"index -7 is out of bounds.*iteration 2 "):
+        exe(np.int64(-5), np.int64(-9), np.int64(-1), w, u)
+
+
+def heat(u, n):
+    return jl.fori_loop(0, n, lambda i, u: u + 0.1 * (np.roll(u, 1) - 2 * u + np.roll(u, -1)), u)
+
+
+def heat_numpy(u, n):
+    for _ in range(n):
+        u = u + 0.1 * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+    return u
+
+
+@pytest.mark.slow        # 17 s with a cold kernel cache; the O1 tests above are its fast twins
+def test_o2_runs_the_stencil_as_a_native_loop_with_one_iterations_buffers():
+    u = np.random.default_rng(0).random(64)
+    exe = jl.compile(jl.trace(lambda u: heat(u, 50), u), level="O2")
+    np.testing.assert_allclose(exe(u)[0], heat_numpy(u, 50), rtol=1e-12)
+    (record,) = exe.report.loops
+    assert record.native and exe.report.stats["native_loops"] == 1
+    # the rolls' halves and sums share buffers within the iteration: fewer buffers than values
+    assert len(record.buffers) < sum(len(b["values"]) for b in record.buffers)
+    assert record.iteration_bytes == sum(b["bytes"] for b in record.buffers)
+    assert record.carried_bytes == 2 * u.nbytes
+
+
+def test_a_branch_in_a_body_keeps_its_loop_on_the_host_with_the_reason_and_a_while_loop_runs_natively():
+    def f(x):
+        def body(i, c):
+            return jl.cond(c.sum() > 4, lambda a: a * 0.5, lambda a: a + 1.0, c)
+        y = jl.fori_loop(0, 6, body, x)
+        return jl.while_loop(lambda c: c.max() < 10, lambda c: c * 3, y, max_iterations=20)
+
+    def f_numpy(x):
+        for _ in range(6):
+            x = x * 0.5 if x.sum() > 4 else x + 1.0
+        while x.max() < 10:
+            x = x * 3
+        return x
+
+    x = np.array([0.5, 1.0, 0.25])
+    exe = jl.compile(jl.trace(f, x), level="O1")
+    np.testing.assert_allclose(exe(x)[0], f_numpy(x))
+    records = {r.op: r for r in exe.report.loops}
+    assert not records["scf.for"].native and "scf.if" in records["scf.for"].reason
+    assert records["scf.while"].native, records["scf.while"].reason
+    # negative values never reach 10: the bound ends the native loop, the host names the iteration
+    with pytest.raises(jl.InputError, match=r"max_iterations=20 .*iteration 20 of the scf.while"):
+        exe(-np.full(3, 10.0))
+
+
+def _random_body(ops: list[int], scale: float):
+    """A body of elementwise ops on the carry, a capture and the index, drawn by hypothesis."""
+    def body(i, c):
+        t = c
+        for k in ops:
+            t = (t * scale, t + i, np.maximum(t, -1.0), t - np.roll(c, 1), np.sin(t) + c)[k]
+        return t * 0.5
+    return body
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(st.integers(0, 4), min_size=1, max_size=4), lo=st.integers(-3, 3), trips=st.integers(-1, 6),
+       scale=st.floats(-2, 2), level=st.sampled_from(["O1", "O2"]))
+def test_random_loops_agree_with_o0(ops, lo, trips, scale, level):
+    x = np.linspace(-1, 1, 5)
+    body = _random_body(ops, scale)
+    program = jl.trace(lambda x, lo, hi: jl.fori_loop(lo, hi, body, x), x, np.int64(lo), np.int64(lo + trips))
+    want = jl.compile(program, level="O0")(x, np.int64(lo), np.int64(lo + trips))[0]
+    exe = jl.compile(program, level=level)
+    assert native(exe) == [True], exe.report.loops
+    np.testing.assert_allclose(exe(x, np.int64(lo), np.int64(lo + trips))[0], want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_product_in_the_body_calls_blas_from_the_native_loop():
+    def f(w, c):
+        return jl.fori_loop(0, 5, lambda i, c: np.tanh(w @ c) + 0.5 * c, c)
+
+    rng = np.random.default_rng(0)
+    w, c = rng.standard_normal((8, 8)), rng.standard_normal((8, 3))
+    exe = jl.compile(jl.trace(f, w, c), level="O1")
+    assert native(exe) == [True], exe.report.loops
+    want = c
+    for _ in range(5):
+        want = np.tanh(w @ want) + 0.5 * want
+    np.testing.assert_allclose(exe(w, c)[0], want, rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_nested_loops_run_the_inner_loop_natively_and_the_outer_from_the_host():
+    def f(x):
+        return jl.fori_loop(0, 3, lambda i, c: jl.fori_loop(0, 4, lambda j, d: d * 0.5 + np.roll(d, 1), c) + 1.0, x)
+
+    x = np.arange(5.0)
+    want = x
+    for _ in range(3):
+        for _ in range(4):
+            want = want * 0.5 + np.roll(want, 1)
+        want = want + 1.0
+    exe = jl.compile(jl.trace(f, x), level="O1")
+    np.testing.assert_allclose(exe(x)[0], want)
+    (outer,) = exe.report.loops
+    assert not outer.native and "scf.for" in outer.reason
+    # the outer body, compiled as a program of its own as compile_regions does, has the native inner loop
+    op = next(op for op in exe.program.body.ops if op.name == "scf.for")
+    body = jl.compile(region_program(op, 0, exe.program), level="O1")
+    assert native(body) == [True], body.report.loops
