@@ -12,6 +12,7 @@ import pytest
 
 import jitlab as jl
 from jitlab.backends.kernel_cache import KernelCache
+from tests.budget import first_fast
 
 SCRIPT = textwrap.dedent("""
     import json, sys, time
@@ -37,7 +38,7 @@ def run_process(cache_dir, native: bool = False):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("native", [False, True])
+@pytest.mark.parametrize("native", first_fast(False, True))     # native: test_native.py's warm starts too
 def test_second_process_loads_kernels_from_disk(tmp_path, native):
     first = run_process(tmp_path, native)
     second = run_process(tmp_path, native)
@@ -45,7 +46,7 @@ def test_second_process_loads_kernels_from_disk(tmp_path, native):
     assert second["hit"] and second["sum"] == first["sum"]
 
 
-@pytest.mark.parametrize("native", ["0", "1"])
+@pytest.mark.parametrize("native", first_fast("1", "0"))
 def test_two_processes_compiling_at_once_both_succeed(tmp_path, native):
     env = dict(os.environ, JITLAB_CACHE_DIR=str(tmp_path), PYTHONPATH=os.getcwd(), JITLAB_NATIVE=native)
     procs = [subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.PIPE, text=True)

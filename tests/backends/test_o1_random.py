@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 
 import jitlab as jl
+from tests.budget import compiled_examples
 from tests.programs import assert_same, programs
 
 
@@ -19,7 +20,7 @@ def o0_and_o1(program, inputs):
     return got, expected
 
 
-@settings(max_examples=25)
+@settings(max_examples=compiled_examples(10))
 @given(programs(max_ops=8, special_values=True))
 def test_random_programs_match_o0(case):
     got, expected = o0_and_o1(case.program, case.inputs)

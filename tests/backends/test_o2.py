@@ -12,6 +12,7 @@ import jitlab as jl
 from jitlab.backends.numba_cpu import whole_graph
 from jitlab.backends.numba_cpu.whole_graph import Segment
 from jitlab.bench import models
+from tests.budget import compiled_examples
 from tests.programs import assert_same, programs
 
 rng = np.random.default_rng(3)
@@ -30,13 +31,13 @@ def check(program, inputs, rtol=2e-5, atol=1e-5):
     return exe
 
 
-@settings(max_examples=20)
+@settings(max_examples=compiled_examples(8))
 @given(programs(max_ops=8, special_values=True))
 def test_random_programs_match_o0(case):
     check(case.program, case.inputs)
 
 
-@settings(max_examples=15)
+@settings(max_examples=compiled_examples(6))
 @given(programs(max_ops=8, special_values=True))
 def test_random_programs_match_o0_with_every_group_calling_its_own_kernel(case):
     """Every group heavy: the kernels read and write the arena where the plan put their values."""
@@ -143,6 +144,7 @@ def test_matrix_vector_products_are_gemms_inside_segments():
     assert exe.report.stats["o2_fallbacks"] == 0
 
 
+@pytest.mark.slow       # a 50-layer graph at O2: minutes of numba on CI's 2 cores
 def test_resnet_shaped_graph_at_o2():
     fn, args = models.resnet50(width=4, size=32)
     exe = check(jl.trace(fn, *args), list(args), rtol=1e-3, atol=1e-3)
