@@ -171,7 +171,7 @@ def test_the_same_code_for_another_dtype_gets_its_own_library(level, tmp_path):
 
 @pytest.mark.parametrize("strides,pads,dilations,groups", first_fast(
     ((2, 2), (0, 1, 1, 0), (1, 1), 2), ((1, 1), (1, 1, 1, 1), (1, 1), 1), ((1, 2), (2, 2, 2, 2), (2, 2), 1),
-    ((1, 1), (0, 0, 0, 0), (1, 1), 1)))
+    ((1, 1), (0, 0, 0, 0), (1, 1), 1), unpack=True))
 def test_convolutions_with_native_epilogues_equal_o0(strides, pads, dilations, groups, tmp_path):
     x = RNG.standard_normal((2, 4, 40, 40), dtype=np.float32)
     w = RNG.standard_normal((6, 4 // groups, 3, 3), dtype=np.float32)
