@@ -115,7 +115,7 @@ def _outputs(ctx: TraceContext, out, tree: TreeDef, types: Sequence[TensorType],
     for leaf, t, name in zip(leaves, types, names):
         v = _leaf_value(ctx, leaf, t.dtype)
         if v.value.type != t:
-            raise _CarryMismatch(len(values), v.value.type,
+            raise CarryMismatch(len(values), t, v.value.type,
                                  f"{what}: {name} is {t} on entry but {fn_name}{defined_at(fn)} returns "
                                  f"{v.value.type} ({ctx.where()}); a carried value keeps its shape and dtype from "
                                  "iteration to iteration: cast it, or start it with the shape and dtype it takes")
@@ -123,12 +123,12 @@ def _outputs(ctx: TraceContext, out, tree: TreeDef, types: Sequence[TensorType],
     return values
 
 
-class _CarryMismatch(ShapeError):
+class CarryMismatch(ShapeError):
     """A carried value whose type the body changes: which one, and the type the body gives it."""
 
-    def __init__(self, index: int, got: TensorType, message: str):
+    def __init__(self, index: int, expected: TensorType, got: TensorType, message: str):
         super().__init__(message)
-        self.index, self.got = index, got
+        self.index, self.expected, self.got = index, expected, got
 
 
 def _weakly_typed(ctx: TraceContext, leaves: list, trace: Callable[[list[Tracer]], Any]):
@@ -138,7 +138,7 @@ def _weakly_typed(ctx: TraceContext, leaves: list, trace: Callable[[list[Tracer]
     for _ in range(len(leaves) + 1):
         try:
             return trace(init)
-        except _CarryMismatch as e:
+        except CarryMismatch as e:
             leaf = leaves[e.index]
             weak = isinstance(leaf, (bool, int, float, complex)) and init[e.index].dtype != e.got.dtype
             if not weak or e.got.shape != () or np.result_type(leaf, e.got.dtype) != e.got.dtype:
@@ -191,20 +191,22 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val, max_iterations:
     if ctx is None:
         return _while_eager(cond_fun, body_fun, init_val, max_iterations)
     leaves, names, tree = flatten(init_val, "init_val", is_leaf=_is_tracer)
-    init = [_carry_in(ctx, x) for x in leaves]
-    types = [t.value.type for t in init]
 
-    def before(args: list[Tracer]) -> list[Value]:
-        return [_predicate(ctx, cond_fun(unflatten(tree, args)), "jl.while_loop's cond_fun", strict=True).value]
+    def trace(init: list[Tracer]):
+        types = [t.value.type for t in init]
 
-    def after(args: list[Tracer]) -> list[Value]:
-        return _outputs(ctx, body_fun(unflatten(tree, args)), tree, types, names, "jl.while_loop", body_fun)
+        def before(args: list[Tracer]) -> list[Value]:
+            return [_predicate(ctx, cond_fun(unflatten(tree, args)), "jl.while_loop's cond_fun", strict=True).value]
 
-    blocks, captures = _trace_regions(ctx, [_Region(types, before, "scf.condition"),
-                                            _Region(types, after, "scf.yield")])
-    outs = _build(ctx, "scf.while", [*(t.value for t in init), *captures], blocks, types,
-                  {"max_iterations": max_iterations})
-    return unflatten(tree, outs)
+        def after(args: list[Tracer]) -> list[Value]:
+            return _outputs(ctx, body_fun(unflatten(tree, args)), tree, types, names, "jl.while_loop", body_fun)
+
+        blocks, captures = _trace_regions(ctx, [_Region(types, before, "scf.condition"),
+                                                _Region(types, after, "scf.yield")])
+        return _build(ctx, "scf.while", [*(t.value for t in init), *captures], blocks, types,
+                      {"max_iterations": max_iterations})
+
+    return unflatten(tree, _weakly_typed(ctx, leaves, trace))
 
 
 def _while_eager(cond_fun: Callable, body_fun: Callable, val, bound: int | None):

@@ -149,7 +149,8 @@ class TraceContext:
         path: tuple[str, ...] = ()
         for depth, (f, _) in enumerate(frames):
             name = f.f_code.co_name
-            if depth > 0 and not name.startswith("<"):     # comprehensions and lambdas belong to their function
+            # comprehensions, lambdas and the functions a captured loop or branch runs belong to their function
+            if depth > 0 and not name.startswith(("<", "_jl_")):
                 known = self._frame_scopes.get(id(f))
                 if known is None or known[0] is not f:
                     n = self._calls.get(path + (name,), 0)
