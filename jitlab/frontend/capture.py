@@ -324,9 +324,10 @@ def _template(source: str, stmt: ast.stmt) -> list[ast.stmt]:
     return stmts
 
 
-def _at(node: ast.AST, stmt: ast.stmt) -> ast.AST:
+def _at(node: ast.AST, stmt: ast.AST, inner: bool = True) -> ast.AST:
+    """Puts generated code on `stmt`'s line (with inner=False, only the nodes that have no line yet)."""
     for child in ast.walk(node):
-        if hasattr(child, "lineno"):
+        if child._attributes and (inner or not hasattr(child, "lineno")):
             child.lineno = child.end_lineno = stmt.lineno
             child.col_offset = child.end_col_offset = 0
     return node
@@ -337,16 +338,16 @@ def _conditions(test: ast.expr) -> ast.expr:
     if isinstance(test, ast.BoolOp):
         fn = "and_" if isinstance(test.op, ast.And) else "or_"
         parts = [ast.Lambda(_no_args(), _conditions(v)) for v in test.values]
-        return ast.copy_location(ast.Call(_helper(fn), parts, []), test)
+        return _at(ast.Call(_helper(fn), parts, []), test, inner=False)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return ast.copy_location(ast.Call(_helper("not_"), [_conditions(test.operand)], []), test)
+        return _at(ast.Call(_helper("not_"), [_conditions(test.operand)], []), test, inner=False)
     return test
 
 
 def _call_test(test: ast.expr, site: str, what: str, reason: str) -> ast.expr:
-    call = ast.parse(f"_jl_capture.test(None, {site}, {what!r}, {reason!r})", mode="eval").body
+    call = _at(ast.parse(f"_jl_capture.test(None, {site}, {what!r}, {reason!r})", mode="eval").body, test)
     call.args[0] = _conditions(test)
-    return ast.fix_missing_locations(ast.copy_location(call, test))
+    return call
 
 
 def _helper(name: str) -> ast.expr:

@@ -52,9 +52,9 @@ class Site:
     written: tuple[str, ...] = ()
 
     def refuse(self, what: str, reason: str) -> Refused:
-        ctx = ACTIVE[-1]
-        return Refused(f"the {what} at {self.file}:{self.line} depends on a traced value but cannot be "
-                          f"captured: {reason} (in {ctx.function_name})")
+        return Refused(f"the {what} at {self.file}:{self.line} depends on a traced value but cannot be captured: "
+                       f"{reason}; write it so that it can (docs/control-flow.md), use np.where(cond, a, b) or "
+                       "jl.cond / jl.while_loop, or pass the deciding value with static_argnums")
 
 
 def value(get: Callable):

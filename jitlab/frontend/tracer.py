@@ -183,9 +183,10 @@ class TraceContext:
         (file, line), n = self._ops_per_line.most_common(1)[0]
         warnings.warn_explicit(
             f"tracing {self.function_name} has recorded {LONG_TRACE} ops, {n} of them at {file}:{line}: "
-            "Python loops are unrolled while tracing, so the program and its compile time grow with the "
-            "trip count; give the loop fewer iterations, or write its body over whole arrays (one op per "
-            "step instead of one per element)", LongTraceWarning, file, line)
+            "a Python loop that is not captured as one scf op is unrolled while tracing, so the program and "
+            "its compile time grow with the trip count (the program's loops say why each was unrolled); "
+            "give the loop fewer iterations, write its body so that it is captured (docs/control-flow.md), "
+            "or over whole arrays (one op per step instead of one per element)", LongTraceWarning, file, line)
 
     def op(self, name: str, *operands: Value, **attrs: Any) -> Tracer:
         return self.emit(name, operands, **attrs)[0]
