@@ -258,7 +258,7 @@ def _plan(stmt: ast.stmt, func: ast.FunctionDef, where: dict) -> _Plan:
     else:
         stores.add(stmt.target.id) if isinstance(stmt.target, ast.Name) else None
     assigned = stores | updates | maybes
-    carried = (loads & assigned) | updates | (assigned & live)
+    carried = (loads & assigned) | (assigned & live)
     if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
         carried.discard(stmt.target.id)
     refusal = _refusal(stmt, "loop")

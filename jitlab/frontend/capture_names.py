@@ -24,7 +24,7 @@ def events(node: ast.AST) -> Iterator[tuple[str, str]]:
     """("load" | "store" | "update", name) in the order Python evaluates a statement. "update" is a write
     into the value a name holds (`a[i] = v`, `x += v`): it reads the name too. Functions and classes
     defined inside count as the name they bind; a name stored in one branch of an `if` only is "maybe"
-    stored (its old value may pass through: it is read too)."""
+    stored (its old value passes through the other branch if it has one)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         yield "store", node.name
     elif isinstance(node, ast.Name):
@@ -80,7 +80,7 @@ def flow(stmts: list[ast.stmt]) -> tuple[set[str], set[str], set[str], set[str]]
     loads: set[str] = set()
     sets: dict[str, set[str]] = {"store": set(), "update": set(), "maybe": set()}
     for kind, name in (e for stmt in stmts for e in events(stmt)):
-        if kind != "store" and name not in sets["store"]:
+        if kind in ("load", "update") and name not in sets["store"]:
             loads.add(name)
         if kind != "load":
             sets[kind].add(name)

@@ -107,7 +107,8 @@ def not_(x):
 
 # -- notes -------------------------------------------------------------------------------------------
 def record(note: LoopNote) -> None:
-    if ACTIVE:
+    """Adds the note to the program's, once (a loop inside an unrolled one is met once per iteration)."""
+    if ACTIVE and note not in ACTIVE[-1].program.loops:
         ACTIVE[-1].program.loops.append(note)
 
 
@@ -171,9 +172,11 @@ def run_for(bounds: tuple, body: Callable, init: tuple, site: Site):
     if reason is not None:
         return unrolled(site, reason)
     lo, hi, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
+    if isinstance(step, Tracer) or not isinstance(step, (int, np.integer)) or step == 0:
+        return unrolled(site, "its step is not a non-zero Python int")
     counted = any(isinstance(b, Tracer) for b in (lo, hi))
-    if step != 1 or not counted and len(range(lo, hi)) < 2:
-        return unrolled(site, "a step other than 1" if step != 1 else "fewer than two iterations")
+    if not counted and len(_range(lo, hi, step)) < 2:
+        return unrolled(site, "fewer than two iterations")
     weak = [n for n, v in zip(site.names, init) if isinstance(v, (bool, int, float, complex))]
     if weak and counted:
         return unrolled(site, f"{weak[0]} starts as a Python number, whose dtype numpy decides at its first "
@@ -182,14 +185,34 @@ def run_for(bounds: tuple, body: Callable, init: tuple, site: Site):
         with noting():
             carry = tuple(fresh(v) for v in init)
             if weak:        # the first iteration unrolled: numpy's weak scalars give the carried dtypes
-                carry, lo = body(lo, carry), lo + 1
-            out = fori_loop(lo, hi, lambda i, c: body(i, tuple(c)), tuple(fresh(v) for v in carry))
+                carry, lo = body(lo, carry), lo + step
+            out = _counted(lo, hi, step, body, carry)
     except CarryMismatch as e:
         return unrolled(site, f"{site.names[e.index]} is {e.expected} before the loop and {e.got} after an iteration")
     except Exception as e:       # noqa: BLE001  the loop runs unrolled instead, which raises a user's own error again
         return unrolled(site, _first_line(e))
     record(LoopNote(site.file, site.line, True))
     return written_back(site, init, out)
+
+
+def _range(lo, hi, step) -> range:
+    try:
+        return range(lo, hi, step)
+    except TypeError:       # not ints: the loop, run as Python, raises Python's error
+        return range(0)
+
+
+def _counted(lo, hi, step: int, body: Callable, carry: tuple):
+    """`for i in range(lo, hi, step)` as one scf.for: over i itself for a step of 1, else over the
+    iteration number t, with i = lo + t * step."""
+    if step == 1:
+        return fori_loop(lo, hi, lambda i, c: body(i, tuple(c)), tuple(fresh(v) for v in carry))
+    if not any(isinstance(b, Tracer) for b in (lo, hi)):
+        trips = len(range(lo, hi, step))
+    else:
+        span = hi - lo if step > 0 else lo - hi
+        trips = np.maximum((span + abs(step) - 1) // abs(step), 0)
+    return fori_loop(0, trips, lambda t, c: body(lo + t * step, tuple(c)), tuple(fresh(v) for v in carry))
 
 
 def _first_line(e: Exception) -> str:
