@@ -250,8 +250,9 @@ def _plan(stmt: ast.stmt, func: ast.FunctionDef, where: dict) -> _Plan:
     if isinstance(stmt, ast.If):
         (_, s1, u1, m1), (_, s2, u2, m2) = flow(stmt.body), flow(stmt.orelse)
         names = sorted(s1 | s2 | u1 | u2 | m1 | m2)
-        written = sorted(u1 | u2)
-        return _Plan(names, written, sorted(live & set(names)), sorted(s1 & s2), _refusal(stmt, "branch"))
+        written = (u1 | u2)
+        refusal = _refusal(stmt, "branch") or _rebound(written & (s1 | s2 | m1 | m2), "a branch")
+        return _Plan(names, sorted(written), sorted(live & set(names)), sorted(s1 & s2), refusal)
     loads, stores, updates, maybes = flow(stmt.body)
     if isinstance(stmt, ast.While):
         loads |= {n.id for n in ast.walk(stmt.test) if isinstance(n, ast.Name)}
@@ -261,10 +262,18 @@ def _plan(stmt: ast.stmt, func: ast.FunctionDef, where: dict) -> _Plan:
     carried = (loads & assigned) | (assigned & live)
     if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
         carried.discard(stmt.target.id)
-    refusal = _refusal(stmt, "loop")
+    refusal = _refusal(stmt, "loop") or _rebound(updates & (stores | maybes), "the body")
     if refusal is None and isinstance(stmt, ast.For) and stmt.target.id in live:
         refusal = f"its index {stmt.target.id} is read after the loop"
     return _Plan(sorted(carried), sorted(updates & carried), sorted(live), [], refusal)
+
+
+def _rebound(names: set[str], where: str) -> str | None:
+    """A name whose array on entry is written into and that is also rebound: the caller's array sees
+    the writes made before the rebinding only, which one carried value cannot say."""
+    if not names:
+        return None
+    return f"{where} writes into {min(names)} and also binds {min(names)} to another array"
 
 
 def _refusal(stmt: ast.stmt, what: str) -> str | None:

@@ -75,13 +75,15 @@ def _if_events(node: ast.If) -> Iterator[tuple[str, str]]:
 
 
 def flow(stmts: list[ast.stmt]) -> tuple[set[str], set[str], set[str], set[str]]:
-    """(names read before this code writes them, names it surely binds, names it writes into, names it
-    may bind)."""
+    """(names read before this code binds them, names it surely binds, names whose value on entry it
+    writes into, names it may bind)."""
     loads: set[str] = set()
     sets: dict[str, set[str]] = {"store": set(), "update": set(), "maybe": set()}
     for kind, name in (e for stmt in stmts for e in events(stmt)):
         if kind in ("load", "update") and name not in sets["store"]:
             loads.add(name)
+        if kind == "update" and name in sets["store"]:
+            continue            # a write into an array this code made, not into the one it was given
         if kind != "load":
             sets[kind].add(name)
     return loads, sets["store"], sets["update"], sets["maybe"]

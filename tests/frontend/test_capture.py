@@ -148,3 +148,28 @@ def test_the_loop_index_read_after_the_loop_keeps_the_loop_unrolled():
 def test_short_loops_stay_unrolled(n):
     program = run_levels(heat, (np.ones(4), n), levels=("O0",), static_argnums=(1,))
     assert "fewer than two iterations" in program.loops[0].reason
+
+
+def test_an_array_rebound_before_the_writes_leaves_the_callers_array_alone():
+    def f(x, y):
+        for i in range(1, 4):
+            x = np.tanh(x * 0.5 + y)        # a new array: the writes below do not reach the caller's
+            x[i] = x[i - 1] * 0.5
+        return x
+
+    program = run_levels(f, (np.linspace(0, 1, 5), np.linspace(1, 2, 5)), levels=("O0",))
+    assert program.loops[0].captured
+
+
+def test_a_name_both_written_into_and_rebound_is_refused_with_the_line():
+    def f(x, s):
+        for i in range(1, 4):
+            if s > 1.0:
+                x = x * 2.0
+            else:
+                x[i] = 0.0                  # the caller's array, or the new one: numpy's aliasing decides
+        return x
+
+    with pytest.raises(jl.TraceError, match=r"the if at .*test_capture.py:\d+ .*writes into x and also binds x"):
+        jl.trace(f, np.ones(5), np.float64(2.0))
+    assert run_levels(f, (np.ones(5), 2.0), levels=("O0",)).loops[0].captured is False      # a static s: Python
