@@ -10,6 +10,7 @@ values, they run eagerly in Python on numpy arrays, as JAX's do.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,19 +56,41 @@ def _trace_regions(ctx: TraceContext, specs: Sequence[_Region]) -> tuple[list[Bl
     """Traces each region into a block; every block takes the same captures, in one order, after its
     own arguments. Returns the blocks and the captured values as the enclosing block sees them."""
     blocks, frames, seed = [], [], []
-    for spec in specs:
-        block = Block(spec.arg_types)
-        with ctx.region(block, seed) as frame:
-            outs = spec.body([Tracer(a, ctx) for a in block.args[:len(spec.arg_types)]])
-            ctx.builder.create(spec.terminator, outs, result_types=[], loc=ctx.location())
-        seed = list(frame.captures)
-        blocks.append(block)
-        frames.append(frame)
+    with _top_level_untouched(ctx):
+        for spec in specs:
+            block = Block(spec.arg_types)
+            with ctx.region(block, seed) as frame:
+                outs = spec.body([Tracer(a, ctx) for a in block.args[:len(spec.arg_types)]])
+                ctx.builder.create(spec.terminator, outs, result_types=[], loc=ctx.location())
+            seed = list(frame.captures)
+            blocks.append(block)
+            frames.append(frame)
     captured = list(frames[-1].captures)
     for frame in frames[:-1]:
         for v in captured[len(frame.captures):]:
             frame.captures[v] = (frames[-1].captures[v][0], frame.block.add_arg(v.type))
     return blocks, [frames[-1].captures[v][0] for v in captured]
+
+
+@contextmanager
+def _top_level_untouched(ctx: TraceContext):
+    """Refuses a body that adds ops to the program's top level instead of its own block (jl.grad's
+    backward pass does), and takes them out again: they would read values of the region."""
+    top = ctx.program.body
+    mark = top.last_op
+    try:
+        yield
+    finally:
+        stray = []
+        op = top.first_op if mark is None else mark.next_op
+        while op is not None:
+            stray.append(op)
+            op = op.next_op
+        for op in reversed(stray):
+            op.erase()
+    if stray:
+        raise UnsupportedOp(f"jl.grad inside a loop body or a branch is not supported yet: reverse mode is "
+                            f"traced at the program's top level ({ctx.where()})")
 
 
 def _build(ctx: TraceContext, name: str, operands: list[Value], blocks: list[Block],

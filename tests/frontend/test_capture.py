@@ -173,3 +173,21 @@ def test_a_name_both_written_into_and_rebound_is_refused_with_the_line():
     with pytest.raises(jl.TraceError, match=r"the if at .*test_capture.py:\d+ .*writes into x and also binds x"):
         jl.trace(f, np.ones(5), np.float64(2.0))
     assert run_levels(f, (np.ones(5), 2.0), levels=("O0",)).loops[0].captured is False      # a static s: Python
+
+
+def test_a_loop_taking_gradients_unrolls_with_the_reason():
+    def loss(w, x):
+        return ((x @ w) ** 2).sum()
+
+    def train(w, x):
+        for _ in range(3):
+            w = w - 0.01 * jl.grad(loss)(w, x)
+        return w
+
+    w, x = np.ones((3, 2)), np.arange(12.0).reshape(4, 3) / 10
+    expected = w.copy()
+    for _ in range(3):
+        expected = expected - 0.01 * 2 * x.T @ (x @ expected)       # the gradient by hand
+    np.testing.assert_allclose(jl.jit(train, level="O0")(w, x), expected)
+    (note,) = jl.trace(train, w, x).loops
+    assert not note.captured and "jl.grad inside a loop body" in note.reason
