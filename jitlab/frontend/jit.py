@@ -251,7 +251,7 @@ class JitFunction:
 
     def __init__(self, fn: Callable, level: str = "O1", target: str = "auto", dynamic=None,
                  donate_argnums: int | tuple[int, ...] = (), static_argnums: int | tuple[int, ...] = (),
-                 capture_loops: bool = True, **options):
+                 capture_loops: bool | None = None, **options):
         from ..compiler import LEVEL_NAMES, check_options, resolve_target
 
         if level not in LEVEL_NAMES:
@@ -264,7 +264,8 @@ class JitFunction:
         self.donate_argnums = _argnums(donate_argnums)
         # Static arguments are Python values while tracing (they may decide shapes and control flow).
         self.static_argnums = _argnums(static_argnums)
-        self.capture_loops = capture_loops
+        # the cuda executor runs no region op yet (issue 31 item 5): its programs unroll by default
+        self.capture_loops = capture_loops if capture_loops is not None else resolve_target(target) != "cuda"
         self.last = None
         self.compiles: list[recompiles.CompileRecord] = []    # every signature compiled, with why
         self._compiling = threading.RLock()       # threads missing the same signature compile it once
@@ -409,7 +410,7 @@ def _check_writable(traced: Traced, inputs) -> None:
 
 def jit(fn: Callable | None = None, *, level: str = "O1", target: str = "auto", dynamic=None,
         donate_argnums: int | tuple[int, ...] = (), static_argnums: int | tuple[int, ...] = (),
-        capture_loops: bool = True, **options):
+        capture_loops: bool | None = None, **options):
     """Compiles a numpy function: `@jl.jit` or `jl.jit(level="O2", target="cpu")(f)`.
 
     `static_argnums`: these positional arguments are passed to the function as they are,
@@ -420,8 +421,9 @@ def jit(fn: Callable | None = None, *, level: str = "O1", target: str = "auto", 
     overwritten with outputs of the same shape and dtype, so a training step updates its
     weights in place; after the call such an array holds the new value, never the old.
 
-    `capture_loops` (default True): each `for i in range(...)` loop, `while` and `if` on a traced
-    value becomes one scf op where it can (docs/control-flow.md); False unrolls every loop."""
+    `capture_loops`: each `for i in range(...)` loop, `while` and `if` on a traced value becomes one
+    scf op where it can (docs/control-flow.md); False unrolls every loop. The default is True but on
+    the cuda target, whose executor runs no loop op yet."""
     if fn is None:
         return lambda f: JitFunction(f, level, target, dynamic, donate_argnums, static_argnums, capture_loops,
                                      **options)
