@@ -191,3 +191,20 @@ def test_a_loop_taking_gradients_unrolls_with_the_reason():
     np.testing.assert_allclose(jl.jit(train, level="O0")(w, x), expected)
     (note,) = jl.trace(train, w, x).loops
     assert not note.captured and "jl.grad inside a loop body" in note.reason
+
+
+def test_a_jit_cell_captures_its_loop():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "jitlab")
+    u = np.linspace(0, 1, 8)
+    ip.user_ns.update(np=np, u=u.copy())
+    result = ip.run_cell("%%jit --level O0 --name capture_cell\nfor _ in range(4):\n    u = u * 0.5 + np.roll(u, 1)\n")
+    assert result.success, result.error_in_exec
+    expected = u.copy()
+    for _ in range(4):
+        expected = expected * 0.5 + np.roll(expected, 1)
+    np.testing.assert_allclose(ip.user_ns["u"], expected)
+    jitted = ip.magics_manager.registry["JitMagics"].last.jitted
+    assert jitted.last.program.op_counts()["scf.for"] == 1
