@@ -131,7 +131,7 @@ class _Rewriter:
     def __init__(self, file: str, func: ast.FunctionDef):
         self.file, self.func, self.count = file, func, 0
         where = parents(func)
-        self.plans = {id(s): _plan(s, func, where) for s, _ in _statements(func) if _kind(s)}
+        self.plans = {id(s): _plan(s, func, where) for s in _statements(func) if _kind(s)}
 
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -227,7 +227,7 @@ def _statements(func: ast.FunctionDef):
     stack = list(func.body)
     while stack:
         stmt = stack.pop()
-        yield stmt, None
+        yield stmt
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for name in ("body", "orelse", "finalbody", "handlers"):
                 stack.extend(getattr(stmt, name, None) or ())
