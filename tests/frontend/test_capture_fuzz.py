@@ -81,7 +81,7 @@ def check(fn, levels):
     return jl.trace(fn, x, y)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(functions())
 def test_random_loops_and_branches_agree_with_numpy(case):
     source, fn = case
