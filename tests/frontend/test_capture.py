@@ -208,3 +208,16 @@ def test_a_jit_cell_captures_its_loop():
     np.testing.assert_allclose(ip.user_ns["u"], expected)
     jitted = ip.magics_manager.registry["JitMagics"].last.jitted
     assert jitted.last.program.op_counts()["scf.for"] == 1
+
+
+def test_break_on_a_traced_value_is_refused_naming_its_line():
+    def f(x):
+        for i in range(4):
+            if x[i] > 0.5:
+                break
+            x = x * 2.0
+        return x
+
+    with pytest.raises(jl.TraceError, match="cannot be captured: a branch uses break") as info:
+        jl.trace(f, np.linspace(0, 1, 4))
+    assert f"test_capture.py:{f.__code__.co_firstlineno + 2}" in str(info.value)
