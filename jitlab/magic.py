@@ -189,6 +189,7 @@ def classify(plan: CellPlan, namespace: dict[str, Any]) -> list[str]:
 def build(cell: str, name: str, level: str, target: str, namespace: dict[str, Any], params: list[str],
           plan: CellPlan) -> CellFunction:
     """Compiles the cell into a jitted function whose globals are the notebook's namespace."""
+    from .frontend.capture import with_source
     from .frontend.jit import jit
 
     filename = f"<%%jit {name}>"
@@ -198,6 +199,7 @@ def build(cell: str, name: str, level: str, target: str, namespace: dict[str, An
     scope: dict[str, Any] = {}
     exec(compile(module, filename, "exec"), namespace, scope)
     fn = scope[name]
+    with_source(fn, module.body[0])         # inspect finds the cell's text, not the function made of it
     cf = CellFunction(name, plan, filename)
     fn.__kwdefaults__ = {"_jl_split_": cf.split}
     cf.jitted = jit(fn, level=level, target=target)

@@ -10,6 +10,7 @@ values, they run eagerly in Python on numpy arrays, as JAX's do.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,19 +56,41 @@ def _trace_regions(ctx: TraceContext, specs: Sequence[_Region]) -> tuple[list[Bl
     """Traces each region into a block; every block takes the same captures, in one order, after its
     own arguments. Returns the blocks and the captured values as the enclosing block sees them."""
     blocks, frames, seed = [], [], []
-    for spec in specs:
-        block = Block(spec.arg_types)
-        with ctx.region(block, seed) as frame:
-            outs = spec.body([Tracer(a, ctx) for a in block.args[:len(spec.arg_types)]])
-            ctx.builder.create(spec.terminator, outs, result_types=[], loc=ctx.location())
-        seed = list(frame.captures)
-        blocks.append(block)
-        frames.append(frame)
+    with _top_level_untouched(ctx):
+        for spec in specs:
+            block = Block(spec.arg_types)
+            with ctx.region(block, seed) as frame:
+                outs = spec.body([Tracer(a, ctx) for a in block.args[:len(spec.arg_types)]])
+                ctx.builder.create(spec.terminator, outs, result_types=[], loc=ctx.location())
+            seed = list(frame.captures)
+            blocks.append(block)
+            frames.append(frame)
     captured = list(frames[-1].captures)
     for frame in frames[:-1]:
         for v in captured[len(frame.captures):]:
             frame.captures[v] = (frames[-1].captures[v][0], frame.block.add_arg(v.type))
     return blocks, [frames[-1].captures[v][0] for v in captured]
+
+
+@contextmanager
+def _top_level_untouched(ctx: TraceContext):
+    """Refuses a body that adds ops to the program's top level instead of its own block (jl.grad's
+    backward pass does), and takes them out again: they would read values of the region."""
+    top = ctx.program.body
+    mark = top.last_op
+    try:
+        yield
+    finally:
+        stray = []
+        op = top.first_op if mark is None else mark.next_op
+        while op is not None:
+            stray.append(op)
+            op = op.next_op
+        for op in reversed(stray):
+            op.erase()
+    if stray:
+        raise UnsupportedOp(f"jl.grad inside a loop body or a branch is not supported yet: reverse mode is "
+                            f"traced at the program's top level ({ctx.where()})")
 
 
 def _build(ctx: TraceContext, name: str, operands: list[Value], blocks: list[Block],
@@ -115,7 +138,7 @@ def _outputs(ctx: TraceContext, out, tree: TreeDef, types: Sequence[TensorType],
     for leaf, t, name in zip(leaves, types, names):
         v = _leaf_value(ctx, leaf, t.dtype)
         if v.value.type != t:
-            raise _CarryMismatch(len(values), v.value.type,
+            raise CarryMismatch(len(values), t, v.value.type,
                                  f"{what}: {name} is {t} on entry but {fn_name}{defined_at(fn)} returns "
                                  f"{v.value.type} ({ctx.where()}); a carried value keeps its shape and dtype from "
                                  "iteration to iteration: cast it, or start it with the shape and dtype it takes")
@@ -123,12 +146,12 @@ def _outputs(ctx: TraceContext, out, tree: TreeDef, types: Sequence[TensorType],
     return values
 
 
-class _CarryMismatch(ShapeError):
+class CarryMismatch(ShapeError):
     """A carried value whose type the body changes: which one, and the type the body gives it."""
 
-    def __init__(self, index: int, got: TensorType, message: str):
+    def __init__(self, index: int, expected: TensorType, got: TensorType, message: str):
         super().__init__(message)
-        self.index, self.got = index, got
+        self.index, self.expected, self.got = index, expected, got
 
 
 def _weakly_typed(ctx: TraceContext, leaves: list, trace: Callable[[list[Tracer]], Any]):
@@ -138,7 +161,7 @@ def _weakly_typed(ctx: TraceContext, leaves: list, trace: Callable[[list[Tracer]
     for _ in range(len(leaves) + 1):
         try:
             return trace(init)
-        except _CarryMismatch as e:
+        except CarryMismatch as e:
             leaf = leaves[e.index]
             weak = isinstance(leaf, (bool, int, float, complex)) and init[e.index].dtype != e.got.dtype
             if not weak or e.got.shape != () or np.result_type(leaf, e.got.dtype) != e.got.dtype:
@@ -191,20 +214,22 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val, max_iterations:
     if ctx is None:
         return _while_eager(cond_fun, body_fun, init_val, max_iterations)
     leaves, names, tree = flatten(init_val, "init_val", is_leaf=_is_tracer)
-    init = [_carry_in(ctx, x) for x in leaves]
-    types = [t.value.type for t in init]
 
-    def before(args: list[Tracer]) -> list[Value]:
-        return [_predicate(ctx, cond_fun(unflatten(tree, args)), "jl.while_loop's cond_fun", strict=True).value]
+    def trace(init: list[Tracer]):
+        types = [t.value.type for t in init]
 
-    def after(args: list[Tracer]) -> list[Value]:
-        return _outputs(ctx, body_fun(unflatten(tree, args)), tree, types, names, "jl.while_loop", body_fun)
+        def before(args: list[Tracer]) -> list[Value]:
+            return [_predicate(ctx, cond_fun(unflatten(tree, args)), "jl.while_loop's cond_fun", strict=True).value]
 
-    blocks, captures = _trace_regions(ctx, [_Region(types, before, "scf.condition"),
-                                            _Region(types, after, "scf.yield")])
-    outs = _build(ctx, "scf.while", [*(t.value for t in init), *captures], blocks, types,
-                  {"max_iterations": max_iterations})
-    return unflatten(tree, outs)
+        def after(args: list[Tracer]) -> list[Value]:
+            return _outputs(ctx, body_fun(unflatten(tree, args)), tree, types, names, "jl.while_loop", body_fun)
+
+        blocks, captures = _trace_regions(ctx, [_Region(types, before, "scf.condition"),
+                                                _Region(types, after, "scf.yield")])
+        return _build(ctx, "scf.while", [*(t.value for t in init), *captures], blocks, types,
+                      {"max_iterations": max_iterations})
+
+    return unflatten(tree, _weakly_typed(ctx, leaves, trace))
 
 
 def _while_eager(cond_fun: Callable, body_fun: Callable, val, bound: int | None):

@@ -109,7 +109,7 @@ def _affine(bound) -> tuple[Value | None, int]:
     """A bound as (traced value, constant offset): `i + 2` is (i, 2); a Python int is (None, it)."""
     if not isinstance(bound, Tracer):
         return None, int(bound) if bound is not None else 0
-    v, offset = bound.value, 0
+    v, offset = bound.ctx.local(bound.value), 0      # inside a region: the value as the region sees it
     while isinstance(v, OpResult) and v.op.name in ("np.add", "np.sub"):
         p, q = v.op.operands
         cq, cp = _constant_int(q), _constant_int(p)

@@ -24,6 +24,7 @@ from ..runtime import compile_log
 from ..runtime.signature import native_dtype
 from . import recompiles
 from .arguments import CallArguments
+from .capture import converted
 from .creation import TRACING_LOCK, routed_creation
 from .pytree import TreeDef, flatten, unflatten
 from .selection import Selection
@@ -136,9 +137,12 @@ def _leaf_type(leaf, name: str, dynamic: dict[str, dict[int, str]]) -> TensorTyp
 
 
 def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = None,
-                   dynamic: dict[str, dict[int, str]] | None = None, static_argnums: tuple[int, ...] = ()
-                   ) -> Traced:
-    """Runs `fn` on tracers for its array arguments (but those in `static_argnums`) and records the program."""
+                   dynamic: dict[str, dict[int, str]] | None = None, static_argnums: tuple[int, ...] = (),
+                   capture_loops: bool = True) -> Traced:
+    """Runs `fn` on tracers for its array arguments (but those in `static_argnums`) and records the program.
+
+    With `capture_loops` (the default), fn's `for ... in range`, `while` and `if` statements run
+    converted (frontend/capture.py): as one scf op each where they can be, on traced values."""
     clock = FrontendClock()
     fn_name = name or getattr(fn, "__name__", "main")
     bound = _bind_arguments(fn, args, kwargs)
@@ -151,9 +155,10 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
     inputs = iter(tracers)
     arguments = unflatten(in_tree, [next(inputs) if m else x for x, m in zip(leaves, mask)])
     bound.arguments.update({k: v.value if isinstance(v, _Static) else v for k, v in arguments.items()})
+    run = converted(fn) if capture_loops else fn
     try:
         with routed_creation(fn, ctx), ctx.active():
-            result = fn(*bound.args, **bound.kwargs)
+            result = run(*bound.args, **bound.kwargs)
     except Exception as e:
         error = located(e, fn)
         if error is e:
@@ -171,7 +176,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, name: str | None = N
     clock.stamp(program)
     specs = iter(Spec(v.type.shape, v.type.dtype) for v in program.inputs)
     program.retrace = Retrace(fn, bound.signature, in_tree, [next(specs) if m else x for x, m in zip(leaves, mask)],
-                              program.input_names, fn_name, static_argnums)
+                              program.input_names, fn_name, static_argnums, capture_loops)
     statics = [x for x, m in zip(leaves, mask) if not m]
     program.arguments = CallArguments(fn_name, bound.signature, in_tree, mask, statics,
                                       functools.partial(_flatten_arguments, static_argnums=static_argnums), _static_key)
@@ -191,6 +196,7 @@ class Retrace:
     names: list[str]        # the program's input names, in the order of the Specs
     name: str
     static_argnums: tuple[int, ...]
+    capture_loops: bool = True
 
     def __call__(self, shapes: dict[str, tuple[int, ...]]) -> Program:
         """The program traced with these inputs' static dims (by input name) set to the shapes given."""
@@ -199,7 +205,8 @@ class Retrace:
         arguments = unflatten(self.in_tree, leaves)
         arguments = {k: v.value if isinstance(v, _Static) else v for k, v in arguments.items()}
         bound = inspect.BoundArguments(self.signature, arguments)
-        return trace_function(self.fn, bound.args, bound.kwargs, self.name, None, self.static_argnums).program
+        return trace_function(self.fn, bound.args, bound.kwargs, self.name, None, self.static_argnums,
+                              self.capture_loops).program
 
 
 def _resized(spec: Spec, shape) -> Spec:
@@ -229,9 +236,10 @@ def _results(fn: Callable, fn_name: str, ctx: TraceContext, result) -> tuple[lis
 
 
 def trace(fn: Callable, *args, name: str | None = None, dynamic=None, static_argnums: int | tuple[int, ...] = (),
-          **kwargs) -> Program:
-    """The operator-level Program of `fn` applied to example arrays (or `jl.spec`s)."""
-    return trace_function(fn, args, kwargs, name, dynamic, _argnums(static_argnums)).program
+          capture_loops: bool = True, **kwargs) -> Program:
+    """The operator-level Program of `fn` applied to example arrays (or `jl.spec`s); `capture_loops=False`
+    unrolls every Python loop and refuses every branch on a traced value, as before issue 31."""
+    return trace_function(fn, args, kwargs, name, dynamic, _argnums(static_argnums), capture_loops).program
 
 
 def _argnums(argnums: int | tuple[int, ...]) -> tuple[int, ...]:
@@ -242,7 +250,8 @@ class JitFunction:
     """A function compiled on first call per input signature (shapes, dtypes, static values)."""
 
     def __init__(self, fn: Callable, level: str = "O1", target: str = "auto", dynamic=None,
-                 donate_argnums: int | tuple[int, ...] = (), static_argnums: int | tuple[int, ...] = (), **options):
+                 donate_argnums: int | tuple[int, ...] = (), static_argnums: int | tuple[int, ...] = (),
+                 capture_loops: bool = True, **options):
         from ..compiler import LEVEL_NAMES, check_options, resolve_target
 
         if level not in LEVEL_NAMES:
@@ -255,6 +264,7 @@ class JitFunction:
         self.donate_argnums = _argnums(donate_argnums)
         # Static arguments are Python values while tracing (they may decide shapes and control flow).
         self.static_argnums = _argnums(static_argnums)
+        self.capture_loops = capture_loops
         self.last = None
         self.compiles: list[recompiles.CompileRecord] = []    # every signature compiled, with why
         self._compiling = threading.RLock()       # threads missing the same signature compile it once
@@ -297,7 +307,8 @@ class JitFunction:
         from ..compiler import compile
 
         start = time.perf_counter()
-        traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic, static_argnums=self.static_argnums)
+        traced = trace_function(self.fn, args, kwargs, dynamic=self.dynamic, static_argnums=self.static_argnums,
+                                capture_loops=self.capture_loops)
         # The inputs the function writes into are donated to their new values (the first outputs,
         # in input order); the other donated arguments serve the function's own results.
         written = [traced.program.inputs[i].name for i in traced.mutated]
@@ -324,7 +335,8 @@ class JitFunction:
                         return results[0] if tree.kind == "leaf" else unflatten(tree, list(results))
                 return _run(traced, exe, args)
         elif any(isinstance(x, Tracer) for x in flatten((args, kwargs), is_leaf=lambda x: isinstance(x, Tracer))[0]):
-            return self.fn(*args, **kwargs)          # called inside another trace: inline
+            fn = converted(self.fn) if self.capture_loops else self.fn
+            return fn(*args, **kwargs)          # called inside another trace: inline
         inputs, entry = self._entry(args, kwargs)
         if fast_key is not None and all(entry[0].input_mask):
             self._fast[fast_key] = entry
@@ -396,7 +408,8 @@ def _check_writable(traced: Traced, inputs) -> None:
 
 
 def jit(fn: Callable | None = None, *, level: str = "O1", target: str = "auto", dynamic=None,
-        donate_argnums: int | tuple[int, ...] = (), static_argnums: int | tuple[int, ...] = (), **options):
+        donate_argnums: int | tuple[int, ...] = (), static_argnums: int | tuple[int, ...] = (),
+        capture_loops: bool = True, **options):
     """Compiles a numpy function: `@jl.jit` or `jl.jit(level="O2", target="cpu")(f)`.
 
     `static_argnums`: these positional arguments are passed to the function as they are,
@@ -405,8 +418,12 @@ def jit(fn: Callable | None = None, *, level: str = "O1", target: str = "auto", 
 
     `donate_argnums` (as in JAX): the arrays of these positional arguments may be
     overwritten with outputs of the same shape and dtype, so a training step updates its
-    weights in place; after the call such an array holds the new value, never the old."""
+    weights in place; after the call such an array holds the new value, never the old.
+
+    `capture_loops`: each `for i in range(...)` loop, `while` and `if` on a traced value becomes one
+    scf op where it can (docs/control-flow.md); False unrolls every loop."""
     if fn is None:
-        return lambda f: JitFunction(f, level, target, dynamic, donate_argnums, static_argnums, **options)
-    return JitFunction(fn, level, target, dynamic, donate_argnums, static_argnums, **options)
+        return lambda f: JitFunction(f, level, target, dynamic, donate_argnums, static_argnums, capture_loops,
+                                     **options)
+    return JitFunction(fn, level, target, dynamic, donate_argnums, static_argnums, capture_loops, **options)
 

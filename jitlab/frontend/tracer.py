@@ -149,7 +149,8 @@ class TraceContext:
         path: tuple[str, ...] = ()
         for depth, (f, _) in enumerate(frames):
             name = f.f_code.co_name
-            if depth > 0 and not name.startswith("<"):     # comprehensions and lambdas belong to their function
+            # comprehensions, lambdas and the functions a captured loop or branch runs belong to their function
+            if depth > 0 and not name.startswith(("<", "_jl_")):
                 known = self._frame_scopes.get(id(f))
                 if known is None or known[0] is not f:
                     n = self._calls.get(path + (name,), 0)
@@ -182,9 +183,10 @@ class TraceContext:
         (file, line), n = self._ops_per_line.most_common(1)[0]
         warnings.warn_explicit(
             f"tracing {self.function_name} has recorded {LONG_TRACE} ops, {n} of them at {file}:{line}: "
-            "Python loops are unrolled while tracing, so the program and its compile time grow with the "
-            "trip count; give the loop fewer iterations, or write its body over whole arrays (one op per "
-            "step instead of one per element)", LongTraceWarning, file, line)
+            "a Python loop that is not captured as one scf op is unrolled while tracing, so the program and "
+            "its compile time grow with the trip count (the program's loops say why each was unrolled); "
+            "give the loop fewer iterations, write its body so that it is captured (docs/control-flow.md), "
+            "or over whole arrays (one op per step instead of one per element)", LongTraceWarning, file, line)
 
     def op(self, name: str, *operands: Value, **attrs: Any) -> Tracer:
         return self.emit(name, operands, **attrs)[0]

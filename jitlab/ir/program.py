@@ -33,7 +33,7 @@ class Program:
         self.trace_inference_seconds = 0.0   # of which inferring result types
         # set by the frontend: a callable from shapes by input name to this program traced at them
         self.retrace = None
-        # set by the frontend (jl.capture_loops): per Python loop, captured as an scf.for or unrolled and why
+        # set by the frontend (capture.py): per Python loop or branch, captured as an scf op or unrolled and why
         self.loops: list = []
         # an input's name where it came from, by its name in the IR, where the IR had to change it
         # (an ONNX model's `gpu_0/data_0` is `%gpu_0_data_0`): the name every API takes and shows

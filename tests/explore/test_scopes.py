@@ -42,13 +42,21 @@ def scopes_of(program):
 
 
 def test_tracing_records_the_call_stack_inside_the_traced_function():
-    got = scopes_of(jl.trace(model, X))
+    got = scopes_of(jl.trace(model, X, capture_loops=False))      # the loop unrolled: one scope per call
     assert ("np.exp", ("block", "attn", "softmax")) in got
     assert ("np.matmul", ("block", "attn")) in got and ("np.add", ("block",)) in got
     # the second call of block is a scope of its own, and ops of the traced function itself are at the top
     assert ("np.exp", ("block_1", "attn", "softmax")) in got and ("np.add", ("block_1",)) in got
     assert ("np.tanh", ()) in got
     assert [s for n, s in got if n == "np.exp"] == [("block", "attn", "softmax"), ("block_1", "attn", "softmax")]
+
+
+def test_a_captured_loop_body_records_the_call_stack_without_the_converted_code():
+    program = jl.trace(model, X)
+    (loop,) = [op for op in program.body.ops if op.name == "scf.for"]
+    assert loop.loc.scope == () and loop.loc.line == model.__code__.co_firstlineno + 1
+    body = [(op.name, op.loc.scope) for op in loop.regions[0].blocks[0].ops if op.loc is not None]
+    assert ("np.exp", ("block", "attn", "softmax")) in body and ("np.add", ("block",)) in body
 
 
 def stencil_rows(x):
@@ -74,23 +82,23 @@ def only_inner_loop(x):
 def test_loop_iterations_are_scopes_of_the_ops_their_body_records():
     line = stencil_rows.__code__.co_firstlineno
     outer, inner, loop = f"for L{line + 2}", f"for L{line + 3}", f"while L{line + 7}"
-    got = scopes_of(jl.trace(stencil_rows, X))
+    got = scopes_of(jl.trace(stencil_rows, X, capture_loops=False))      # scopes of unrolled loops
     writes = [s for n, s in got if n == "np.update_slice"]
     assert writes == [(outer, f"#{i}", inner, f"#{j}") for i in range(3) for j in range(2) for _ in range(2)]
     assert [s for n, s in got if n == "np.mul"] == [(loop, "#0"), (loop, "#1")]
     assert [s for n, s in got if n == "np.tanh"] == [(f"for L{line + 10}", "#0"), (f"for L{line + 10}", "#1")]
     line = only_inner_loop.__code__.co_firstlineno
-    adds = [s for n, s in scopes_of(jl.trace(only_inner_loop, X)) if n == "np.add"]
+    adds = [s for n, s in scopes_of(jl.trace(only_inner_loop, X, capture_loops=False)) if n == "np.add"]
     assert adds == [(f"for L{line + 1}", f"#{i}", f"for L{line + 2}", f"#{j}") for i in range(2) for j in range(3)]
 
 
 def test_a_call_inside_a_loop_is_its_own_numbered_scope():
-    got = scopes_of(jl.trace(model, X))
+    got = scopes_of(jl.trace(model, X, capture_loops=False))
     assert not any(s and s[0].startswith("for ") for _, s in got)
 
 
 def test_scopes_print_and_parse_back():
-    program = jl.trace(model, X)
+    program = jl.trace(model, X, capture_loops=False)
     text = jl.ir.print_program(program, locs=True)
     assert 'scope ["block_1", "attn", "softmax"]' in text
     again = jl.parse(text)
@@ -164,7 +172,7 @@ def test_light_resnet50_opens_at_its_stages_and_blocks():
 
 
 def test_the_explorer_model_has_paths_groups_and_bookkeeping():
-    exe = jl.compile(jl.trace(model, X), level="O1", target="cpu")
+    exe = jl.compile(jl.trace(model, X, capture_loops=False), level="O1", target="cpu")   # the explorer draws no region yet
     data = from_object(exe).build()
     ops, tree = data["ops"], data["scopes"]
     grouped = [o for o in ops.values() if o["group"] is not None and o["name"] != "jit.group"]
@@ -190,7 +198,7 @@ def test_the_explorer_model_has_paths_groups_and_bookkeeping():
 
 
 def test_the_drawable_graph_is_data_the_hierarchy_can_collapse():
-    exe = jl.compile(jl.trace(model, X), level="O1", target="cpu")
+    exe = jl.compile(jl.trace(model, X, capture_loops=False), level="O1", target="cpu")   # the explorer draws no region yet
     data = from_object(exe).build()
     view = data["graph"]["view"]
     nodes = {i: {"kind": kind, "uid": int(i[3:]) if kind == "op" else None}
@@ -240,7 +248,7 @@ def test_a_twelve_layer_transformer_opens_at_its_layers():
 
 
 def test_compare_columns_carry_per_scope_figures_and_profiled_time():
-    program = jl.trace(model, X)
+    program = jl.trace(model, X, capture_loops=False)       # scopes per unrolled call of block
     o1 = jl.compile(program, level="O1", target="cpu")
     o0 = jl.compile(program, level="O0")
     record = jl.profile(o1, X, repeats=2)
