@@ -20,6 +20,8 @@ import pytest
 from jitlab.backends.cache_files import read_checked
 from jitlab.runtime.executable_cache import _split
 
+pytestmark = pytest.mark.xdist_group("cache-faults")     # its module fixture is made once, in one worker
+
 CHILD = textwrap.dedent("""
     import warnings
     import numpy as np

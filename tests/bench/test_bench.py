@@ -8,18 +8,39 @@ import pytest
 from jitlab.bench import cli, suite
 from jitlab.bench.peers import PEERS, Prepared, Runner
 
+# The default run's quick suite: an elementwise chain, a contraction and a loop program, with the
+# recompute rows; every benchmark, the ONNX models and the loaded rows run under -m slow.
+QUICK_ONLY = ("chain", "mlp", "heat")
+pytestmark = pytest.mark.xdist_group("bench-quick-run")     # the module's fixture runs once, in one worker
 
-@pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    path = tmp_path_factory.mktemp("bench") / "out.json"
-    code = cli.main(["--quick", "--peers", "numpy,numexpr", "--json", str(path)])
+
+def quick(folder, *only: str):
+    path = folder / "out.json"
+    code = cli.main(["--quick", "--peers", "numpy,numexpr", "--json", str(path),
+                     *(["--only", ",".join(only)] if only else [])])
     return code, json.loads(path.read_text())
 
 
-def test_quick_suite_runs_every_benchmark_correctly(quick_run):
-    code, data = quick_run
-    assert code == 0
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    return quick(tmp_path_factory.mktemp("bench"), *QUICK_ONLY, "recompute")
+
+
+def test_quick_suite_runs_its_benchmarks_correctly(quick_run):
+    assert [b["name"] for b in quick_run[1]["benchmarks"]] == list(QUICK_ONLY)
+    assert_every_row_ok(*quick_run)
+
+
+@pytest.mark.slow
+def test_the_whole_quick_suite_runs_every_benchmark_correctly(tmp_path):
+    code, data = quick(tmp_path)
     assert [b["name"] for b in data["benchmarks"]] == [b.name for b in suite.SUITE]
+    assert_every_row_ok(code, data)
+    assert data["onnx_models"] and data["loaded"]["rows"]
+
+
+def assert_every_row_ok(code, data):
+    assert code == 0
     for b in data["benchmarks"]:
         for level in ("O1", "O2"):
             result = b["results"][f"jitlab {level}"]
@@ -45,8 +66,8 @@ def test_quick_suite_reports_bounds_bandwidth_and_overhead(quick_run):
 def test_report_table_names_every_benchmark_and_runner(quick_run):
     _, data = quick_run
     text = cli.format_report(data)
-    for b in suite.SUITE:
-        assert f"| {b.name} |" in text
+    for name in QUICK_ONLY:
+        assert f"| {name} |" in text
     for runner in ("numpy", "numexpr", "jitlab O1", "jitlab O2"):
         assert runner in text
 
@@ -206,10 +227,11 @@ def test_transformer_block_is_the_zoo_block_on_the_same_weights():
                                rtol=1e-4, atol=1e-4)
 
 
-def test_loaded_rows_time_the_product_programs_quiet_and_beside_a_busy_process(quick_run):
+@pytest.mark.slow      # it keeps a core busy beside the other tests
+def test_loaded_rows_time_the_product_programs_quiet_and_beside_a_busy_process(tmp_path):
     from jitlab.bench import loaded
 
-    _, data = quick_run
+    _, data = quick(tmp_path, "loaded")
     rows = data["loaded"]["rows"]
     assert [r["name"] for r in rows] == list(loaded.PROGRAMS)
     for row in rows:

@@ -9,6 +9,8 @@ import pytest
 
 from jitlab.bench import cli, onnx_models
 
+pytestmark = pytest.mark.xdist_group("bench-onnx-models")     # its module fixture is made once, in one worker
+
 
 @pytest.fixture(scope="module")
 def quick_models(tmp_path_factory):

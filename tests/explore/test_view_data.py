@@ -7,6 +7,8 @@ import jitlab as jl
 from jitlab.explore import from_object
 from tests.browser.transformer import example
 
+pytestmark = pytest.mark.xdist_group("view-data")     # its module fixture is made once, in one worker
+
 
 @pytest.fixture(scope="module")
 def profiled():
