@@ -20,12 +20,17 @@ export function loopLine(loop) {
   return `${loop.label} · ${plural(ops, "op")}${per}${time}`;
 }
 
-// What one iteration (a branch: both branches) makes: the report holds the step's live set outside the
-// loop, not the body's own memory plan, so this is the bytes of every value the body makes, an upper bound.
+// What one iteration (a branch: both branches) holds: a native loop's own buffers, allocated once and
+// reused every iteration; otherwise the bytes of every value the body makes, an upper bound (a loop run
+// from the host calls its body's executable, whose plan the report does not keep).
 export function iterationLine(loop) {
+  if (typeof loop.buffer_bytes === "number") {
+    return `one native loop: one iteration lives in ${plural(loop.buffer_count, "buffer")}, ${fmtBytes(loop.buffer_bytes)}, allocated once and reused every iteration`;
+  }
   const what = loop.op === "scf.if" ? "its branches make" : "one iteration makes";
   const bytes = typeof loop.iteration_bytes === "number" ? `, ${fmtBytes(loop.iteration_bytes)}` : "";
-  return `${what} ${plural(loop.iteration_values, "value")}${bytes} (at most live at once inside it; the body's own memory plan is not recorded)`;
+  const runs = loop.runs ? `; runs from the host: ${loop.runs}` : "";
+  return `${what} ${plural(loop.iteration_values, "value")}${bytes} (at most live at once inside it; the body's own memory plan is not recorded)${runs}`;
 }
 
 // The loop's step: each region's sub-steps, in the order they run every iteration.

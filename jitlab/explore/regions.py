@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..report import CompileReport, GraphSnapshot, OpNode
+from ..report import CompileReport, GraphSnapshot, LoopRecord, OpNode
 from .compare import type_bytes
 
 LOOPS = ("scf.for", "scf.while")
@@ -125,6 +125,7 @@ def loops_data(report: CompileReport, seconds: dict[int, float]) -> dict[str, di
         return {}
     bindings = dict(report.memory.bindings) if report.memory is not None else {}
     by_name = {r: n for n in graph.nodes for r in n.results}
+    runs = {r.uid: r for r in report.loops}
     out: dict[str, dict[str, Any]] = {}
     for n in (m for m in graph.nodes if m.regions):
         count, regions = trips(n, by_name), _region_ops(graph, n)
@@ -134,6 +135,16 @@ def loops_data(report: CompileReport, seconds: dict[int, float]) -> dict[str, di
             "op": n.name, "label": header_label(n, by_name), "trips": count, "parent": n.parent,
             "regions": [{"name": _region_name(n, r), "steps": [m.uid for m in ops]} for r, ops in enumerate(regions)],
             "iteration_values": len(sizes), "iteration_bytes": None if None in sizes else sum(sizes),
+            **_how_it_runs(runs.get(n.uid)),
             "seconds": spent,
             "seconds_per_iteration": spent / count if spent is not None and isinstance(count, int) and count else None}
     return out
+
+
+def _how_it_runs(record: LoopRecord | None) -> dict[str, Any]:
+    """The backend's record of a loop: "native" or why it runs from the host, and a native loop's own
+    buffers (allocated once, reused every iteration: one iteration's live set)."""
+    native = record is not None and record.native
+    return {"runs": None if record is None else "native" if native else record.reason,
+            "buffer_bytes": record.iteration_bytes if native else None,
+            "buffer_count": len(record.buffers) if native else None}

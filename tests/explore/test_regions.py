@@ -8,6 +8,7 @@ import pytest
 
 import jitlab as jl
 from jitlab.explore import model
+from jitlab.report import LoopRecord
 from tests.onnx.test_control_flow import early_exit_loop, nested_if_in_loop
 
 
@@ -122,6 +123,24 @@ def test_at_o1_the_schedule_runs_the_loop_as_one_step_and_lists_its_body_as_sub_
     made = [r.type.nbytes() for op in exe.program.walk() if op.uid in body for r in op.results]
     assert data["loops"][str(uid)]["iteration_values"] == len(made)
     assert data["loops"][str(uid)]["iteration_bytes"] == sum(made)
+    (record,) = exe.report.loops                      # the native loop's own buffers, exact
+    assert record.native and data["loops"][str(uid)]["runs"] == "native"
+    assert data["loops"][str(uid)]["buffer_bytes"] == record.iteration_bytes == sum(b["bytes"] for b in record.buffers)
+    assert 0 < record.iteration_bytes <= sum(made) + 2 * u.nbytes
+
+
+def test_each_loop_says_how_the_backend_runs_it():
+    u = np.random.default_rng(1).standard_normal(16).astype(np.float32)
+    exe = compiled(heat, u, 5)
+    (uid, _), = region_ops(exe.program, "scf.for").items()
+    assert model.build(exe.report)["loops"][str(uid)]["runs"] is None        # O0 keeps no record
+    exe.report.loops = [LoopRecord(uid=uid, op="scf.for", native=False, reason="np.sort (%12) runs on the host")]
+    loop = model.build(exe.report)["loops"][str(uid)]
+    assert (loop["runs"], loop["buffer_bytes"], loop["buffer_count"]) == ("np.sort (%12) runs on the host", None, None)
+    exe.report.loops = [LoopRecord(uid=uid, op="scf.for", native=True, iteration_bytes=192,
+                                   buffers=[{"values": ["%3"], "bytes": 64}] * 3)]
+    loop = model.build(exe.report)["loops"][str(uid)]
+    assert (loop["runs"], loop["buffer_bytes"], loop["buffer_count"]) == ("native", 192, 3)
 
 
 def test_a_while_loop_opens_onto_its_condition_and_body():
