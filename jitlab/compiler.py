@@ -266,7 +266,8 @@ def compile_regions(compiled: Program, opts: CompileOptions, report: CompileRepo
         if loop is not None:
             loops[op.uid] = loop
         report.loops.append(_loop_record(op, loop, reason))
-    report.stats["native_loops"] = len(loops)
+    if report.loops:                    # a program without control flow keeps the stats it always had
+        report.stats["native_loops"] = len(loops)
     return runners, loops
 
 
