@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(config, items):
     """Names each test of an `xdist_group` by its group, as `--dist loadgroup` needs to send the group to
     one worker: xdist 3.8 writes the name into `item._nodeid`, which pytest 9.2 no longer reads (a node's
     id is its `_id`), so without this every group was split across the workers."""
-    if NodeId is None or not config.getvalue("loadgroup"):      # set in xdist's workers under loadgroup
+    if NodeId is None or not getattr(config.option, "loadgroup", False):     # set in xdist's workers under loadgroup
         return
     for item in items:
         groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))

@@ -181,6 +181,7 @@ def test_imperative_benchmarks_match_their_loop_free_forms():
     np.testing.assert_allclose(suite.conv_loop(x, w), np.einsum("cijab,ocab->oij", windows, w), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow       # two new processes compiling cold: tests/backends/test_warm.py checks the cache they share
 def test_starts_in_new_processes_warm_from_the_cold_starts_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("JITLAB_EXECUTABLE_CACHE", "1")
     path = tmp_path / "out.json"

@@ -6,8 +6,8 @@ from jitlab.backends.numba_cuda import device
 from jitlab.bench import cuda as bench
 from tests.cuda.helpers import check
 
-CASES = [(p, "O2") for p in bench.suite("small")] + [(p, "O1") for p in bench.suite("small")
-                                                    if p.name in ("chain", "mlp")]
+CASES = [(p, "O2") for p in bench.suite("small")] + [    # O1's kernels are O2's, launched one by one
+    pytest.param(p, "O1", marks=pytest.mark.slow) for p in bench.suite("small") if p.name in ("chain", "mlp")]
 
 
 @pytest.mark.parametrize("program,level", CASES, ids=lambda c: getattr(c, "name", c))

@@ -7,6 +7,7 @@ import pytest
 
 import jitlab as jl
 from tests.autodiff.test_training import cnn_loss, mlp_loss
+from tests.budget import first_fast
 
 
 def mlp_setup(rng):
@@ -29,7 +30,7 @@ MODELS = {"mlp": (mlp_loss, mlp_setup), "convnet": (cnn_loss, cnn_setup)}
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))
-@pytest.mark.parametrize("level", ("O1", "O2"))
+@pytest.mark.parametrize("level", first_fast("O2", "O1"))
 def test_training_steps_on_cuda_match_o0(model, level):
     loss, setup = MODELS[model]
 
