@@ -3,7 +3,7 @@ pool) against O0, the observed timeline against the plan, and the targets on the
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 
 import jitlab as jl
 from jitlab.bench import models
@@ -11,6 +11,7 @@ from jitlab.passes import pipeline_for
 from jitlab.passes.liveness import StepGraph
 from jitlab.runtime.memexec import run_with_arena, run_with_pool
 from jitlab.runtime.pool import MemoryPool
+from tests.budget import compiled_examples
 from tests.memory.oracles import check_plan, observed_live_bytes
 from tests.programs import programs
 
@@ -46,6 +47,7 @@ def check_levels(program, inputs):
     return static, dynamic
 
 
+@settings(max_examples=compiled_examples(15), deadline=None)
 @given(programs(max_ops=12))
 def test_random_programs_run_correctly_under_both_plans(case):
     check_levels(case.program, case.inputs)

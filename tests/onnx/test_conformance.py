@@ -7,6 +7,7 @@ import functools
 import pytest
 
 from jitlab.onnx.conformance import STATUSES, main, node_cases, run_conformance
+from tests.budget import first_fast
 
 EXCLUSIONS = {"control flow", "random", "training", "sequence/optional", "sequence/optional/map type", "string",
               "element type outside jitlab's dtypes"}
@@ -34,7 +35,7 @@ def test_full_run_at_O0_has_no_wrong_answers_or_errors_and_passes_90_percent():
     assert sum(counts[s] for s in STATUSES) == len(t.subset)
 
 
-@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("level", first_fast("O1", "O2"))     # O2: its random programs in the default run
 def test_one_case_per_op_type_at_higher_levels(level):
     t = table(level, True)
     assert not t.failures("wrong") and not t.failures("error"), t.format()

@@ -7,11 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitlab as jl
+from tests.budget import compiled_examples
 from tests.loop_programs import loop_programs
 from tests.programs import assert_same
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=compiled_examples(6), deadline=None)
 @given(loop_programs(max_ops=6))
 def test_random_loop_programs_at_every_level(case):
     for level in ("O0", "O1", "O2"):
@@ -84,7 +85,7 @@ def stencil_loops(draw):
     return fn, rng.standard_normal((n, 3)), rng.standard_normal((n, 3))
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=compiled_examples(3), deadline=None)
 @given(stencil_loops())
 def test_random_loops_with_dynamic_indices_and_branches_against_numpy(case):
     fn, a, b = case

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 import jitlab as jl
+from tests.budget import compiled_examples
 from tests.programs import assert_same, programs, rounding_noise
 
 
@@ -17,7 +18,7 @@ def assert_matches_reference(program, inputs, got, expected) -> None:
 
 
 @pytest.mark.parametrize("level", ("O1", "O2"))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=compiled_examples(20), deadline=None)
 @given(case=programs(max_ops=8))
 def test_donating_every_input_gives_the_same_answers(level, case):
     expected = jl.compile(case.program, level="O0")(*case.inputs)

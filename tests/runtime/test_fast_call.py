@@ -8,6 +8,7 @@ from hypothesis import given, settings
 
 import jitlab as jl
 from jitlab.errors import InputError
+from tests.budget import compiled_examples
 from tests.programs import programs
 from tests.runtime.test_donation_random import assert_matches_reference
 from tests.runtime.test_result_ownership import check_owned
@@ -27,7 +28,7 @@ def _bitwise_equal(got, expected) -> None:
 
 
 @pytest.mark.parametrize("level", LEVELS)
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=compiled_examples(15), deadline=None)
 @given(case=programs(max_ops=8))
 def test_fast_calls_answer_as_the_general_path_and_hand_out_fresh_results(level, case):
     # the general path runs the same kernels, so its answers are the fast path's bit for bit; that

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import jitlab as jl
 from jitlab.ir import Builder, Dense
+from tests.budget import compiled_examples
 from tests.programs import assert_same, programs
 
 LEVELS = ("O0", "O1", "O2")
@@ -62,7 +63,7 @@ def check_owned(results, inputs):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=compiled_examples(12), deadline=None)
 @given(case=programs_returning_aliases())
 def test_results_never_alias_inputs_or_each_other(level, case):
     exe = jl.compile(case.program, level=level, target="cpu")
