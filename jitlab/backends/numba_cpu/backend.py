@@ -142,6 +142,16 @@ def contraction_operands(block, con: Operation) -> list[tuple[int, bool]]:
     return out
 
 
+def contraction_of(group: Operation) -> Operation | None:
+    """The contraction a fused group is built around (matmul, conv, ...), or None."""
+    return next((op for op in group.body.ops if op.has(Trait.CONTRACTION)), None)
+
+
+def has_epilogue(group: Operation, con: Operation) -> bool:
+    """Whether ops of the group run after its contraction (else the library call is the whole kernel)."""
+    return any(is_epilogue_op(op, con) for op in group.body.ops)
+
+
 def is_epilogue_op(op: Operation, con: Operation) -> bool:
     """Whether `op` of a contraction group runs after the contraction (not the contraction,
     the terminator, or a transpose folded into its operands)."""

@@ -25,7 +25,7 @@ from ..kernel_cache import KernelCache, default_cache, support_hash
 from ..loopnest import ARGUMENT_LISTS, PARALLEL_THRESHOLD, reads_result_in_place
 from ..native import CallLayout, NativeKernel
 from . import conv_native, helpers, native_build, winograd
-from .backend import contraction_operands, epilogue_target, is_epilogue_op
+from .backend import contraction_of, contraction_operands, epilogue_target, is_epilogue_op
 from .codegen import generate
 from .contraction import ContractionKernel, Conv, Matmul, NativeConv, NativeWinograd, Winograd
 from .fastmath import TABLE as FASTMATH_TABLE
@@ -49,7 +49,7 @@ HELPER_NAMES = sorted(n for n in vars(helpers) if n.startswith("_") and not n.st
 def compile_group(group: Operation, options: dict[str, Any]) -> Kernel:
     """The group's kernel: a contraction's library product and epilogue, else its loop nest (or
     numpy op by op, where selection prefers it)."""
-    contraction = next((op for op in group.body.ops if op.has(Trait.CONTRACTION)), None)
+    contraction = contraction_of(group)
     if contraction is not None:
         return _compile_contraction(group, contraction, options)
     return select(group, _compile_generated(group, options), bool(options.get("autotune", False)))

@@ -28,7 +28,7 @@ from ...ir.program import Program
 from ..base import KernelParam, ParamRole
 from ..kernel_cache import default_cache
 from ..loopnest import PARALLEL_THRESHOLD
-from .backend import NUMBA_DTYPES, contraction_operands, epilogue_target, is_epilogue_op
+from .backend import NUMBA_DTYPES, contraction_of, contraction_operands, epilogue_target, has_epilogue
 from .codegen import generate
 from .kernels import key_parts_for, module_header, numba_type
 from .numpy_blas import addresses as blas_addresses
@@ -94,7 +94,7 @@ def _why_not_op(op: Operation) -> str | None:
     if odd is not None:
         return f"{where} is on {odd}: the native loop takes static shapes of numba's dtypes"
     if op.name == "jit.group":
-        con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
+        con = contraction_of(op)
         if con is not None and (con.name != "np.matmul" or con.result.type.dtype.name not in ("float32", "float64")
                                 or (con.operands[0].type.rank > 2 and con.operands[1].type.rank > 2)):
             return f"{where} holds a {con.name} that numba's BLAS calls do not run inside a loop"
@@ -200,11 +200,11 @@ class _Source:
     def _group(self, op: Operation) -> None:
         ins = [self.names[v] for v in op.operands]
         outs = [self.buffer(r) for r in op.results]
-        con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
+        con = contraction_of(op)
         extra: list[str] = []
         if con is not None:
             extra = [self._contraction(op, con, ins, outs)]
-            if not any(is_epilogue_op(o, con) for o in op.body.ops):
+            if not has_epilogue(op, con):
                 return
         kernel = generate(op.body, "kernel", [con.result] if con is not None else [])
         prefix = self._kernel(kernel)

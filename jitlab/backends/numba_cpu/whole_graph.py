@@ -26,7 +26,7 @@ from ...ir.shapes import Sym
 from ...report import BufferRecord, MemoryPlan
 from ..base import KernelParam, ParamRole
 from ..loopnest import PARALLEL_THRESHOLD
-from .backend import NUMBA_DTYPES, contraction_operands, epilogue_target, is_epilogue_op
+from .backend import NUMBA_DTYPES, contraction_of, contraction_operands, epilogue_target, has_epilogue
 from .codegen import GeneratedKernel, generate
 from .kernels import module_header
 from .o2_runner import Fallback, KernelCall, Segment
@@ -64,7 +64,7 @@ def why_not_compiled(op: Operation) -> str | None:
     if odd is not None and op.name != "func.return":
         return f"{op.name} on {odd.name}: numba compiles no {odd.name} arrays"
     if op.name == "jit.group":
-        con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
+        con = contraction_of(op)
         if con is not None and con.result.type.dtype.name not in ("float32", "float64"):
             return f"{con.name} on {con.result.type.dtype.name}: numba's BLAS calls take only float32 and float64"
         if con is not None and con.name == "np.matmul" and not _dot_ok(con):
@@ -80,7 +80,7 @@ def heavy_group(op: Operation) -> str | None:
     results = [r.type for r in op.results]
     if not results or not all(t.is_static for t in results):
         return None
-    con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
+    con = contraction_of(op)
     if con is not None and all(v.type.is_static for v in con.operands):
         macs = contraction_macs(con)
         if macs >= HEAVY_MACS:
@@ -281,11 +281,11 @@ class _SegmentSource:
     def _emit_group(self, op: Operation) -> None:
         ins = [self.array(v) for v in op.operands]
         outs = [self.array(r) for r in op.results]
-        con = next((o for o in op.body.ops if o.has(Trait.CONTRACTION)), None)
+        con = contraction_of(op)
         extra: list[str] = []
         if con is not None:
             extra = [self._contraction(op, con, ins, outs)]
-            if not any(is_epilogue_op(o, con) for o in op.body.ops):
+            if not has_epilogue(op, con):
                 return
         prefix = self._kernel(op, [con.result] if con is not None else [])
         dims, size = self._dims(op, con)
