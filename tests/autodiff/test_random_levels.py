@@ -14,7 +14,7 @@ from tests.programs import assert_same, programs
 
 
 @pytest.mark.parametrize("level", ("O1", "O2"))
-@settings(max_examples=compiled_examples(8), deadline=None)
+@settings(max_examples=compiled_examples(4), deadline=None)
 @given(case=programs(dtypes=("f64",), allow_empty=False), seed=st.integers(0, 2**31), recompute=st.booleans())
 def test_backward_graphs_of_random_programs_equal_o0(level, case, seed, recompute):
     program, _ = with_weighted_sum_loss(case.program, seed)

@@ -182,6 +182,7 @@ def test_convolutions_with_native_epilogues_equal_o0(strides, pads, dilations, g
     np.testing.assert_allclose(exe(x, w)[0], jl.compile(program, level="O0")(x, w)[0], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow      # numba compiles its Winograd and im2col convolutions (20 s on CI)
 def test_without_native_libraries_convolutions_run_numbas_threads_and_say_why(tmp_path, monkeypatch):
     monkeypatch.setenv(native_build.ENV_VAR, "0")
     x = RNG.standard_normal((1, 4, 16, 16), dtype=np.float32)

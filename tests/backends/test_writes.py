@@ -3,7 +3,6 @@ is checked against plain numpy (run untraced), results and arguments alike; the 
 is checked to update in place where the written array dies at the write, and to copy where
 it is still read."""
 
-import os
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ import jitlab as jl
 from jitlab.errors import InputError
 from jitlab.passes.pipelines import pipeline_for
 from jitlab.report import CompileReport
+from tests.budget import compiled_examples
 from tests.strategies import INDEX_KINDS, write_index
 
 LEVELS = ("O0", "O1", "O2")
@@ -291,7 +291,7 @@ def _apply(steps, local):
     return f
 
 
-@settings(max_examples=int(os.environ.get("JITLAB_HYPOTHESIS_EXAMPLES", 6)), deadline=None)
+@settings(max_examples=compiled_examples(3), deadline=None)
 @given(write_sequences(), st.sampled_from(["O1", "O2"]), st.booleans())
 def test_random_write_sequences_agree_with_numpy_at_o1_o2(steps, level, local):
     f = _apply(steps, local)

@@ -19,6 +19,9 @@ def quick_models(tmp_path_factory):
     return code, json.loads(path.read_text())
 
 
+# a cold and a warm process per level (a minute on CI): under -m slow; in the default run
+# tests/backends/test_kernel_cache.py checks that a second process loads its kernels from disk
+@pytest.mark.slow
 def test_quick_model_runs_on_onnxruntime_and_both_levels(quick_models):
     code, data = quick_models
     assert code == 0 and data["benchmarks"] == []
@@ -37,6 +40,7 @@ def test_quick_model_runs_on_onnxruntime_and_both_levels(quick_models):
         assert cold["trace"] + cold["setup"] + cold["passes"] + cold["kernels"] <= cold["total"] <= r["compile_cold_s"]
 
 
+@pytest.mark.slow
 def test_the_report_has_a_row_per_model_and_runner(quick_models):
     text = cli.format_report(quick_models[1])
     rows = [line for line in text.splitlines() if line.startswith("| tiny_convnet |")]

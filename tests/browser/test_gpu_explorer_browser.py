@@ -19,7 +19,9 @@ import numpy as np, jitlab as jl
 from tests.cuda.test_streams import two_branches
 rng = np.random.default_rng(0)
 args = [rng.standard_normal(s).astype(np.float32) for s in [(4, 5), (5, 3), (3, 6)]]
-exe = jl.compile(jl.trace(two_branches, *args), level="O1", target="cuda", streams=2, progress=False)
+# a small grid: the simulator runs every thread of a block as a Python thread
+exe = jl.compile(jl.trace(two_branches, *args), level="O1", target="cuda", streams=2, progress=False,
+                 threads_per_block=32, max_blocks=2)
 assert exe.report.streams.streams == 2
 np.testing.assert_allclose(exe(*args)[0], two_branches(*args), rtol=1e-4, atol=1e-5)
 jl.profile(exe, *args, repeats=2)

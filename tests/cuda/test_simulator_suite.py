@@ -1,4 +1,5 @@
-"""Runs each CUDA test module in its own pytest process under numba's simulator."""
+"""Runs the CUDA test modules under numba's simulator, a few modules to each pytest process of its own
+(a process costs seconds to start; four spread the modules over xdist's workers)."""
 
 import os
 import subprocess
@@ -13,15 +14,19 @@ HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
 # test_gpu.py is all real-hardware tests: under the simulator it would only skip.
 MODULES = sorted(p.name for p in HERE.glob("test_*.py") if p.name not in MAIN_RUN_ONLY + ["test_gpu.py"])
+# the heaviest modules first, so that dealing the modules out in turn gives each process one of them
+HEAVY = ["test_kernels.py", "test_training.py", "test_bench.py", "test_contractions.py"]
+ORDER = [m for m in HEAVY if m in MODULES] + [m for m in MODULES if m not in HEAVY]
+CHUNKS = [ORDER[k::4] for k in range(4)]
 
 
-@pytest.mark.parametrize("module", MODULES)
-def test_module_under_the_simulator(module, tmp_path):
+@pytest.mark.parametrize("modules", CHUNKS, ids=lambda c: "+".join(m[5:-3] for m in c))
+def test_modules_under_the_simulator(modules, tmp_path):
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(ROOT), "JITLAB_CACHE_DIR": str(tmp_path)}
     env.pop("JITLAB_TEST_GPU", None)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore::RuntimeWarning",
-               str(HERE / module)]
+               *(str(HERE / m) for m in modules)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
-        pytest.fail(f"{module} under the simulator (exit {done.returncode}):\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}",
+        pytest.fail(f"{', '.join(modules)} under the simulator (exit {done.returncode}):\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}",
                     pytrace=False)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import jitlab as jl
 from jitlab.errors import JitlabError, ParseError, UnsupportedError
+from tests.budget import compiled_examples
 
 LEVELS = ("O0", "O1", "O2")
 # Each level compiles its own kernels (seconds each on a cold cache): by default the complex128
@@ -347,7 +348,7 @@ UNARY = [lambda u: -u, np.conj, np.exp, np.sqrt, np.square, lambda u: u * 1j, la
 BINARY = [np.add, np.subtract, np.multiply, lambda u, v: u / (v + 2), lambda u, v: np.where(u == v, u, v)]
 
 
-@settings(max_examples=int(os.environ.get("JITLAB_HYPOTHESIS_EXAMPLES", 5)), deadline=None)
+@settings(max_examples=compiled_examples(3), deadline=None)
 @given(st.data())
 def test_random_complex_expressions(data):
     """Random chains of complex ops over broadcast operands, fused at O1, against numpy."""

@@ -15,7 +15,7 @@ from jitlab.fuzz import RTOL, Case, build, differences, generate, run_case
 from jitlab.fuzz.generate import Choices
 
 SCALE = int(os.environ.get("JITLAB_FUZZ_EXAMPLES", "0"))
-COUNTS = {"O0": SCALE or 150, "O1": SCALE or 25, "O2": SCALE or 25}
+COUNTS = {"O0": SCALE or 150, "O1": SCALE or 12, "O2": SCALE or 12}
 FIRST_SEED = {"O0": 0, "O1": 50_000, "O2": 60_000}
 
 

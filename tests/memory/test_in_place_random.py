@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import jitlab as jl
 from jitlab.ir import Builder, Dense, Program, TensorType
+from tests.budget import compiled_examples
 from tests.programs import Case
 
 UNARY = ["tanh", "sigmoid", "neg", "abs", "relu", "sin", "square"]
@@ -87,7 +88,7 @@ def _check(case: Case, level: str, donate: bool) -> None:
 
 # Every example compiles new kernels: a third of the profile's examples (HYPOTHESIS_PROFILE=thorough for more).
 @pytest.mark.parametrize("level", ("O1", "O2"))
-@settings(max_examples=max(15, settings.default.max_examples // 3), deadline=None)
+@settings(max_examples=compiled_examples(8), deadline=None)
 @given(case=contraction_programs(), donate=st.booleans())
 def test_mixed_contraction_programs_match_o0(level, case, donate):
     _check(case, level, donate)

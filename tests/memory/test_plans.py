@@ -47,7 +47,7 @@ def check_levels(program, inputs):
     return static, dynamic
 
 
-@settings(max_examples=compiled_examples(15), deadline=None)
+@settings(max_examples=compiled_examples(8), deadline=None)
 @given(programs(max_ops=12))
 def test_random_programs_run_correctly_under_both_plans(case):
     check_levels(case.program, case.inputs)
@@ -62,6 +62,7 @@ def test_size_0_tensors():
                  [np.ones((2, 0, 2), np.float32), np.ones(3, np.float32)])
 
 
+@settings(max_examples=compiled_examples(10), deadline=None)
 @given(programs(max_ops=12))
 def test_live_bytes_match_numpy_views_measured_while_running(case):
     """Without in-place reuse, the planner's live set per step is what numpy really keeps alive."""

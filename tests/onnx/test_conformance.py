@@ -9,6 +9,9 @@ import pytest
 from jitlab.onnx.conformance import STATUSES, main, node_cases, run_conformance
 from tests.budget import first_fast
 
+# the full O0 run (seconds) is made once, in one worker, for the tests that read it
+pytestmark = pytest.mark.xdist_group("onnx-conformance")
+
 EXCLUSIONS = {"control flow", "random", "training", "sequence/optional", "sequence/optional/map type", "string",
               "element type outside jitlab's dtypes"}
 

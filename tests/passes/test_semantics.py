@@ -4,10 +4,11 @@ Canonicalization, CSE and DCE must be exact to the bit; decompositions and level
 pipelines must agree to within float rounding."""
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 
 import jitlab as jl
 from jitlab.passes import LEVELS, pipeline_for
+from tests.budget import compiled_examples
 from tests.passes.filecheck import assert_identical
 from tests.passes.strategies import redundant_programs
 from tests.programs import assert_same, programs
@@ -50,6 +51,7 @@ def test_canonicalize_removes_redundancy_exactly_and_reaches_a_fixpoint(case):
     assert sum(report.passes[-1].ops_after.values()) <= sum(report.passes[0].ops_before.values())
 
 
+@settings(max_examples=compiled_examples(10), deadline=None)
 @given(case=redundant_programs())
 def test_o1_on_redundant_programs(case):
     exe = jl.compile(case.program, level="O1")

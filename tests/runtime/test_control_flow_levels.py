@@ -12,7 +12,7 @@ from tests.loop_programs import loop_programs
 from tests.programs import assert_same
 
 
-@settings(max_examples=compiled_examples(6), deadline=None)
+@settings(max_examples=compiled_examples(4), deadline=None)
 @given(loop_programs(max_ops=6))
 def test_random_loop_programs_at_every_level(case):
     for level in ("O0", "O1", "O2"):

@@ -18,7 +18,7 @@ def assert_matches_reference(program, inputs, got, expected) -> None:
 
 
 @pytest.mark.parametrize("level", ("O1", "O2"))
-@settings(max_examples=compiled_examples(20), deadline=None)
+@settings(max_examples=compiled_examples(10), deadline=None)
 @given(case=programs(max_ops=8))
 def test_donating_every_input_gives_the_same_answers(level, case):
     expected = jl.compile(case.program, level="O0")(*case.inputs)

@@ -28,7 +28,7 @@ def _bitwise_equal(got, expected) -> None:
 
 
 @pytest.mark.parametrize("level", LEVELS)
-@settings(max_examples=compiled_examples(15), deadline=None)
+@settings(max_examples=compiled_examples(8), deadline=None)
 @given(case=programs(max_ops=8))
 def test_fast_calls_answer_as_the_general_path_and_hand_out_fresh_results(level, case):
     # the general path runs the same kernels, so its answers are the fast path's bit for bit; that

@@ -63,7 +63,7 @@ def check_owned(results, inputs):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-@settings(max_examples=compiled_examples(12), deadline=None)
+@settings(max_examples=compiled_examples(6), deadline=None)
 @given(case=programs_returning_aliases())
 def test_results_never_alias_inputs_or_each_other(level, case):
     exe = jl.compile(case.program, level=level, target="cpu")

@@ -33,7 +33,7 @@ from .codegen import generate
 from .kernels import key_parts_for, module_header, numba_type
 from .numpy_blas import addresses as blas_addresses
 from .timing import timed_compile
-from .whole_graph import GEMM_IMPORT, dot_call
+from .whole_graph import GEMM_IMPORT, dot_call, kernel_functions
 
 INLINE = frozenset({"np.concatenate", "np.dynamic_slice", "np.dynamic_update_slice"})
 _SKIPPED = frozenset({"mem.alloc", "mem.free", "mem.reuse", "func.return"})
@@ -221,7 +221,7 @@ class _Source:
         self.lines.append(f"{prefix}_{which}({', '.join(arrays + [str(d) for d in dims])})")
 
     def _kernel(self, kernel) -> str:
-        body = (_decorate(kernel.par, "prange(" in kernel.par) + "\n\n\n" + _decorate(kernel.seq, False))
+        body = kernel_functions(kernel)
         if body not in self.kernels:
             self.kernels[body] = prefix = f"g{len(self.kernels)}"
             self.sources.append(body.replace("def kernel_", f"def {prefix}_"))
@@ -323,11 +323,6 @@ def _last_uses(body: Program) -> dict[Value, int]:
 
 def _shape(t) -> str:
     return repr(tuple(int(d) for d in t.shape))
-
-
-def _decorate(src: str, parallel: bool) -> str:
-    flags = "parallel=True, " if parallel else ""
-    return f"@njit({flags}fastmath=FLAGS, error_model=\"numpy\", cache=True)\n{src}"
 
 
 @dataclass

@@ -308,8 +308,7 @@ class _SegmentSource:
         key = op.attrs["key"]
         if key not in self.b.kernels:
             kernel = generate(op.body, "kernel", materialized)
-            # a kernel that raises has no prange loop (codegen.generate): parallel=True would only warn
-            body = _decorate(kernel.par, "prange(" in kernel.par) + "\n\n\n" + _decorate(kernel.seq, False)
+            body = kernel_functions(kernel)
             # Groups differing only in their shapes (ResNet's conv + batch-norm epilogues) generate the
             # same source: one function serves them all, and numba compiles it once, not per group.
             if body not in self.b.bodies:
@@ -371,6 +370,12 @@ def dot_call(a: str, b: str, dst: str, con: Operation, ta: bool, tb: bool) -> st
     return (f"for _i in range({a}.reshape(-1, {m}, {k}).shape[0]):\n"
             f"        gemm(blas, {a}.reshape(-1, {m}, {k})[_i], {b}.reshape(-1, {k}, {n})[_i], "
             f"{dst}.reshape(-1, {m}, {n})[_i], False, False)")
+
+
+def kernel_functions(kernel) -> str:
+    """A generated kernel's parallel and sequential functions, decorated, as one module text."""
+    # a kernel that raises has no prange loop (codegen.generate): parallel=True would only warn
+    return _decorate(kernel.par, "prange(" in kernel.par) + "\n\n\n" + _decorate(kernel.seq, False)
 
 
 def _decorate(src: str, parallel: bool) -> str:
