@@ -14,8 +14,8 @@ def compiled_examples(n: int) -> int:
     return 10 * n if THOROUGH else n
 
 
-def first_fast(*values, unpack: bool = False):
-    """Parameter values of which only the first runs in the default run, the rest under `-m slow`:
+def first_fast(*values, unpack: bool = False, keep: int = 1):
+    """Parameter values of which only the first `keep` run in the default run, the rest under `-m slow`:
     for cases that each compile a large program and differ in a way the first already exercises.
     With `unpack`, each value is a tuple of several argnames' values."""
-    return [values[0], *(pytest.param(*(v if unpack else (v,)), marks=pytest.mark.slow) for v in values[1:])]
+    return [*values[:keep], *(pytest.param(*(v if unpack else (v,)), marks=pytest.mark.slow) for v in values[keep:])]

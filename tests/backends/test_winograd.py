@@ -8,6 +8,7 @@ import jitlab as jl
 from jitlab.backends.numba_cpu import conv_operands, winograd
 from jitlab.backends.numba_cpu.blas import addresses, one_blas_thread
 from jitlab.backends.numba_cpu.library import conv2d_nb
+from tests.budget import first_fast
 from tests.programs import assert_same
 
 RNG = np.random.default_rng(7)
@@ -71,8 +72,8 @@ def test_fits_neither_other_kernel_sizes_nor_half_floats():
 @pytest.mark.parametrize("level", ["O1", "O2"])
 # Sizes of at least 4M multiply-adds: O2 calls such a conv's kernel between its segments (a smaller
 # one runs inside a segment, where the im2col conv is inlined).
-@pytest.mark.parametrize("c, o, size, dtype, n", [
-    (32, 32, (28, 28), "f32", 1), (24, 40, (16, 20), "f32", 2), (64, 32, (18, 14), "f64", 1)])
+@pytest.mark.parametrize("c, o, size, dtype, n", first_fast(
+    (32, 32, (28, 28), "f32", 1), (24, 40, (16, 20), "f32", 2), (64, 32, (18, 14), "f64", 1), unpack=True))
 def test_winograd_conv_with_its_epilogue_equals_o0(level, c, o, size, dtype, n):
     program = conv_program(c, o, size, dtype=dtype, n=n)
     x = RNG.standard_normal((n, c, *size)).astype(np.float32 if dtype == "f32" else np.float64)
