@@ -254,15 +254,16 @@ def compile_regions(compiled: Program, opts: CompileOptions, report: CompileRepo
     for op in compiled.body.ops:
         if op.name not in REGION_OPS:
             continue
-        bodies = []
+        bodies, nested = [], {}
         for r in range(len(op.regions)):
             exe = compile(region_program(op, r, compiled), opts.level, opts.target, verify_each=opts.verify_each,
                           **given)
             runners[(op.uid, r)] = _region_runner(exe)
             bodies.append(exe.program)
+            nested.update(getattr(exe._runner, "loops", None) or {})
             report.stats["region_programs"] = report.stats.get("region_programs", 0) + 1
             report.stats["region_kernels"] = report.stats.get("region_kernels", 0) + len(exe.report.kernels)
-        loop, reason = opts.backend.compile_loop(op, bodies, _host(runners, op), opts.backend_options())
+        loop, reason = opts.backend.compile_loop(op, bodies, _host(runners, op), opts.backend_options(), nested)
         if loop is not None:
             loops[op.uid] = loop
         report.loops.append(_loop_record(op, loop, reason))

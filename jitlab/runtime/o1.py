@@ -192,6 +192,7 @@ class O1Runner:
     def __init__(self, program: Program, kernels: dict[int, Kernel], plan: MemoryPlan | None = None,
                  regions: dict[tuple[int, int], Callable] | None = None, loops: dict[int, Callable] | None = None):
         slots: dict[Value, int] = {v: i for i, v in enumerate(program.inputs)}
+        self.loops = loops or {}          # a loop around this program's (a region's) inlines them
         self.constants: dict[int, np.ndarray] = {}
         self.steps: list[Step] = []
         allocs: dict[str, bool] = {}          # value name -> is an output, from mem.alloc ops
@@ -223,7 +224,7 @@ class O1Runner:
             elif op.has(Trait.VIEW):
                 self.steps.append(ViewStep(op, ins, outs))
             elif op.name in REGION_OPS:
-                self.steps.append(RegionStep(op, ins, outs, regions or {}, (loops or {}).get(op.uid)))
+                self.steps.append(RegionStep(op, ins, outs, regions or {}, self.loops.get(op.uid)))
             elif op.has(Trait.MEMORY):
                 continue
             else:

@@ -6,7 +6,8 @@ import pytest
 from jitlab.backends.numba_cpu.blas import addresses, gemm, gemm_split, one_blas_thread
 
 rng = np.random.default_rng(5)
-SHAPES = [(3, 4, 5), (1, 1, 1), (0, 3, 2), (3, 0, 2), (3, 2, 0), (65, 129, 33)]
+# one row or one column out (m or n of 1) is a gemv
+SHAPES = [(3, 4, 5), (1, 1, 1), (0, 3, 2), (3, 0, 2), (3, 2, 0), (65, 129, 33), (1, 7, 5), (6, 9, 1)]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

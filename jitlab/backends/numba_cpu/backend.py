@@ -46,10 +46,10 @@ class NumbaCPUBackend(Backend):
 
         return compile_group(group, options)
 
-    def compile_loop(self, op: Operation, bodies: list, host, options: dict[str, Any]):
+    def compile_loop(self, op: Operation, bodies: list, host, options: dict[str, Any], nested: dict):
         from .native_loop import compile_loop
 
-        return compile_loop(op, bodies, host, options)
+        return compile_loop(op, bodies, host, options, nested)
 
     def prepare(self, program, level: str, options: dict[str, Any]) -> None:
         # Starts the native convolution library's build before the passes, so that it overlaps them

@@ -73,20 +73,21 @@ class LoopPlan:
         return sum(nbytes for _, nbytes in self.buffers)
 
 
-def why_not_native(body: Program) -> str | None:
-    """None when every op of the compiled body can run inside a native loop, else why not."""
+def why_not_native(body: Program, nested: dict[int, NativeLoop]) -> str | None:
+    """None when every op of the compiled body can run inside a native loop, else why not. `nested`:
+    the native loops of the body's own loops, by op uid (they run inside this one)."""
     for v in body.inputs:
         if not v.type.is_static or v.type.dtype not in NUMBA_DTYPES:
             return f"the body's argument %{v.name} is {v.type}: the native loop takes static numba types"
     for op in body.body.ops:
-        reason = _why_not_op(op)
+        reason = _why_not_op(op, nested)
         if reason is not None:
             return reason
     return None
 
 
-def _why_not_op(op: Operation) -> str | None:
-    if op.name in _SKIPPED or op.has(Trait.CONSTANT) or op.name == "np.weight":
+def _why_not_op(op: Operation, nested: dict[int, NativeLoop]) -> str | None:
+    if op.name in _SKIPPED or op.has(Trait.CONSTANT) or op.name == "np.weight" or op.uid in nested:
         return None
     where = f"{op.name} (%{op.results[0].name})" if op.results else op.name
     odd = next((v.type for v in (*op.operands, *op.results) if not v.type.is_static
@@ -107,14 +108,15 @@ def _why_not_op(op: Operation) -> str | None:
 class _Source:
     """The source of one native loop function over a compiled body."""
 
-    def __init__(self, n_carried: int, n_captures: int):
+    def __init__(self, n_carried: int, n_captures: int, nested: dict[int, NativeLoop], prefix: str = ""):
         self.n, self.n_captures = n_carried, n_captures
+        self.nested, self.prefix = nested, prefix   # a loop inside another names its functions apart
         self.setup: list[str] = []         # allocations before the loop
         self.lines: list[str] = []         # one iteration
         self.names: dict[Value, str] = {}
         self.kernels: dict[str, str] = {}  # kernel source -> its function name prefix
         self.sources: list[str] = []
-        self.constants: list[Value] = []   # body constants, passed in
+        self.constants: list[np.ndarray] = []   # body constants and weights, passed in
         self.blas = False
         self.plan = LoopPlan()
         self._free: dict[tuple, list[str]] = {}    # (shape, dtype) -> dead buffers
@@ -122,6 +124,8 @@ class _Source:
         self.owned: set[str] = set()               # buffer variables allocated here
         self._last: dict[Value, int] = {}
         self._copied = False
+        self._k = 0                                # the op being emitted, in its region's order
+        self._writable: set[str] = set()           # carried buffers the body may update in place
 
     # -- buffers ----------------------------------------------------------------------
     def buffer(self, value: Value) -> str:
@@ -155,6 +159,8 @@ class _Source:
     def render_for(self, body: Program) -> str:
         """`for i in range(lo, hi, step)` over the body."""
         self.setup += ["iv = np.empty(1, np.int64)", "iv0 = iv.reshape(())"]
+        # one region reads the carried values (a while's two would both read them)
+        self._writable = {f"c{j}" for j in range(self.n)}
         self.emit(body, ["iv0", *self._carry_names()])
         self._yields(body)
         return self._function(["lo", "hi", "step"], ["for i in range(lo, hi, step):", "    iv[0] = i"])
@@ -182,13 +188,16 @@ class _Source:
         self._last, self._free = _last_uses(body), {}
         ops = [op for op in body.body.ops if op.name not in _SKIPPED]
         for k, op in enumerate(ops):
-            self._op(op)
+            self._k = k
+            self._op(op, body)
             self.release(op, k)
 
-    def _op(self, op: Operation) -> None:
+    def _op(self, op: Operation, body: Program) -> None:
         if op.has(Trait.CONSTANT) or op.name == "np.weight":
             self.names[op.results[0]] = f"q{len(self.constants)}"
-            self.constants.append(op.results[0])
+            self.constants.append(_plain(_constant(body, op.results[0])))
+        elif op.uid in self.nested:
+            self._inner_loop(op)
         elif op.has(Trait.VIEW):
             self.names[op.result] = var = f"v{len(self.names)}"
             self.lines.append(f"{var} = {self.names[op.operands[0]]}.reshape({_shape(op.result.type)})")
@@ -220,10 +229,32 @@ class _Source:
         which = "par" if size >= PARALLEL_THRESHOLD else "seq"
         self.lines.append(f"{prefix}_{which}({', '.join(arrays + [str(d) for d in dims])})")
 
+    def _inner_loop(self, op: Operation) -> None:
+        """A loop of the body with a native loop of its own: its function, written beside this one and
+        called each iteration; where it stops at an error, this loop stops too (the host reruns it)."""
+        inner = self.nested[op.uid]
+        sub = _Source(len(op.results), len(inner.carried) - len(op.results), inner.nested,
+                      f"{self.prefix}l{op.uid}_")
+        counted = op.name == "scf.for"
+        self.sources.append(sub.render_for(inner.bodies[0]) if counted else sub.render_while(*inner.bodies))
+        qs = [f"q{len(self.constants) + j}" for j in range(len(sub.constants))]
+        self.constants += sub.constants
+        self.blas |= sub.blas
+        bound = inner.op.attrs.get("max_iterations")
+        bounds = [f"{self.names[v]}[()]" for v in op.operands[:3]] if counted else \
+            [str(_UNBOUNDED if bound is None else bound)]
+        arrays = [self.names[v] for v in (op.operands[3:] if counted else op.operands)]
+        failed = f"f{len(self.lines)}"
+        args = ", ".join([*bounds, *arrays, *qs] + (["blas"] if sub.blas else []))
+        self.lines += [f"{failed}, {failed}r = {sub.prefix}loop({args})", f"if {failed} >= 0:",
+                       "    return it, " + self._carried()]
+        for j, v in enumerate(op.results):
+            self.names[v] = f"{failed}r[{j}]"
+
     def _kernel(self, kernel) -> str:
         body = kernel_functions(kernel)
         if body not in self.kernels:
-            self.kernels[body] = prefix = f"g{len(self.kernels)}"
+            self.kernels[body] = prefix = f"{self.prefix}g{len(self.kernels)}"
             self.sources.append(body.replace("def kernel_", f"def {prefix}_"))
         return self.kernels[body]
 
@@ -256,9 +287,23 @@ class _Source:
     def _dynamic_update_slice(self, op: Operation) -> None:
         x, update = op.operands[:2]
         region = self._region(op, x, op.operands[2:])
-        out = self.buffer(op.result)
-        self.lines.append(f"{out}[...] = {self.names[x]}")
-        self.lines.append(f"{out}[{region}] = {self.names[update]}")
+        var = self.names[x]
+        if self._dies_here(x, var) and not (isinstance(update, OpResult) and update.op.has(Trait.VIEW)):
+            # x is read by nothing after this: its buffer takes the update in place (no copy of x)
+            self.names[op.result] = var
+            if var in self.owned:
+                self.plan.buffers[self._buffer_of[var]][0].append(op.result.name)
+        else:
+            out = self.buffer(op.result)
+            self.lines.append(f"{out}[...] = {var}")
+            var = out
+        self.lines.append(f"{var}[{region}] = {self.names[update]}")
+
+    def _dies_here(self, value: Value, var: str) -> bool:
+        """Whether `value`, in buffer `var`, is last read by the op being emitted and its buffer is this
+        loop's own (not a capture, a constant or an operand)."""
+        return self._last.get(value) == self._k and (var in self.owned or var in self._writable) \
+            and self._holder(var) is value
 
     def _region(self, op: Operation, x: Value, starts) -> str:
         """The checked starts of a dynamic op, as the slice of `x` they pick; the loop ends with the
@@ -282,6 +327,8 @@ class _Source:
         swaps, claimed = [], set()
         for j, v in enumerate(body.outputs):
             var = self.names[v]
+            if var == f"c{j}" and var in self._writable:
+                continue                     # updated in place, or passed through: already where it goes
             if var in self.owned and var not in claimed and isinstance(v, OpResult):
                 claimed.add(var)
                 swaps.append((f"c{j}", var))
@@ -301,7 +348,7 @@ class _Source:
         body = self.setup + ["it = 0", *head]
         body += ["    " + line for line in self.lines] + ["    it += 1", "return -1, " + self._carried()]
         function = "@njit(fastmath=FLAGS, error_model=\"numpy\", cache=True)\n" + \
-            f"def loop({params}):\n" + "\n".join("    " + line for line in body)
+            f"def {self.prefix}loop({params}):\n" + "\n".join("    " + line for line in body)
         return "\n\n\n".join([*self.sources, function])
 
 
@@ -335,6 +382,9 @@ class NativeLoop:
     blas: np.ndarray | None
     host: Callable[[int, list], list]       # runs a region from the host (the error path)
     plan: LoopPlan
+    bodies: list[Program]                   # its compiled regions, for a loop around it to inline it
+    carried: list[Value]                    # the body's carried values and captures
+    nested: dict[int, NativeLoop]           # the native loops of its own body's loops
 
     def __call__(self, args: list) -> list:
         if self.op.name == "scf.for":
@@ -380,24 +430,24 @@ def _plain(a) -> np.ndarray:
 
 
 def compile_loop(op: Operation, bodies: list[Program], host: Callable[[int, list], list],
-                 options: dict) -> tuple[NativeLoop | None, str]:
-    """The native loop of an scf.for or scf.while whose compiled regions are `bodies`, or None and why it
-    runs from the host."""
+                 options: dict, nested: dict[int, NativeLoop]) -> tuple[NativeLoop | None, str]:
+    """The native loop of an scf.for or scf.while whose compiled regions are `bodies` (their own loops'
+    native loops `nested`, by uid), or None and why it runs from the host."""
     if op.name not in ("scf.for", "scf.while"):
         return None, f"{op.name} runs from the host: only scf.for and scf.while have native loops"
     for body in bodies:
-        reason = why_not_native(body)
+        reason = why_not_native(body, nested)
         if reason is not None:
             return None, reason
     n, counted = len(op.results), op.name == "scf.for"
     carried = bodies[0].inputs[1:] if counted else bodies[0].inputs
-    gen = _Source(n, len(carried) - n)
+    gen = _Source(n, len(carried) - n, nested)
     text = gen.render_for(bodies[0]) if counted else gen.render_while(*bodies)
     header = '"""jitlab native loop."""\n\n' + module_header() + (GEMM_IMPORT if gen.blas else "") + _HELPERS
     source = header + "\n\n" + text + "\n"
-    constants = [_plain(_constant(bodies[0], v)) for v in gen.constants]
     signature = tuple(numba_type(p) for p in [_INT] * (3 if counted else 1)
-                      + [_array(v.type) for v in [*carried, *gen.constants]]
+                      + [_array(v.type) for v in carried]
+                      + [KernelParam("q", ParamRole.INPUT, q.dtype, q.ndim) for q in gen.constants]
                       + ([KernelParam("blas", ParamRole.BLAS, np.dtype(np.int64), 1)] if gen.blas else []))
     parts = key_parts_for("loop:" + hashlib.sha256(source.encode()).hexdigest()[:16], str(signature), source)
     entry = (options.get("cache") or default_cache()).load(parts, source)
@@ -405,4 +455,5 @@ def compile_loop(op: Operation, bodies: list[Program], host: Callable[[int, list
         timed_compile(entry.module.loop, signature)
     except Exception as e:  # numba's typing or lowering errors have many types: the host loop runs it
         return None, f"numba could not compile the native loop ({type(e).__name__}: {str(e).splitlines()[0]})"
-    return NativeLoop(op, entry.module.loop, constants, blas_addresses() if gen.blas else None, host, gen.plan), ""
+    return NativeLoop(op, entry.module.loop, gen.constants, blas_addresses() if gen.blas else None, host, gen.plan,
+                      bodies, list(carried), nested), ""

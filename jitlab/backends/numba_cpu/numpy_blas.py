@@ -21,9 +21,11 @@ from .cores import CoreGauge, allowed_cpus
 # (median) for ResNet-50's (1, 2048) @ (2048, 1000), against 0.56 ms on one (one_blas_thread).
 SMALL_PRODUCT = 1 << 22
 
-# numpy's wheels bundle OpenBLAS built with 64-bit integers and these symbol names.
-_SYMBOLS = ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", "scipy_openblas_get_num_threads64_",
-            "scipy_openblas_set_num_threads64_")
+# numpy's wheels bundle OpenBLAS built with 64-bit integers and these symbol names, at these places
+# of `addresses()` (FREE_THREADS, between them, is a count)
+_SYMBOLS = {0: "scipy_cblas_sgemm64_", 1: "scipy_cblas_dgemm64_", 2: "scipy_openblas_get_num_threads64_",
+            3: "scipy_openblas_set_num_threads64_", 5: "scipy_cblas_sgemv64_", 6: "scipy_cblas_dgemv64_"}
+_PRODUCTS = [0, 1, 5, 6]        # without these, compiled code has no BLAS of numpy's to call
 
 
 def _numpy_blas_library() -> str | None:
@@ -43,10 +45,10 @@ FREE_THREADS = 4
 
 @functools.cache
 def addresses() -> np.ndarray:
-    """[sgemm, dgemm, get thread count, set thread count, free threads]: addresses in numpy's BLAS,
-    or zeros where it has none (the thread count functions are zero where only those are
-    missing), and the thread count `free_threads` last measured (every core until then)."""
-    out = np.zeros(5, np.int64)
+    """[sgemm, dgemm, get thread count, set thread count, free threads, sgemv, dgemv]: addresses in
+    numpy's BLAS, or zeros where it has none (the thread count functions are zero where only those
+    are missing), and the thread count `free_threads` last measured (every core until then)."""
+    out = np.zeros(7, np.int64)
     path = _numpy_blas_library()
     if path is None:
         return out
@@ -55,9 +57,9 @@ def addresses() -> np.ndarray:
         lib = ctypes.CDLL(path)
     except OSError:
         return out
-    for k, name in enumerate(_SYMBOLS):
+    for k, name in _SYMBOLS.items():
         out[k] = ctypes.cast(getattr(lib, name, None) or 0, ctypes.c_void_p).value or 0
-    if not out[:2].all():
+    if not out[_PRODUCTS].all():
         out[:] = 0
     return out
 
