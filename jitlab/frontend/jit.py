@@ -28,9 +28,9 @@ from .capture import converted
 from .creation import TRACING_LOCK, routed_creation
 from .pytree import TreeDef, flatten, unflatten
 from .selection import Selection
-from .windows import Window
 from .trace_errors import defined_at, located
 from .tracer import TraceContext, Tracer
+from .windows import Window
 
 
 @dataclass(frozen=True)
