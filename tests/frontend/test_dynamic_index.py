@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitlab as jl
-from jitlab.errors import OutOfBoundsError, TraceError, UnsupportedOp
+from jitlab.errors import OutOfBoundsError, UnsupportedOp
 
 
 def reads(a, i, j):
