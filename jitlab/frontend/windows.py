@@ -394,6 +394,8 @@ def contract(a, b, fn):
         a, b = _agree(ctx, f"np.{fn.__name__}", [(a, ca), (b, cb)])
     af = filled(a, [ca], 0) if isinstance(a, Window) else a
     bf = filled(b, [cb], 0) if isinstance(b, Window) else b
+    if ra == 1 and rb == 1:     # a fused multiply-and-sum, which a native loop runs (a lone matmul it does not)
+        return np.sum(af * bf).astype(np.result_type(af.dtype, bf.dtype))
     spans = {d: s for d, s in a.spans.items() if d != ca} if isinstance(a, Window) else {}
     if isinstance(b, Window) and rb == 2 and 1 in b.spans:
         spans[ra - 1] = b.spans[1]
