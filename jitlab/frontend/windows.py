@@ -333,25 +333,30 @@ def elementwise(fn: Callable, inputs, guard: bool = False):
     inputs = list(inputs)
     spans: dict[int, Span] = {}
     for axis in sorted({d + rank - x.ndim for x in inputs if isinstance(x, Window) for d in x.spans}):
-        at = [(k, x, axis - rank + x.ndim) for k, x in enumerate(inputs) if isinstance(x, Window)
+        at = [(k, axis - rank + x.ndim) for k, x in enumerate(inputs) if isinstance(x, Window)
               and axis - rank + x.ndim in x.spans]
-        agreed = _agree(ctx, "an elementwise op", [(x, d) for _, x, d in at])
-        for (k, _, _), w in zip(at, agreed):
+        agreed = _agree(ctx, "an elementwise op", [(inputs[k], d) for k, d in at])
+        for (k, _), w in zip(at, agreed):
             inputs[k] = w
-        spans[axis] = agreed[0].spans[at[0][2]]
-        for x in inputs:
-            d = axis - rank + _rank(x)
-            size = _shape(x)[d] if d >= 0 else 1
-            if size != 1 and not (isinstance(x, Window) and d in x.spans):
-                raise UnsupportedOp(f"an elementwise op between a slice between traced bounds and an array of "
-                                    f"static size {size} along its windowed axis ({ctx.where()}): numpy raises "
-                                    f"unless the extents agree; {_ADVICE}")
+        spans[axis] = agreed[0].spans[at[0][1]]
+        _check_broadcast(ctx, inputs, axis - rank)
     fulls = [_guarded(x) if guard and isinstance(x, Window) and x.dtype.kind in "iu" else
              x.full if isinstance(x, Window) else x for x in inputs]
     result = fn(*fulls)
     if isinstance(result, tuple):
         return tuple(wrap(r, spans) for r in result)
     return wrap(result, spans)
+
+
+def _check_broadcast(ctx, inputs, axis: int) -> None:
+    """Every input not windowed along `axis` (counted from the end) broadcasts along it (size 1)."""
+    for x in inputs:
+        d = axis + _rank(x)
+        size = _shape(x)[d] if d >= 0 else 1
+        if size != 1 and not (isinstance(x, Window) and d in x.spans):
+            raise UnsupportedOp(f"an elementwise op between a slice between traced bounds and an array of static "
+                                f"size {size} along its windowed axis ({ctx.where()}): numpy raises unless the "
+                                f"extents agree; {_ADVICE}")
 
 
 def _guarded(w: Window) -> Tracer:
