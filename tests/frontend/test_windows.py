@@ -189,3 +189,23 @@ def test_what_needs_the_window_shape_is_refused_naming_the_line():
         jl.trace(lambda a, j: a[:j].shape, np.zeros(4), np.int64(2))
     with pytest.raises(UnsupportedOp, match="np.concatenate of a slice between traced bounds"):
         jl.trace(lambda a, j: np.concatenate([a[:j], a]).sum(), np.zeros(4), np.int64(2))
+
+
+# -- gradients ----------------------------------------------------------------------------------------
+def windowed_loss(a, b):
+    s = np.zeros(())
+    for i in range(a.shape[0]):
+        s = s + np.dot(a[:i], b[:i]) * a[i] + (b[i:] ** 2).sum()
+    return s
+
+
+def test_gradients_through_a_loop_over_windows_against_finite_differences():
+    a, b = np.random.default_rng(1).random((2, 5))
+    notes = jl.trace(windowed_loss, a, b).loops
+    assert notes and all(n.captured for n in notes)
+    grad_a, grad_b = jl.grad(windowed_loss, argnums=(0, 1))(a, b)
+    eps, basis = 1e-6, np.eye(5)
+    numeric_a = [(windowed_loss(a + eps * e, b) - windowed_loss(a - eps * e, b)) / (2 * eps) for e in basis]
+    numeric_b = [(windowed_loss(a, b + eps * e) - windowed_loss(a, b - eps * e)) / (2 * eps) for e in basis]
+    np.testing.assert_allclose(grad_a, numeric_a, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(grad_b, numeric_b, rtol=1e-6, atol=1e-9)
