@@ -94,8 +94,10 @@ def getitem(x: Tracer, key) -> Tracer:
             raise UnsupportedOp(f"a traced bool mask is supported as the only index (x[mask]) ({x.ctx.where()})")
         return select(x, x.ctx.lift(mask))
     key = expand_key(x, key)
-    from . import dynamic_index
+    from . import dynamic_index, windows
 
+    if windows.needs_window(key):
+        return windows.getitem(x, key)
     if dynamic_index.is_dynamic(key):
         from .inplace import make_view
 

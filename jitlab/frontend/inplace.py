@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import DTypeError, TraceError, UnsupportedOp
 from ..ir.shapes import num_elements
-from . import dynamic_index
+from . import dynamic_index, windows
 from .indexing import apply_key, array_index, bounds, expand_key, is_array_index
 from .numpy_api import context_of, implements, warn_complex_to_real
 from .tracer import TraceContext, Tracer, weak_dtype
@@ -89,7 +89,9 @@ def setitem(x: Tracer, key, v) -> None:
         rebind(x, _masked(x, key, v))
         return
     key = expand_key(x, key)
-    if dynamic_index.is_dynamic(key):
+    if windows.needs_window(key):
+        windows.write(x, key, v)
+    elif dynamic_index.is_dynamic(key):
         if not _writes_itself(x, key, v):
             rebind(x, dynamic_index.write(x, key, v))
     elif any(is_array_index(k) for k in key):

@@ -30,6 +30,7 @@ from .pytree import TreeDef, flatten, unflatten
 from .selection import Selection
 from .trace_errors import defined_at, located
 from .tracer import TraceContext, Tracer
+from .windows import Window
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,10 @@ def _results(fn: Callable, fn_name: str, ctx: TraceContext, result) -> tuple[lis
             raise UnsupportedOp(f"{fn_name}{defined_at(fn)} returned x[mask] with a traced mask (output {i}): it has a "
                                 "data-dependent shape; return np.where(mask, x, fill) and the "
                                 "mask, or pass the mask with static_argnums")
+        elif isinstance(leaf, Window):
+            raise UnsupportedOp(f"{fn_name}{defined_at(fn)} returned a slice between traced bounds (output {i}): "
+                                "its shape is known only at run time; return the whole array and the bounds, or "
+                                "pass the bounds with static_argnums")
         else:
             raise TraceError(f"{fn_name}{defined_at(fn)} returned a {type(leaf).__name__} (output {i}); "
                              "return arrays, or tuples, lists and dicts of arrays")

@@ -319,17 +319,15 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
     # -- numpy dispatch -----------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from . import numpy_api
-        from .selection import Selection
 
-        if any(isinstance(x, Selection) for x in inputs):
-            return NotImplemented       # numpy asks the selection next
+        if any(isinstance(x, _deferred()) for x in inputs):
+            return NotImplemented       # numpy asks the selection (or window) next
         return numpy_api.apply_ufunc(self.ctx, ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         from . import numpy_api
-        from .selection import Selection
 
-        if any(issubclass(t, Selection) for t in types):
+        if any(issubclass(t, _deferred()) for t in types):
             return NotImplemented
         return numpy_api.apply_function(self.ctx, func, args, kwargs)
 
@@ -446,6 +444,14 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         from . import numpy_api
 
         self[...] = numpy_api.sort(self, axis, kind, order, stable=stable)
+
+
+def _deferred() -> tuple[type, ...]:
+    """The stand-ins for arrays of a shape known only at run time, which handle numpy calls themselves."""
+    from .selection import Selection
+    from .windows import Window
+
+    return Selection, Window
 
 
 def _forward(name: str, impl_name: str):

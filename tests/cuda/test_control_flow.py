@@ -228,3 +228,18 @@ def test_a_body_op_without_a_kernel_is_reported_in_the_programs_warnings():
     agrees(exe, f, x)
     assert exe.report.stats["device_host_ops"] == 1
     assert any("scf.for" in w and "np.cumsum on the host" in w for w in exe.report.warnings)
+
+
+@pytest.mark.slow
+def test_loops_over_slices_whose_extent_follows_the_index_run_on_the_device():
+    """Masked windows (frontend/windows.py) in a captured loop: where, concatenate, dynamic slices."""
+    from tests.frontend import capture_kernels as k
+
+    rng = np.random.default_rng(2)
+    lower, b, r = np.tril(rng.random((4, 4))) + 4 * np.eye(4), rng.random(4), rng.random(5) * 0.3
+    x = np.zeros(4)
+    exe = compiled(k.trisolv, lower, x.copy(), b)
+    expected = x.copy()
+    k.trisolv(lower, expected, b)
+    np.testing.assert_allclose(np.asarray(exe(lower, x.copy(), b)[0]), expected, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(compiled(k.durbin, r)(r)[0]), k.durbin(r.copy()), rtol=1e-12)

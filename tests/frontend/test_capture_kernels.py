@@ -44,19 +44,22 @@ CASES = {
     "conv2d_bias": (k.conv2d_bias, lambda: (_rng().random((1, 5, 5, 2)), _rng().random((3, 3, 2, 2)),
                                             _rng().random(2)), {"for": 2}),
     "symm": (k.symm, lambda: (1.5, 1.2, _rng().random((4, 3)), _rng().random((4, 4)), _rng().random((4, 3))),
-             {"for": 1}),
-    "syrk": (k.syrk, lambda: (1.5, 1.2, _rng().random((4, 4)), _rng().random((4, 3))), {"for": 1}),
+             {"for": 2}),
+    "syrk": (k.syrk, lambda: (1.5, 1.2, _rng().random((4, 4)), _rng().random((4, 3))), {"for": 2}),
     "syr2k": (k.syr2k, lambda: (1.5, 1.2, _rng().random((4, 4)), _rng().random((4, 3)), _rng().random((4, 3))),
-              {"for": 1}),
-    "cholesky": (k.cholesky, lambda: (_spd(4),), {}),
-    "lu": (k.lu, lambda: (_spd(4),), {}),
-    "trisolv": (k.trisolv, lambda: (np.tril(_spd(4)), np.zeros(4), _rng().random(4)), {}),
-    "durbin": (k.durbin, lambda: (_rng().random(5) * 0.3,), {}),
-    "covariance": (k.covariance, lambda: (5.0, _rng().random((5, 4))), {}),
-    "correlation": (k.correlation, lambda: (5.0, _rng().random((5, 4))), {}),
+              {"for": 2}),
+    "cholesky": (k.cholesky, lambda: (_spd(4),), {"for": 2}),
+    "lu": (k.lu, lambda: (_spd(4),), {"for": 3}),
+    "trisolv": (k.trisolv, lambda: (np.tril(_spd(4)), np.zeros(4), _rng().random(4)), {"for": 1}),
+    "durbin": (k.durbin, lambda: (_rng().random(5) * 0.3,), {"for": 1}),
+    "covariance": (k.covariance, lambda: (5.0, _rng().random((5, 4))), {"for": 1}),
+    "correlation": (k.correlation, lambda: (5.0, _rng().random((5, 4))), {"for": 1}),
 }
 # the default run: O0 (the capture and its semantics), one kernel through O1's compiled regions too
-FAST = {"jacobi_1d": ("O0",), "crc16": ("O0",), "converge": ("O0",), "floyd_warshall": ("O0", "O1")}
+FAST = {"jacobi_1d": ("O0",), "crc16": ("O0",), "converge": ("O0",), "floyd_warshall": ("O0", "O1"),
+        "cholesky": ("O0",), "durbin": ("O0",), "syrk": ("O0",), "trisolv": ("O0", "O1")}
+# kernels whose slices' extents follow the loop index (a[i, :j], cov[i:m, i]): masked windows
+WINDOWED = ("cholesky", "lu", "trisolv", "durbin", "covariance", "correlation", "symm", "syrk", "syr2k")
 
 
 def _copies(args):
@@ -97,6 +100,19 @@ def test_more_kernels_compile_with_their_loops_captured(name):
     check(name)
 
 
-def test_kernels_whose_inner_extent_follows_the_outer_index_unroll_the_outer_loop_with_its_reason():
-    notes = jl.trace(k.trisolv, *CASES["trisolv"][1]()).loops
-    assert notes and not notes[0].captured and "traced stop" in notes[0].reason
+@pytest.mark.slow
+@pytest.mark.parametrize("name", WINDOWED)
+def test_kernels_over_windows_compile_at_o2(name):
+    check(name, ("O2",))
+
+
+@pytest.mark.parametrize("name", WINDOWED)
+def test_kernels_whose_inner_extent_follows_the_outer_index_capture_every_loop(name):
+    fn, make, _ = CASES[name]
+    notes = jl.trace(fn, *make()).loops
+    assert notes and all(n.captured for n in notes), [str(n) for n in notes]
+
+
+def test_a_captured_factorisation_does_not_grow_with_its_size():
+    sizes = {n: sum(jl.trace(k.cholesky, _spd(n)).op_counts().values()) for n in (4, 9)}
+    assert sizes[4] == sizes[9], sizes
