@@ -7,8 +7,9 @@ import pytest
 import jitlab as jl
 from jitlab import optim
 from tests.autodiff.test_training import mlp_grads_by_hand, mlp_loss, mlp_setup
+from tests.budget import first_fast
 
-LEVELS = ("O0", "O1", "O2")
+LEVELS = first_fast("O0", "O1", "O2", keep=2)      # O2: under -m slow; its donation runs in test_donation_random
 
 
 def adam_by_hand(p, g, m, v, t, lr, b1=0.9, b2=0.999, eps=1e-8):
@@ -73,7 +74,7 @@ def test_donated_step_gives_the_undonated_results_in_the_callers_arrays(level):
     assert all(d.mode in ("in place", "copy") for d in pairs.values())
 
 
-@pytest.mark.parametrize("level", ("O1", "O2"))
+@pytest.mark.parametrize("level", first_fast("O1", "O2"))
 def test_elementwise_update_writes_in_place(level):
     rng = np.random.default_rng(5)
     w, g = rng.standard_normal((64, 8)).astype(np.float32), rng.standard_normal((64, 8)).astype(np.float32)
@@ -100,7 +101,7 @@ def test_donation_never_overwrites_what_is_still_read(level):
     np.testing.assert_allclose(total, original.sum(), rtol=1e-5)
 
 
-@pytest.mark.parametrize("level", ("O1", "O2"))
+@pytest.mark.parametrize("level", first_fast("O1", "O2"))
 def test_donated_array_passed_twice_stays_correct(level):
     # The plan lodges the result in a's array; with b the same array, this call gets a buffer of its own.
     rng = np.random.default_rng(7)
@@ -110,7 +111,7 @@ def test_donated_array_passed_twice_stays_correct(level):
     np.testing.assert_allclose(out, expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize("level", ("O1", "O2"))
+@pytest.mark.parametrize("level", first_fast("O1", "O2"))
 def test_adam_step_updates_weights_and_moments_in_place_and_the_plan_counts_them_once(level):
     # The optimizer's update stays out of the gradient's matmul group and runs after the backward
     # pass's last read of the weight, so every output goes straight into its donated array.

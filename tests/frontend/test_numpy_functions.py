@@ -9,6 +9,7 @@ import pytest
 
 import jitlab as jl
 from jitlab.errors import UnsupportedOp
+from tests.budget import first_fast
 from tests.programs import assert_same
 
 FLOATS = ["float32", "float64"]
@@ -135,7 +136,7 @@ def _everything(x, v, i, w):
             np.bincount(i, minlength=6), np.histogram(w, 3, range=(-1, 1)), np.searchsorted(np.linspace(-1, 1, 4), w))
 
 
-@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("level", first_fast("O1", "O2"))
 def test_compiled_program_using_them_all_agrees_with_numpy(level):
     rng = np.random.default_rng(1)
     check(_everything, (rng.standard_normal((3, 4)), rng.standard_normal(5).astype(np.float32),

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import jitlab as jl
+from tests.budget import first_fast
 
 DTYPES = ["float32", "float64", "int32", "int64", "bool"]
-LEVELS = ["O0", "O1", "O2"]
+LEVELS = first_fast("O0", "O1", "O2", keep=2)      # O2 compiles the same groups into segments: -m slow
 
 UFUNCS = {
     "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
