@@ -23,6 +23,20 @@ from jitlab.passes.manager import SETTINGS  # noqa: E402
 SETTINGS.verify_each = True   # every pass run by the tests is followed by the verifier
 
 
+@pytest.fixture(scope="session")
+def run_kernels(tmp_path_factory) -> str:
+    """A kernel cache folder for this test run, shared by xdist's workers: apart from the user's cache,
+    and a kernel two workers need is compiled once (the cache takes concurrent processes)."""
+    base = tmp_path_factory.getbasetemp()
+    return str((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "kernels")
+
+
+@pytest.fixture
+def private_cache(run_kernels, monkeypatch):
+    """Compiles into the run's kernel cache (run_kernels), not the user's."""
+    monkeypatch.setenv("JITLAB_CACHE_DIR", run_kernels)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """Names each test of an `xdist_group` by its group, as `--dist loadgroup` needs to send the group to

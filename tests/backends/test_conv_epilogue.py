@@ -14,9 +14,7 @@ RNG = np.random.default_rng(11)
 MERGED = "loops over the last two dims as one"
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def conv_then(extra_shape: tuple[int, ...]) -> jl.Program:

@@ -11,9 +11,7 @@ X = rng.standard_normal((8, 16), dtype=np.float32)
 W = rng.standard_normal((16, 16), dtype=np.float32)
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def compile_o1(fn, *args, **options):

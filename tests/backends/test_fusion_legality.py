@@ -14,9 +14,7 @@ LEVELS = ["O1", "O2"]
 rng = np.random.default_rng(0)
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def check(fn, *args, level):

@@ -13,9 +13,7 @@ from jitlab.ir.opdef import Trait
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def rand(*shape):

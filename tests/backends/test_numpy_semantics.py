@@ -18,9 +18,7 @@ INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, n
 FLOATS = [np.float32, np.float64]
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.fixture

@@ -8,10 +8,7 @@ import jitlab as jl
 from tests.budget import compiled_examples
 from tests.programs import assert_same, programs
 
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def o0_and_o1(program, inputs):

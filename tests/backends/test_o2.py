@@ -18,9 +18,7 @@ from tests.programs import assert_same, programs
 rng = np.random.default_rng(3)
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def check(program, inputs, rtol=2e-5, atol=1e-5):

@@ -10,10 +10,7 @@ from jitlab.backends.numba_cpu import rows
 from jitlab.backends.numba_cpu.fastmath import lookup
 from tests.programs import assert_same
 
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

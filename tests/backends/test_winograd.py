@@ -14,9 +14,7 @@ from tests.programs import assert_same
 RNG = np.random.default_rng(7)
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def conv_program(c: int, o: int, size: tuple[int, int], attrs: str = "pads = [1, 1, 1, 1]", k: int = 3,

@@ -20,9 +20,9 @@ FIRST_SEED = {"O0": 0, "O1": 50_000, "O2": 60_000}
 
 
 @pytest.fixture(autouse=True, scope="module")
-def private_cache(tmp_path_factory):
+def private_module_cache(run_kernels):
     mp = pytest.MonkeyPatch()
-    mp.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+    mp.setenv("JITLAB_CACHE_DIR", run_kernels)
     yield
     mp.undo()
 

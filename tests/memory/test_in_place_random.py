@@ -21,9 +21,7 @@ STEPS = ["dense", "dense", "matmul", "transpose", "transpose", "unary", "binary"
 TOL = {np.dtype("float32"): 1e-4, np.dtype("float64"): 1e-10}
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("JITLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kernels"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @st.composite
