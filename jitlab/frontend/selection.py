@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import TraceError, UnsupportedOp
 from ..ir.core import Value
+from .shapeless import Shapeless
 from .tracer import Tracer
 
 _ADVICE = ("x[mask] with a traced mask has a length known only at run time; it can be used in elementwise "
@@ -22,10 +23,10 @@ _ADVICE = ("x[mask] with a traced mask has a length known only at run time; it c
            "mask (a[mask] = b[mask] * 2); otherwise write np.where(mask, x, other) over the whole array")
 
 
-class Selection(np.lib.mixins.NDArrayOperatorsMixin):
+class Selection(Shapeless):
     """x[mask] for a traced bool mask over x's leading dims, held as x's whole array and the mask."""
 
-    __array_priority__ = 1001
+    NAME, ADVICE = "x[mask]", _ADVICE
 
     def __init__(self, full: Tracer, mask: Tracer):
         self.full, self.mask = full, mask
@@ -41,32 +42,6 @@ class Selection(np.lib.mixins.NDArrayOperatorsMixin):
     @property
     def ndim(self) -> int:
         return self.full.ndim - self.mask.ndim + 1
-
-    def _refuse(self, what: str):
-        raise UnsupportedOp(f"{what} of x[mask] ({self.ctx.where()}): {_ADVICE}")
-
-    @property
-    def shape(self):
-        self._refuse("the shape")
-
-    @property
-    def size(self):
-        self._refuse("the size")
-
-    def __len__(self):
-        self._refuse("len()")
-
-    def __iter__(self):
-        self._refuse("iterating")
-
-    def __bool__(self):
-        self._refuse("the truth value")
-
-    def __array__(self, dtype=None, copy=None):
-        self._refuse("converting to a numpy array")
-
-    def __getitem__(self, key):
-        self._refuse("indexing")
 
     def _spread(self) -> Tracer:
         """The mask with unit dims appended, to broadcast against the whole array."""

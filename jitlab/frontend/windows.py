@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import TraceError, UnsupportedOp
 from .dynamic_index import _affine, traced_scalar
+from .shapeless import Shapeless
 from .tracer import Tracer
 
 _ADVICE = ("a slice whose extent follows a traced bound (a[:j], a[i:m]) has no static shape; it can be used "
@@ -104,10 +105,11 @@ def _windowed(k: slice) -> bool:
 
 
 # -- the window ----------------------------------------------------------------------------------------
-class Window(np.lib.mixins.NDArrayOperatorsMixin):
+class Window(Shapeless):
     """A slice between traced bounds: the whole array along each windowed axis, and the axes' spans."""
 
-    __array_priority__ = 1001
+    NAME, ADVICE = "a slice between traced bounds", _ADVICE
+    AS_ARRAY = "converting to an array (returning it, carrying it through a loop, np.asarray)"
 
     def __init__(self, full: Tracer, spans: dict[int, Span], source: tuple | None = None):
         self._full, self.spans, self.source = full, dict(spans), source   # source: (x, key) it views
@@ -127,32 +129,6 @@ class Window(np.lib.mixins.NDArrayOperatorsMixin):
     @property
     def ndim(self) -> int:
         return self._full.ndim
-
-    def _refuse(self, what: str):
-        raise UnsupportedOp(f"{what} of a slice between traced bounds ({self.ctx.where()}): {_ADVICE}")
-
-    @property
-    def shape(self):
-        self._refuse("the shape")
-
-    @property
-    def size(self):
-        self._refuse("the size")
-
-    def __len__(self):
-        self._refuse("len()")
-
-    def __iter__(self):
-        self._refuse("iterating")
-
-    def __bool__(self):
-        self._refuse("the truth value")
-
-    def __array__(self, dtype=None, copy=None):
-        self._refuse("converting to an array (returning it, carrying it through a loop, np.asarray)")
-
-    def __getitem__(self, key):
-        self._refuse("indexing")
 
     def __setitem__(self, key, value):
         self._refuse("writing by index")
