@@ -4,12 +4,22 @@ measured with numpy's own view semantics (independent of the planner's model).""
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
 import numpy as np
 
+import jitlab as jl
 from jitlab.dialects.reference import Interpreter
 from jitlab.ir.opdef import Trait
+from jitlab.passes import pipeline_for
 from jitlab.report import BufferRecord, MemoryPlan
+
+
+def planned(program, level: str):
+    """What a CPU compile at `level` plans, its `program` and `report` (memory, schedule), from its
+    passes alone: the plan is theirs, and the tests of it need no kernel built."""
+    report = jl.CompileReport()
+    return SimpleNamespace(program=jl.opt(program, pipeline_for(level), report=report), report=report)
 
 
 def _overlap_in_time(a: BufferRecord, b: BufferRecord) -> bool:

@@ -12,7 +12,7 @@ from jitlab.passes.liveness import StepGraph
 from jitlab.runtime.memexec import run_with_arena, run_with_pool
 from jitlab.runtime.pool import MemoryPool
 from tests.budget import compiled_examples
-from tests.memory.oracles import check_plan, observed_live_bytes
+from tests.memory.oracles import check_plan, observed_live_bytes, planned
 from tests.programs import programs
 
 O1 = pipeline_for("O1").split(",")
@@ -33,10 +33,10 @@ def check_levels(program, inputs):
     # fold-weights folds batch norm into the conv before it (float rounding reordered): the oracle
     # is O0 on the program as the passes up to that one leave it
     expected = jl.compile(jl.opt(program, UP_TO_FOLDING), level="O0")(*inputs)
-    static = jl.compile(program, level="O2", verify_each=True)
+    static = planned(program, "O2")        # the arena and pool interpreters below run what it plans
     check_plan(static.report.memory)
     assert_identical(run_with_arena(static.program, static.report.memory, inputs), expected)
-    dynamic = jl.compile(program, level="O1", verify_each=True)
+    dynamic = planned(program, "O1")
     plan = dynamic.report.memory
     check_plan(plan)
     outputs, timeline = run_with_pool(dynamic.program, inputs, MemoryPool(reserve=plan.first_chunk_bytes))
@@ -83,7 +83,7 @@ def test_models_quick_sizes(name):
 @pytest.mark.parametrize("name", models.BENCH + ("transformer",))
 def test_static_plan_is_within_5_percent_of_the_lower_bound_at_bench_sizes(name):
     fn, args = models.build(name)
-    plan = jl.compile(jl.trace(fn, *args), level="O2").report.memory
+    plan = planned(jl.trace(fn, *args), "O2").report.memory
     check_plan(plan)
     assert plan.peak_bytes <= 1.05 * plan.lower_bound_bytes
     assert plan.lower_bound_bytes <= plan.naive_bytes
@@ -93,7 +93,7 @@ def test_static_plan_is_within_5_percent_of_the_lower_bound_at_bench_sizes(name)
 def test_static_plan_on_resnet_shaped_graphs(batch, size):
     fn, _ = models.resnet50(batch=batch, size=size, width=16)
     program = jl.trace(fn, jl.spec((batch, 3, size, size)))
-    exe = jl.compile(program, level="O2")
+    exe = planned(program, "O2")
     plan, schedule = exe.report.memory, exe.report.schedule
     check_plan(plan)
     assert plan.peak_bytes <= 1.05 * plan.lower_bound_bytes

@@ -44,6 +44,7 @@ def test_dry_run_of_a_program_re_infers_static_dims_too():
     assert got == peak_at(mlp, "O1", x_of(64), W1, W2)
 
 
+@pytest.mark.slow      # a ResNet's O1 compile (a minute on CI, cold); the small programs below are its fast twins
 def test_a_resnet_with_pads_slices_and_concatenations_dry_runs():
     f, x = example()
     exe = jl.compile(jl.trace(f, x), level="O1", target="cpu", progress=False)
