@@ -97,7 +97,7 @@ def _start(x: Tracer, k: slice) -> Tracer:
 
 def _extent(x: Tracer, k: slice) -> int:
     """stop - start of a slice whose bounds are one traced value plus constants; else a TraceError."""
-    (a, da), (b, db) = _affine(k.start), _affine(k.stop)
+    (a, da), (b, db) = affine_bound(k.start), affine_bound(k.stop)
     if a is None or a is not b or db < da:
         raise TraceError(f"the slice between traced bounds {_text(k.start)}:{_text(k.stop)} has no static "
                          "extent: write it as i + a:i + b with the same traced i and constants a <= b, or pass "
@@ -105,7 +105,7 @@ def _extent(x: Tracer, k: slice) -> int:
     return db - da
 
 
-def _affine(bound) -> tuple[Value | None, int]:
+def affine_bound(bound) -> tuple[Value | None, int]:
     """A bound as (traced value, constant offset): `i + 2` is (i, 2); a Python int is (None, it)."""
     if not isinstance(bound, Tracer):
         return None, int(bound) if bound is not None else 0

@@ -106,13 +106,13 @@ def _writes_itself(x: Tracer, key: tuple, v) -> bool:
     A view of x at the same key always holds x[key] (it re-derives after writes to x)."""
     view = v._view if isinstance(v, Tracer) else None
     return view is not None and view.base is x and view.key is not None and len(view.key) == len(key) \
-        and all(_same_index(a, b) for a, b in zip(view.key, key))
+        and all(same_index(a, b) for a, b in zip(view.key, key))
 
 
-def _same_index(a, b) -> bool:
+def same_index(a, b) -> bool:
     """Whether two entries of an expanded key are the same index; traced ones by identity (their `==` traces)."""
     if isinstance(a, slice) and isinstance(b, slice):
-        return all(_same_index(p, q) for p, q in ((a.start, b.start), (a.stop, b.stop), (a.step, b.step)))
+        return all(same_index(p, q) for p, q in ((a.start, b.start), (a.stop, b.stop), (a.step, b.step)))
     if isinstance(a, (Tracer, np.ndarray)) or isinstance(b, (Tracer, np.ndarray)):
         return a is b
     return bool(a == b)

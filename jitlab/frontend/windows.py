@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import TraceError, UnsupportedOp
-from .dynamic_index import _affine, traced_scalar
+from .dynamic_index import affine_bound, traced_scalar
 from .shapeless import Shapeless
 from .tracer import Tracer
 
@@ -67,7 +67,7 @@ def _bound(b, default: int, n: int) -> Bound:
     if not isinstance(b, Tracer):
         b = int(b)
         return _const(min(max(b + n if b < 0 else b, 0), n))
-    base, offset = _affine(b)
+    base, offset = affine_bound(b)
 
     def make():
         wrapped = np.where(b < 0, b + n, b)
@@ -100,7 +100,7 @@ def _windowed(k: slice) -> bool:
         return False
     if k.start is None or k.stop is None:
         return True
-    (a, da), (b, db) = _affine(k.start), _affine(k.stop)
+    (a, da), (b, db) = affine_bound(k.start), affine_bound(k.stop)
     return a is None or a is not b or db < da
 
 
@@ -451,9 +451,9 @@ def written(w: Window, value) -> Tracer:
 
 def write(x: Tracer, key: tuple, v) -> None:
     """x[key] = v for an expanded key with slices between traced bounds."""
-    from .inplace import _same_index
+    from .inplace import same_index
 
     if isinstance(v, Window) and v.source is not None and v.source[0] is x and len(v.source[1]) == len(key) \
-            and all(_same_index(a, b) for a, b in zip(v.source[1], key)):
+            and all(same_index(a, b) for a, b in zip(v.source[1], key)):
         return      # `a[:j] += 1` ends with a[:j] = (the window, already written through)
     getitem(x, key).assign(v)
