@@ -242,28 +242,36 @@ def make_runner(compiled: Program, report: CompileReport, opts: CompileOptions) 
     return run
 
 
-def compile_regions(compiled: Program, opts: CompileOptions, report: CompileReport
+def compile_regions(compiled: Program, opts: CompileOptions, report: CompileReport, build: bool = True
                     ) -> tuple[dict[tuple[int, int], Runner], dict[int, Callable]]:
-    """Each region of the program's control-flow ops compiled once as a program of its own, at the same
-    level and target (its groups fused inside it, its own loops compiled the same way), keyed by (op uid,
-    region number); and the ops the backend runs as one native loop, by uid. The others run from the
-    host, calling their regions per iteration; report.loops says which and why."""
-    given = {k: v for k, v in opts.given.items() if k not in ("donate", "memory_limit", "recompute")}
+    """Each region of the program's control-flow ops as a program of its own, at the same level and
+    target (its groups fused inside it, its own loops compiled the same way), keyed by (op uid, region
+    number); and the ops the backend runs as one native loop, by uid. The others run from the host,
+    calling their regions per iteration; report.loops says which and why.
+
+    A region's kernels are built only where the host runs it every iteration: a native loop's regions
+    run from the host only on its error path, so they are built then. With `build` False (the regions
+    of a loop inside another), native loops are only written, for the loop around them to inline."""
     runners: dict[tuple[int, int], Runner] = {}
     loops: dict[int, Callable] = {}
     for op in compiled.body.ops:
         if op.name not in REGION_OPS:
             continue
-        bodies, nested = [], {}
-        for r in range(len(op.regions)):
-            exe = compile(region_program(op, r, compiled), opts.level, opts.target, verify_each=opts.verify_each,
-                          **given)
-            runners[(op.uid, r)] = _region_runner(exe)
-            bodies.append(exe.program)
-            nested.update(getattr(exe._runner, "loops", None) or {})
+        regions = [Region(region_program(op, r, compiled), opts) for r in range(len(op.regions))]
+        nested: dict[int, Callable] = {}
+        for r, region in enumerate(regions):
+            runners[(op.uid, r)] = region
+            nested.update(region.loops)
             report.stats["region_programs"] = report.stats.get("region_programs", 0) + 1
-            report.stats["region_kernels"] = report.stats.get("region_kernels", 0) + len(exe.report.kernels)
-        loop, reason = opts.backend.compile_loop(op, bodies, _host(runners, op), opts.backend_options(), nested)
+            report.stats["region_groups"] = report.stats.get("region_groups", 0) + region.groups
+        loop, reason = opts.backend.compile_loop(op, [region.compiled for region in regions], _host(runners, op),
+                                                 opts.backend_options(), nested)
+        if loop is not None and build:
+            reason = loop.build()
+            loop = None if reason else loop
+        if loop is None and build:
+            for region in regions:
+                region.executable   # noqa: B018 (built now: the host runs it every iteration)
         if loop is not None:
             loops[op.uid] = loop
         report.loops.append(_loop_record(op, loop, reason))
@@ -287,13 +295,32 @@ def _loop_record(op: Operation, loop, reason: str) -> LoopRecord:
     return record
 
 
-def _region_runner(exe: Executable) -> Runner:
-    """A compiled region called as a runner is: through the executable, whose static calls take its
-    generated fast path (a fifth of the runner's own cost per call on a small body)."""
-    def run(arrays: list, bindings: dict[str, int]) -> list:
-        return list(exe(*arrays))
-    run.runner = exe._runner        # the cuda executor queues a region's steps itself, on device buffers
-    return run
+class Region:
+    """One region of a control-flow op as a program of its own: its passes run now (a native loop
+    inlines the compiled body), its kernels when it is first run from the host, as a Runner."""
+
+    def __init__(self, program: Program, opts: CompileOptions):
+        self.program, self.level, self.target, self.verify_each = program, opts.level, opts.target, opts.verify_each
+        self.given = {k: v for k, v in opts.given.items() if k not in ("donate", "memory_limit", "recompute")}
+        own = CompileOptions.read(self.given, opts.level, opts.target, verify_each=opts.verify_each)
+        self.compiled, report, _ = compile_passes(program, own)
+        self.groups = sum(op.name == "jit.group" for op in self.compiled.body.ops)
+        # its own loops, written (not built) for a native loop around them to inline
+        self.loops = compile_regions(self.compiled, own, report, build=False)[1]
+
+    @functools.cached_property
+    def executable(self) -> Executable:
+        return compile(self.program, self.level, self.target, verify_each=self.verify_each, **self.given)
+
+    @property
+    def runner(self) -> Runner:
+        """The compiled region's runner: the cuda executor queues a region's steps itself, on device buffers."""
+        return self.executable._runner
+
+    def __call__(self, arrays: list, bindings: dict[str, int]) -> list:
+        # through the executable, whose static calls take its generated fast path (a fifth of the
+        # runner's own cost per call on a small body)
+        return list(self.executable(*arrays))
 
 
 @dataclass

@@ -197,9 +197,11 @@ class Backend:
     def compile_loop(self, op: Operation, bodies: list, host: Callable, options: dict[str, Any],
                      nested: dict) -> tuple[Any, str]:
         """A control-flow op run as one native function (called with its operands, giving its results)
-        from its compiled region programs `bodies`; or None and why it runs from the host. `host(region,
-        values)` runs a region from the host, for the errors a native loop leaves to it; `nested` holds
-        the native loops this backend made for the bodies' own loops, by op uid."""
+        from its compiled region programs `bodies`; or None and why it runs from the host. The loop is
+        written, not compiled: its `build()` compiles it and says why it cannot run ('' when it can),
+        and a loop inside another native loop is never built on its own. `host(region, values)` runs a
+        region from the host, for the errors a native loop leaves to it; `nested` holds the native loops
+        this backend wrote for the bodies' own loops, by op uid."""
         return None, f"the {self.name} backend runs loops from the host"
 
     def executor(self, program, kernels: dict[int, Kernel], report, options: dict[str, Any]) -> Callable | None:

@@ -374,10 +374,12 @@ def _shape(t) -> str:
 
 @dataclass
 class NativeLoop:
-    """Runs an scf.for or scf.while as one native call: called with the op's operands, gives its results."""
+    """Runs an scf.for or scf.while as one native call: called with the op's operands, gives its results.
+    Written first, compiled by `build` (a loop inside another native loop is only written, into it)."""
 
     op: Operation
-    fn: Callable
+    source: str                             # its module: the loop function and the body's kernels
+    signature: tuple
     constants: list[np.ndarray]
     blas: np.ndarray | None
     host: Callable[[int, list], list]       # runs a region from the host (the error path)
@@ -385,6 +387,20 @@ class NativeLoop:
     bodies: list[Program]                   # its compiled regions, for a loop around it to inline it
     carried: list[Value]                    # the body's carried values and captures
     nested: dict[int, NativeLoop]           # the native loops of its own body's loops
+    cache: object = None                    # the kernel cache it is built in (None: the default)
+    fn: Callable | None = None              # the compiled loop, once built
+
+    def build(self) -> str:
+        """Compiles the loop's module; '' when it runs natively, else why the host runs it."""
+        parts = key_parts_for("loop:" + hashlib.sha256(self.source.encode()).hexdigest()[:16], str(self.signature),
+                              self.source)
+        entry = (self.cache or default_cache()).load(parts, self.source)
+        try:
+            timed_compile(entry.module.loop, self.signature)
+        except Exception as e:  # numba's typing or lowering errors have many types: the host loop runs it
+            return f"numba could not compile the native loop ({type(e).__name__}: {str(e).splitlines()[0]})"
+        self.fn = entry.module.loop
+        return ""
 
     def __call__(self, args: list) -> list:
         if self.op.name == "scf.for":
@@ -432,7 +448,7 @@ def _plain(a) -> np.ndarray:
 def compile_loop(op: Operation, bodies: list[Program], host: Callable[[int, list], list],
                  options: dict, nested: dict[int, NativeLoop]) -> tuple[NativeLoop | None, str]:
     """The native loop of an scf.for or scf.while whose compiled regions are `bodies` (their own loops'
-    native loops `nested`, by uid), or None and why it runs from the host."""
+    native loops `nested`, by uid), written but not yet built; or None and why it runs from the host."""
     if op.name not in ("scf.for", "scf.while"):
         return None, f"{op.name} runs from the host: only scf.for and scf.while have native loops"
     for body in bodies:
@@ -449,11 +465,5 @@ def compile_loop(op: Operation, bodies: list[Program], host: Callable[[int, list
                       + [_array(v.type) for v in carried]
                       + [KernelParam("q", ParamRole.INPUT, q.dtype, q.ndim) for q in gen.constants]
                       + ([KernelParam("blas", ParamRole.BLAS, np.dtype(np.int64), 1)] if gen.blas else []))
-    parts = key_parts_for("loop:" + hashlib.sha256(source.encode()).hexdigest()[:16], str(signature), source)
-    entry = (options.get("cache") or default_cache()).load(parts, source)
-    try:
-        timed_compile(entry.module.loop, signature)
-    except Exception as e:  # numba's typing or lowering errors have many types: the host loop runs it
-        return None, f"numba could not compile the native loop ({type(e).__name__}: {str(e).splitlines()[0]})"
-    return NativeLoop(op, entry.module.loop, gen.constants, blas_addresses() if gen.blas else None, host, gen.plan,
-                      bodies, list(carried), nested), ""
+    return NativeLoop(op, source, signature, gen.constants, blas_addresses() if gen.blas else None, host, gen.plan,
+                      bodies, list(carried), nested, options.get("cache")), ""
