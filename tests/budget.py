@@ -19,3 +19,9 @@ def first_fast(*values, unpack: bool = False, keep: int = 1):
     for cases that each compile a large program and differ in a way the first already exercises.
     With `unpack`, each value is a tuple of several argnames' values."""
     return [*values[:keep], *(pytest.param(*(v if unpack else (v,)), marks=pytest.mark.slow) for v in values[keep:])]
+
+
+def slow_o2(*levels: str) -> list:
+    """Levels to parametrize over, O2 under `-m slow`: for a test whose O2 run adds a second compile of
+    code paths the O1 run takes (O2's own code keeps its tests in the default run: tests/backends/test_o2.py)."""
+    return [pytest.param(level, marks=pytest.mark.slow) if level == "O2" else level for level in levels]

@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 import jitlab as jl
 from jitlab.passes.recompute import peak
 from tests.autodiff.test_transform import with_weighted_sum_loss
-from tests.budget import compiled_examples
+from tests.budget import compiled_examples, slow_o2
 from tests.programs import assert_same, programs
 
 
-@pytest.mark.parametrize("level", ("O1", "O2"))
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
 @settings(max_examples=compiled_examples(4), deadline=None)
 @given(case=programs(dtypes=("f64",), allow_empty=False), seed=st.integers(0, 2**31), recompute=st.booleans())
 def test_backward_graphs_of_random_programs_equal_o0(level, case, seed, recompute):

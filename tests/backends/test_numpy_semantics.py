@@ -12,8 +12,9 @@ import pytest
 
 import jitlab as jl
 from jitlab.backends.numba_cpu.mathcheck import is_x86, vector_width_of
+from tests.budget import slow_o2
 
-LEVELS = ["O1", "O2"]
+LEVELS = slow_o2("O1", "O2")
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 FLOATS = [np.float32, np.float64]
 
@@ -161,7 +162,7 @@ def test_sign_of_signed_zeros_nan_and_inf(level, dtype):
     assert_identical(*numpy_and_compiled(lambda x: (np.sign(x), 1 / np.sign(x)), (x,), level))
 
 
-@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("level", LEVELS)
 def test_arithmetic_is_not_rewritten_across_infinities(level):
     # with `reassoc` on a whole kernel LLVM turned x - x * 1.25 into x * -0.25: +inf for -inf
     x = np.array([-np.inf, np.inf, np.nan, -0.0, 3.0], np.float32)

@@ -8,6 +8,7 @@ import jitlab as jl
 from jitlab.backends.numba_cpu import mathcheck as mc
 from jitlab.backends.numba_cpu import rows
 from jitlab.backends.numba_cpu.fastmath import lookup
+from tests.budget import slow_o2
 from tests.programs import assert_same
 
 pytestmark = pytest.mark.usefixtures("private_cache")
@@ -66,7 +67,7 @@ def kernel_sources(fn, *args, level="O1") -> str:
 
 
 @pytest.mark.parametrize("n", [1, 3, 17, 64, 1025])
-@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
 def test_softmax_rows_equal_o0(n, level):
     x = awkward_rows(n)
     for fn in (softmax, softmax_last):

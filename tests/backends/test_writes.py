@@ -13,7 +13,7 @@ import jitlab as jl
 from jitlab.errors import InputError
 from jitlab.passes.pipelines import pipeline_for
 from jitlab.report import CompileReport
-from tests.budget import compiled_examples
+from tests.budget import compiled_examples, slow_o2
 from tests.strategies import INDEX_KINDS, write_index
 
 LEVELS = ("O0", "O1", "O2")
@@ -175,7 +175,7 @@ def test_writes_become_fused_groups():
     assert groups[0].op_names.count("np.update_slice") == 6 and "np.tanh" in groups[0].op_names
 
 
-@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
 def test_an_index_out_of_range_is_an_input_error(level):
     def f(a, idx):
         a = a * 1.0
@@ -205,7 +205,7 @@ def recurrence_100(x):
     return out
 
 
-@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
 @pytest.mark.parametrize("fn", [fill_rows_100, recurrence_100])
 def test_a_fill_loop_updates_one_array_in_place(fn, level):
     x = RNG.standard_normal((100, 64))

@@ -10,6 +10,7 @@ import jitlab as jl
 from jitlab.backends.numba_cuda import executor as executor_module
 from jitlab.backends.numba_cuda import graph
 from jitlab.report import CudaGraphRecord, GraphCapture
+from tests.budget import slow_o2
 from tests.cuda.helpers import rand
 
 
@@ -114,7 +115,7 @@ def rerun_graphs(monkeypatch):
     monkeypatch.setattr(executor_module, "CapturedGraph", RerunGraph)
 
 
-@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
 def test_replays_on_the_graph_s_own_buffers_match_o0_and_results_stay_the_user_s(rerun_graphs, level):
     exe, (x, w), fn = program(level)
     inputs = [(x + k, w - k) for k in range(4)]

@@ -20,13 +20,28 @@ ORDER = [m for m in HEAVY if m in MODULES] + [m for m in MODULES if m not in HEA
 CHUNKS = [ORDER[k::4] for k in range(4)]
 
 
-@pytest.mark.parametrize("modules", CHUNKS, ids=lambda c: "+".join(m[5:-3] for m in c))
+def chunk_id(modules: list[str]) -> str:
+    return "+".join(m[5:-3] for m in modules)
+
+
+@pytest.mark.parametrize("modules", CHUNKS, ids=chunk_id)
 def test_modules_under_the_simulator(modules, tmp_path):
+    run_under_the_simulator(modules, tmp_path, "not slow")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("modules", CHUNKS, ids=chunk_id)
+def test_slow_tests_of_the_modules_under_the_simulator(modules, tmp_path):
+    run_under_the_simulator(modules, tmp_path, "slow")
+
+
+def run_under_the_simulator(modules: list[str], tmp_path, marks: str) -> None:
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(ROOT), "JITLAB_CACHE_DIR": str(tmp_path)}
     env.pop("JITLAB_TEST_GPU", None)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore::RuntimeWarning",
-               *(str(HERE / m) for m in modules)]
+               "-m", marks, *(str(HERE / m) for m in modules)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    if done.returncode != 0:
+    # pytest's exit 5 is "no test selected": a chunk may have no slow test
+    if done.returncode not in ((0, 5) if marks == "slow" else (0,)):
         pytest.fail(f"{', '.join(modules)} under the simulator (exit {done.returncode}):\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}",
                     pytrace=False)

@@ -29,8 +29,9 @@ def cnn_setup(rng):
 MODELS = {"mlp": (mlp_loss, mlp_setup), "convnet": (cnn_loss, cnn_setup)}
 
 
-@pytest.mark.parametrize("model", sorted(MODELS))
-@pytest.mark.parametrize("level", first_fast("O2", "O1"))
+# the default run: the mlp at O2; the convnet's step (its convolutions' gradients) and O1 under -m slow
+@pytest.mark.parametrize("model,level", first_fast(("mlp", "O2"), ("convnet", "O2"), ("mlp", "O1"), ("convnet", "O1"),
+                                                   unpack=True))
 def test_training_steps_on_cuda_match_o0(model, level):
     loss, setup = MODELS[model]
 

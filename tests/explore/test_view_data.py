@@ -1,31 +1,31 @@
 """The data the views read for timing and kernels: each group's kernel record and time, the call's
 time split, and per-scope time sums, checked against the report's own records."""
 
+import functools
+
 import pytest
 
 import jitlab as jl
 from jitlab.explore import from_object
 from tests.browser.transformer import example
+from tests.budget import slow_o2
 
-pytestmark = pytest.mark.xdist_group("view-data")     # its module fixture is made once, in one worker
+pytestmark = pytest.mark.xdist_group("view-data")     # each level's profiled compile is made once, in one worker
 
 
-@pytest.fixture(scope="module")
-def profiled():
-    """A traced 2-layer transformer at O1 and O2 (its layers share kernels), profiled."""
+@functools.cache
+def profiled(level: str):
+    """A traced 2-layer transformer compiled at `level` (its layers share kernels), profiled."""
     fn, x = example(layers=2)
-    out = {}
-    for level in ("O1", "O2"):
-        exe = jl.compile(jl.trace(fn, x), level=level)
-        exe(x)
-        jl.profile(exe, x, repeats=2)
-        out[level] = (exe, from_object(exe).build())
-    return out
+    exe = jl.compile(jl.trace(fn, x), level=level)
+    exe(x)
+    jl.profile(exe, x, repeats=2)
+    return exe, from_object(exe).build()
 
 
-@pytest.mark.parametrize("level", ["O1", "O2"])
-def test_every_group_names_the_kernel_record_that_runs_it(profiled, level):
-    exe, data = profiled[level]
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
+def test_every_group_names_the_kernel_record_that_runs_it(level):
+    exe, data = profiled(level)
     records = {k.key: k for k in exe.report.kernels}
     shared = 0
     for g in data["groups"]:
@@ -35,9 +35,9 @@ def test_every_group_names_the_kernel_record_that_runs_it(profiled, level):
     assert shared > 0      # the layers' groups run kernels another group compiled
 
 
-@pytest.mark.parametrize("level", ["O1", "O2"])
-def test_group_times_are_their_steps_and_scopes_sum_to_the_profile(profiled, level):
-    exe, data = profiled[level]
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
+def test_group_times_are_their_steps_and_scopes_sum_to_the_profile(level):
+    exe, data = profiled(level)
     steps = exe.report.profile["steps"]
     for g in data["groups"]:
         ran = [s["median"] for s in steps if s["group"] == g["id"]]
@@ -51,8 +51,8 @@ def test_group_times_are_their_steps_and_scopes_sum_to_the_profile(profiled, lev
         assert (node["seconds"] or 0.0) == pytest.approx(own + below), path
 
 
-def test_call_time_splits_the_whole_call_into_steps_and_the_rest(profiled):
-    exe, data = profiled["O1"]
+def test_call_time_splits_the_whole_call_into_steps_and_the_rest():
+    exe, data = profiled("O1")
     total, steps = exe.report.profile["total"]["median"], exe.report.profile["steps"]
     ct = data["call_time"]
     assert ct["call_seconds"] == total and ct["steps"] == len(steps)
@@ -68,13 +68,13 @@ def test_unprofiled_data_has_no_times():
     assert all(g["kernel"] for g in data["groups"])
 
 
-def test_compare_counts_ops_as_the_views_do_and_names_the_cache_that_served_a_compile(profiled):
+def test_compare_counts_ops_as_the_views_do_and_names_the_cache_that_served_a_compile():
     import dataclasses
 
     from jitlab.explore.compare import figures
     from jitlab.report import ExecutableCacheRecord
 
-    exe, data = profiled["O1"]
+    exe, data = profiled("O1")
     report = exe.report
     assert figures(report)["ops"] == data["scopes"][""]["op_count"]
     hits = [k.cache_hit for k in report.kernels]

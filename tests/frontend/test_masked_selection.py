@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import jitlab as jl
-from tests.budget import first_fast
+from tests.budget import first_fast, slow_o2
 
-LEVELS = ["O0", "O1", "O2"]
+LEVELS = slow_o2("O0", "O1", "O2")
 
 
 def fill_positive(a, b):

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import jitlab as jl
 from jitlab.ir import Builder, Dense, Program, TensorType
-from tests.budget import compiled_examples
+from tests.budget import compiled_examples, slow_o2
 from tests.programs import Case
 
 UNARY = ["tanh", "sigmoid", "neg", "abs", "relu", "sin", "square"]
@@ -85,7 +85,7 @@ def _check(case: Case, level: str, donate: bool) -> None:
 
 
 # Every example compiles new kernels: a third of the profile's examples (HYPOTHESIS_PROFILE=thorough for more).
-@pytest.mark.parametrize("level", ("O1", "O2"))
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
 @settings(max_examples=compiled_examples(8), deadline=None)
 @given(case=contraction_programs(), donate=st.booleans())
 def test_mixed_contraction_programs_match_o0(level, case, donate):
@@ -102,7 +102,7 @@ def _epilogue_and_its_transpose():
     return f, x, w
 
 
-@pytest.mark.parametrize("level", ("O1", "O2"))
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
 def test_epilogue_result_is_not_overwritten_while_its_transpose_is_read(level):
     f, x, w = _epilogue_and_its_transpose()
     np.testing.assert_allclose(jl.jit(f, level=level)(x, w), f(x, w), rtol=1e-5, atol=1e-5)

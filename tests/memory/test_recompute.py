@@ -7,6 +7,7 @@ import pytest
 import jitlab as jl
 from jitlab import optim
 from jitlab.passes.recompute import peak
+from tests.budget import slow_o2
 
 
 def deep_loss(p, x):          # activations (batch x width) dominate the small weights
@@ -27,7 +28,7 @@ def setup():
     return p, rng.standard_normal((512, 16)).astype(np.float32)
 
 
-@pytest.mark.parametrize("level", ("O1", "O2"))
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
 def test_recompute_lowers_the_peak_and_keeps_results(level):
     p, x = setup()
     expected = jl.jit(step, level="O0")(p, x)
@@ -86,7 +87,7 @@ def test_fusion_does_not_raise_the_training_peak():
     assert any(r.startswith("forward/backward boundary") for r in reasons)
 
 
-@pytest.mark.parametrize("level", ("O1", "O2"))
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
 def test_recompute_plans_under_sixty_percent_of_the_planned_peak(level):
     p, x = deep_setup(8)
     expected = jl.jit(deep_step, level="O0")(p, x)

@@ -7,6 +7,7 @@ import pytest
 import jitlab as jl
 from jitlab.explore import from_object
 from jitlab.explore.sizes import sizes
+from tests.budget import slow_o2
 from tests.explore.resnet import example
 from tests.explore.samples import train_step
 
@@ -140,7 +141,7 @@ def batch(n):
     return np.ones((n, 16), np.float32)
 
 
-@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
 def test_a_training_step_dry_runs_at_other_batch_sizes(level):
     # the mean's gradient is a constant of the traced batch's shape: re-inferring the compiled program
     # meets it, so the dry run traces the step again and runs the passes

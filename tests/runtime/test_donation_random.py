@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 import jitlab as jl
-from tests.budget import compiled_examples
+from tests.budget import compiled_examples, slow_o2
 from tests.programs import assert_same, programs, rounding_noise
 
 
@@ -17,7 +17,7 @@ def assert_matches_reference(program, inputs, got, expected) -> None:
         assert_same(got[k:k + 1], expected[k:k + 1], rtol=2e-5 + 8 * relative, atol=1e-5 + 8 * absolute)
 
 
-@pytest.mark.parametrize("level", ("O1", "O2"))
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
 @settings(max_examples=compiled_examples(10), deadline=None)
 @given(case=programs(max_ops=8))
 def test_donating_every_input_gives_the_same_answers(level, case):

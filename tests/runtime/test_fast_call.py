@@ -8,12 +8,12 @@ from hypothesis import given, settings
 
 import jitlab as jl
 from jitlab.errors import InputError
-from tests.budget import compiled_examples
+from tests.budget import compiled_examples, slow_o2
 from tests.programs import programs
 from tests.runtime.test_donation_random import assert_matches_reference
 from tests.runtime.test_result_ownership import check_owned
 
-LEVELS = ("O1", "O2")
+LEVELS = slow_o2("O1", "O2")
 
 
 def _listed(got):

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 import jitlab as jl
 from jitlab.ir import Builder, Dense
-from tests.budget import compiled_examples
+from tests.budget import compiled_examples, slow_o2
 from tests.programs import assert_same, programs
 
-LEVELS = ("O0", "O1", "O2")
+LEVELS = slow_o2("O0", "O1", "O2")
 
 
 def _scalar(b, value, dtype):
@@ -125,7 +125,7 @@ def test_weights_and_constants_returned_are_copies(level):
     np.testing.assert_array_equal(again[3], c)
 
 
-@pytest.mark.parametrize("level", ("O1", "O2"))
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
 def test_a_donated_input_written_in_place_is_the_result_and_other_results_are_copies(level):
     exe = jl.compile(jl.trace(lambda w, g: (w - 0.1 * g, g), np.ones(4, np.float32), np.ones(4, np.float32)),
                      level=level, target="cpu", donate=("w",))
