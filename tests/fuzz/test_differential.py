@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from jitlab.fuzz import RTOL, Case, build, differences, generate, run_case
 from jitlab.fuzz.generate import Choices
+from tests.budget import slow_o2
 
 SCALE = int(os.environ.get("JITLAB_FUZZ_EXAMPLES", "0"))
 COUNTS = {"O0": SCALE or 150, "O1": SCALE or 12, "O2": SCALE or 12}
@@ -32,7 +33,7 @@ def assert_matches_numpy(case, level):
     assert outcome.kind in ("pass", "refused"), f"{outcome.kind}: {outcome.detail}\n\n{case.repro()}"
 
 
-@pytest.mark.parametrize("level", ["O0", "O1", "O2"])
+@pytest.mark.parametrize("level", slow_o2("O0", "O1", "O2"))   # O2's random programs: tests/backends/test_o2.py
 def test_seeded_programs_match_numpy(level):
     for seed in range(FIRST_SEED[level], FIRST_SEED[level] + COUNTS[level]):
         assert_matches_numpy(generate(seed), level)

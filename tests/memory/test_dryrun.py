@@ -12,7 +12,8 @@ from jitlab.errors import InputError, JitlabError, OutOfMemoryError
 from jitlab.runtime.memexec import run_with_arena, run_with_pool
 from jitlab.runtime.pool import MemoryPool
 from jitlab.units import parse_bytes
-from tests.memory.oracles import check_plan
+from tests.budget import slow_o2
+from tests.memory.oracles import check_plan, planned
 
 
 def chain_program():
@@ -40,31 +41,32 @@ def test_dry_run_of_shapes_no_machine_has_allocates_nothing(level):
         assert plan.peak_bytes == 12 * n
 
 
-def test_dry_run_equals_the_compile_time_plan_for_the_compiled_shapes():
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
+def test_dry_run_equals_the_compile_time_plan_for_the_compiled_shapes(level):
     fn, args = models.build("transformer", quick=True)
-    for level in ("O1", "O2"):
-        exe = jl.compile(jl.trace(fn, *args), level=level)
-        assert exe.dry_run() == exe.report.memory
-        assert exe.dry_run({"x": args[0].shape}) == exe.report.memory
+    exe = jl.compile(jl.trace(fn, *args), level=level)
+    assert exe.dry_run() == exe.report.memory
+    assert exe.dry_run({"x": args[0].shape}) == exe.report.memory
 
 
 def test_dry_run_against_what_a_run_observes():
     """A symbolic transformer planned for one sequence length, then run at that length with
-    every buffer from a real pool (O1) and from a real arena (O2)."""
+    every buffer from a real pool (O1's plan) and from a real arena (O2's): the programs and plans
+    are the passes' (no kernel is built), run by the memory interpreters."""
     fn, args = models.build("transformer", quick=True)
     program = jl.trace(fn, jl.spec((1, "S", 32)))
     x = np.random.default_rng(0).standard_normal((1, 24, 32)).astype(np.float32)
     expected = jl.compile(program, level="O0")(x)
-    dynamic = jl.compile(program, level="O1")
-    plan = dynamic.dry_run({"x": x.shape})
-    outputs, timeline = run_with_pool(dynamic.program, [x], MemoryPool(reserve=plan.first_chunk_bytes), plan.bindings)
+    plan = jl.dry_run(program, {"x": x.shape}, level="O1")
+    pool = MemoryPool(reserve=plan.first_chunk_bytes)
+    outputs, timeline = run_with_pool(planned(program, "O1").program, [x], pool, plan.bindings)
     np.testing.assert_array_equal(outputs[0], expected[0])
     assert plan.peak_bytes == plan.fixed_bytes + max(t["reserved"] for t in timeline)
     assert plan.lower_bound_bytes == plan.fixed_bytes + max(t["requested"] for t in timeline)
-    static = jl.compile(program, level="O2")
-    plan = static.dry_run({"x": x.shape})
+    plan = jl.dry_run(program, {"x": x.shape}, level="O2")
     check_plan(plan)
-    np.testing.assert_array_equal(run_with_arena(static.program, plan, [x], plan.bindings)[0], expected[0])
+    np.testing.assert_array_equal(run_with_arena(planned(program, "O2").program, plan, [x], plan.bindings)[0],
+                                  expected[0])
 
 
 def test_dry_run_of_a_program_per_level():
