@@ -263,6 +263,7 @@ class MemoryPlan:
     mode: str = "static"          # static (one arena) or dynamic (pool)
     alignment: int = 64
     live_bytes: list[int] = field(default_factory=list)      # per step
+    region_bytes: list[int] = field(default_factory=list)    # per step: a loop's or if's own, in live_bytes
     heuristic: str = ""
     heuristics: dict[str, int] = field(default_factory=dict)
     pool: list[dict[str, int]] = field(default_factory=list)  # per step pool stats (dynamic mode)

@@ -18,7 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..dialects.mem import is_mem_op
+from ..dialects.scf import REGION_OPS, region_program
 from ..errors import PassError
+from ..ir.core import Operation
 from ..ir.printer import assign_names
 from ..ir.program import Program
 from ..ir.shapes import num_elements
@@ -61,14 +63,35 @@ def _record(life: Lifetimes, i: int, pos: dict[int, int], place: tuple) -> Buffe
                         kind="view" if g.kind[i] == "view" else "inplace", alias_of=g.values[buf].name, region=region)
 
 
-def _plan(life: Lifetimes, mode: str, alignment: int, placement=None) -> MemoryPlan:
+def region_bytes(op: Operation, program: Program, bindings: Mapping[str, int]) -> int:
+    """What one run of a control-flow op's region holds beyond the op's operands and results: the
+    largest live set of its own values, nested regions included (a loop's yields too: each carried
+    value has its next iteration's buffer beside it); 0 for any other op."""
+    if op.name not in REGION_OPS:
+        return 0
+    return max(_own_bytes(op, r, program, bindings) for r in range(len(op.regions)))
+
+
+def _own_bytes(op: Operation, region: int, program: Program, bindings: Mapping[str, int]) -> int:
+    sub = region_program(op, region, program)
+    life = StepGraph(sub, bindings).analyze()
+    # a branch's yields are the if's results, counted outside; a loop's are the next carries
+    own = ("temp",) if op.name == "scf.if" else ("temp", "output")
+    live = life.live_bytes(size=lambda b: life.graph.bytes[b] if life.kind(b) in own else 0)
+    return max((n + region_bytes(life.graph.ops[k], sub, bindings) for n, k in zip(live, life.order)), default=0)
+
+
+def _plan(life: Lifetimes, mode: str, alignment: int, placement=None) -> tuple[MemoryPlan, list[int]]:
+    """The plan's records and live sets, and what each step's regions add to its live set (region_bytes)."""
     g = life.graph
-    live = life.live_bytes()
+    regions = [region_bytes(g.ops[n], g.program, g.bindings) for n in life.order]
+    live = [n + extra for n, extra in zip(life.live_bytes(), regions)]
     fixed = sum(g.bytes[b] for b in life.buffers if life.kind(b) in FIXED)
     naive = sum(g.bytes[r] for r in g.root_kind)
     return MemoryPlan(peak_bytes=0, lower_bound_bytes=max(live, default=fixed), naive_bytes=naive,
                       buffers=buffer_records(life, placement), mode=mode, alignment=alignment, live_bytes=live,
-                      bindings=dict(g.bindings), fixed_bytes=fixed, order=[g.ops[n].uid for n in life.order])
+                      bindings=dict(g.bindings), fixed_bytes=fixed, order=[g.ops[n].uid for n in life.order],
+                      region_bytes=regions), regions
 
 
 def static_plan(program: Program, bindings: Mapping[str, int] | None = None,
@@ -88,8 +111,9 @@ def static_plan(program: Program, bindings: Mapping[str, int] | None = None,
     hosts = [] if symbolic else [Host(b, g.bytes[b] // alignment * alignment, life.first[b]) for b in outputs]
     winner, placed, arena, sizes = best_packing(items, hosts)
     placement = {b: ("arena" if host is None else g.values[host].name, offset) for b, (host, offset) in placed.items()}
-    plan = _plan(life, "static", alignment, placement)
-    plan.peak_bytes = plan.fixed_bytes + sum(g.bytes[b] for b in outputs) + arena
+    plan, regions = _plan(life, "static", alignment, placement)
+    # a control-flow op's regions allocate their own buffers while the arena is held
+    plan.peak_bytes = plan.fixed_bytes + sum(g.bytes[b] for b in outputs) + arena + max(regions, default=0)
     plan.arena_bytes, plan.heuristic, plan.heuristics = arena, winner, sizes
     plan.arena_lower_bound_bytes = arena_lower_bound(items, len(life.order))
     return plan
@@ -124,7 +148,7 @@ def dynamic_plan(program: Program, bindings: Mapping[str, int] | None = None,
     """Buffers allocated from the pool right before first use and freed right after last use;
     the pool's behaviour is replayed on offsets only, so nothing is allocated."""
     life = StepGraph(program, bindings, donate).analyze()
-    plan = _plan(life, "dynamic", alignment)
+    plan, regions = _plan(life, "dynamic", alignment)
     # The executor's pool starts with one chunk as large as the peak in use (a first replay
     # finds it), so a call grows the pool only where best fit leaves gaps, not chunk by chunk.
     probe = PoolCore(chunk_bytes, alignment)
@@ -135,7 +159,9 @@ def dynamic_plan(program: Program, bindings: Mapping[str, int] | None = None,
     plan.pool = replay_pool(life, core)
     plan.arena_bytes = core.peak_reserved
     plan.arena_lower_bound_bytes = core.peak_in_use
-    plan.peak_bytes = plan.fixed_bytes + core.peak_reserved
+    # a control-flow op's regions allocate beside what the pool holds at its step
+    plan.peak_bytes = plan.fixed_bytes + max([core.peak_reserved] + [t["reserved"] + extra for t, extra
+                                                                      in zip(plan.pool, regions) if extra])
     return plan
 
 
@@ -158,7 +184,7 @@ def eager_plan(program: Program, bindings: Mapping[str, int] | None = None) -> M
     end = max(len(life.order) - 1, 0)
     for b in life.buffers:
         life.last[b] = end
-    plan = _plan(life, "eager", 1)
+    plan, _ = _plan(life, "eager", 1)
     plan.peak_bytes = plan.lower_bound_bytes
     return plan
 

@@ -129,6 +129,9 @@ def out_of_memory(plan: MemoryPlan, where: str, why: str, extra: int = 0) -> Out
                         + (f", from {b.producer_name}" if b.producer_name else "") + ")" for b in largest)
     shapes = ", ".join(f"{k}={v}" for k, v in sorted(plan.bindings.items()))
     copies = f" plus {format_bytes(extra)} copying non-contiguous inputs" if extra else ""
+    regions = plan.region_bytes[step] if step < len(plan.region_bytes) else 0
+    if regions:
+        tensors += f"; and step {step}'s loop or branch holds {format_bytes(regions)} of its own (one iteration)"
     error = OutOfMemoryError(
         f"{where}: the planned peak of {format_bytes(plan.peak_bytes)} ({plan.mode} plan"
         + (f", {shapes}" if shapes else "") + f"){copies} {why}; "
