@@ -82,7 +82,7 @@ def test_o2_runs_the_stencil_as_a_native_loop_with_one_iterations_buffers():
     assert record.carried_bytes == 2 * u.nbytes
 
 
-def test_a_branch_in_a_body_keeps_its_loop_on_the_host_with_the_reason_and_a_while_loop_runs_natively():
+def test_a_branch_in_a_body_runs_inside_the_native_loop_and_so_does_a_while_loop():
     def f(x):
         def body(i, c):
             return jl.cond(c.sum() > 4, lambda a: a * 0.5, lambda a: a + 1.0, c)
@@ -100,11 +100,37 @@ def test_a_branch_in_a_body_keeps_its_loop_on_the_host_with_the_reason_and_a_whi
     exe = jl.compile(jl.trace(f, x), level="O1")
     np.testing.assert_allclose(exe(x)[0], f_numpy(x))
     records = {r.op: r for r in exe.report.loops}
-    assert not records["scf.for"].native and "scf.if" in records["scf.for"].reason
+    assert records["scf.for"].native, records["scf.for"].reason
     assert records["scf.while"].native, records["scf.while"].reason
     # negative values never reach 10: the bound ends the native loop, the host names the iteration
     with pytest.raises(jl.InputError, match=r"max_iterations=20 .*iteration 20 of the scf.while"):
         exe(-np.full(3, 10.0))
+
+
+def test_each_side_of_a_branch_in_a_native_loop_keeps_the_values_the_body_reads_after_it():
+    def f(x, w, n):
+        def body(i, c):
+            t = c * 2.0                         # read by both sides and after the branch
+            picked = jl.cond(i % 3 == 0, lambda a, b: a[::-1] + b[i], lambda a, b: a * 0.5 - b[i + 1], t, w)
+            return picked + t * 0.25
+        return jl.fori_loop(0, n, body, x)
+
+    def f_numpy(x, w, n):
+        for i in range(n):
+            t = x * 2.0
+            picked = t[::-1] + w[i] if i % 3 == 0 else t * 0.5 - w[i + 1]
+            x = picked + t * 0.25
+        return x
+
+    x, w = np.linspace(-1, 1, 5), np.linspace(0, 1, 8)
+    for level in ("O1", "O2"):
+        exe = jl.compile(jl.trace(f, x, w, np.int64(7)), level=level)
+        assert native(exe) == [True], exe.report.loops
+        for n in (0, 1, 7):
+            np.testing.assert_allclose(exe(x, w, np.int64(n))[0], f_numpy(x, w, n))
+        # w[i + 1] past the end at iteration 7, in the side taken then only
+        with pytest.raises(OutOfBoundsError, match=r"iteration 7 of the scf.for"):
+            exe(x, w, np.int64(8))
 
 
 def _random_body(ops: list[int], scale: float):

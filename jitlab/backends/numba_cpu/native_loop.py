@@ -126,6 +126,7 @@ class _Source:
         self._copied = False
         self._k = 0                                # the op being emitted, in its region's order
         self._writable: set[str] = set()           # carried buffers the body may update in place
+        self._shared: set[str] = set()             # an if side's arguments: the body's, never freed or written there
 
     # -- buffers ----------------------------------------------------------------------
     def buffer(self, value: Value) -> str:
@@ -149,7 +150,7 @@ class _Source:
         """Returns the buffers of the values whose last use is op number `k`."""
         for v in op.operands:
             var = self.names.get(v)
-            if var in self.owned and self._last.get(v) == k and self._holder(var) is v:
+            if var in self.owned and var not in self._shared and self._last.get(v) == k and self._holder(var) is v:
                 self._free.setdefault((tuple(v.type.shape), v.type.dtype), []).append(var)
 
     def _holder(self, var: str) -> Value | None:
@@ -196,6 +197,8 @@ class _Source:
         if op.has(Trait.CONSTANT) or op.name == "np.weight":
             self.names[op.results[0]] = f"q{len(self.constants)}"
             self.constants.append(_plain(_constant(body, op.results[0])))
+        elif op.uid in self.nested and op.name == "scf.if":
+            self._branch(op)
         elif op.uid in self.nested:
             self._inner_loop(op)
         elif op.has(Trait.VIEW):
@@ -251,6 +254,29 @@ class _Source:
         for j, v in enumerate(op.results):
             self.names[v] = f"{failed}r[{j}]"
 
+    def _branch(self, op: Operation) -> None:
+        """An if of the body, both sides written in place under a test of the predicate: the side taken
+        runs its ops and copies its yields into the results' buffers."""
+        branch = self.nested[op.uid]
+        outs = [self.buffer(r) for r in op.results]
+        args = [self.names[v] for v in op.operands[1:]]
+        self.lines.append(f"if {self.names[op.operands[0]]}[()]:")
+        for k, side in enumerate(branch.bodies):
+            if k:
+                self.lines.append("else:")
+            start = len(self.lines)
+            self._side(side, args, outs, branch.nested)
+            self.lines[start:] = ["    " + line for line in self.lines[start:]] or ["    pass"]
+
+    def _side(self, side: Program, args: list[str], outs: list[str], nested: dict) -> None:
+        """One side of an if: its ops with their own buffers and liveness; the body's values it reads
+        are neither freed nor written in place there."""
+        saved = self._last, self._free, self._k, self._shared, self._writable, self.nested
+        self._shared, self._writable, self.nested = self._shared | set(args), set(), {**self.nested, **nested}
+        self.emit(side, args)
+        self.lines += [f"{out}[...] = {self.names[v]}" for out, v in zip(outs, side.outputs)]
+        self._last, self._free, self._k, self._shared, self._writable, self.nested = saved
+
     def _kernel(self, kernel) -> str:
         body = kernel_functions(kernel)
         if body not in self.kernels:
@@ -303,7 +329,7 @@ class _Source:
         """Whether `value`, in buffer `var`, is last read by the op being emitted and its buffer is this
         loop's own (not a capture, a constant or an operand)."""
         return self._last.get(value) == self._k and (var in self.owned or var in self._writable) \
-            and self._holder(var) is value
+            and var not in self._shared and self._holder(var) is value
 
     def _region(self, op: Operation, x: Value, starts) -> str:
         """The checked starts of a dynamic op, as the slice of `x` they pick; the loop ends with the
@@ -424,6 +450,19 @@ class NativeLoop:
 _UNBOUNDED = 1 << 62
 
 
+@dataclass
+class NativeBranch:
+    """An scf.if whose sides compile: written into the native loop around it (never built alone)."""
+
+    op: Operation
+    bodies: list[Program]                   # its compiled then and else regions
+    nested: dict[int, NativeLoop | NativeBranch]
+
+    def build(self) -> str:
+        return ("an scf.if outside a native loop runs from the host: it calls the compiled region of the "
+                "side taken, once")
+
+
 _INT = KernelParam("n", ParamRole.DIM, np.dtype(np.int64))
 
 
@@ -449,12 +488,12 @@ def compile_loop(op: Operation, bodies: list[Program], host: Callable[[int, list
                  options: dict, nested: dict[int, NativeLoop]) -> tuple[NativeLoop | None, str]:
     """The native loop of an scf.for or scf.while whose compiled regions are `bodies` (their own loops'
     native loops `nested`, by uid), written but not yet built; or None and why it runs from the host."""
-    if op.name not in ("scf.for", "scf.while"):
-        return None, f"{op.name} runs from the host: only scf.for and scf.while have native loops"
     for body in bodies:
         reason = why_not_native(body, nested)
         if reason is not None:
             return None, reason
+    if op.name == "scf.if":
+        return NativeBranch(op, bodies, nested), ""
     n, counted = len(op.results), op.name == "scf.for"
     carried = bodies[0].inputs[1:] if counted else bodies[0].inputs
     gen = _Source(n, len(carried) - n, nested)
