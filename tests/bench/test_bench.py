@@ -8,9 +8,10 @@ import pytest
 from jitlab.bench import cli, suite
 from jitlab.bench.peers import PEERS, Prepared, Runner
 
-# The default run's quick suite: an elementwise chain, a contraction and a loop program, with the
-# recompute rows; every benchmark, the ONNX models and the loaded rows run under -m slow.
-QUICK_ONLY = ("chain", "mlp", "heat")
+# The default run's quick suite: an elementwise chain and a contraction, with the recompute rows (the
+# loop program on its peers: test_imperative_benchmarks_run_on_numba_and_are_na_on_functional_peers);
+# every benchmark, the ONNX models and the loaded rows run under -m slow.
+QUICK_ONLY = ("chain", "mlp")
 pytestmark = pytest.mark.xdist_group("bench-quick-run")     # the module's fixture runs once, in one worker
 
 

@@ -9,6 +9,7 @@ import pytest
 
 import jitlab as jl
 from jitlab.passes import LEVELS
+from tests.budget import first_fast
 from tests.passes.filecheck import assert_identical
 from tests.passes.models import MODELS
 
@@ -44,7 +45,8 @@ def test_canonicalize_cse_dce_on_traced_models(name):
             assert_identical(a, e, name)
 
 
-@pytest.mark.parametrize("name", MODELS)
+# the convnet compiles the most kernels and takes the same passes as the others: under -m slow
+@pytest.mark.parametrize("name", first_fast(*sorted(MODELS, key=lambda n: n == "convnet"), keep=len(MODELS) - 1))
 def test_o1_lists_every_pass_and_matches_o0(name):
     fn, make_args = MODELS[name]
     args = make_args()
