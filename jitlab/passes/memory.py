@@ -81,8 +81,8 @@ def _own_bytes(op: Operation, region: int, program: Program, bindings: Mapping[s
     return max((n + region_bytes(life.graph.ops[k], sub, bindings) for n, k in zip(live, life.order)), default=0)
 
 
-def _plan(life: Lifetimes, mode: str, alignment: int, placement=None) -> tuple[MemoryPlan, list[int]]:
-    """The plan's records and live sets, and what each step's regions add to its live set (region_bytes)."""
+def _plan(life: Lifetimes, mode: str, alignment: int, placement=None) -> MemoryPlan:
+    """The plan's records and live sets, each step's with what its regions hold (region_bytes)."""
     g = life.graph
     regions = [region_bytes(g.ops[n], g.program, g.bindings) for n in life.order]
     live = [n + extra for n, extra in zip(life.live_bytes(), regions)]
@@ -91,7 +91,7 @@ def _plan(life: Lifetimes, mode: str, alignment: int, placement=None) -> tuple[M
     return MemoryPlan(peak_bytes=0, lower_bound_bytes=max(live, default=fixed), naive_bytes=naive,
                       buffers=buffer_records(life, placement), mode=mode, alignment=alignment, live_bytes=live,
                       bindings=dict(g.bindings), fixed_bytes=fixed, order=[g.ops[n].uid for n in life.order],
-                      region_bytes=regions), regions
+                      region_bytes=regions)
 
 
 def static_plan(program: Program, bindings: Mapping[str, int] | None = None,
@@ -111,9 +111,9 @@ def static_plan(program: Program, bindings: Mapping[str, int] | None = None,
     hosts = [] if symbolic else [Host(b, g.bytes[b] // alignment * alignment, life.first[b]) for b in outputs]
     winner, placed, arena, sizes = best_packing(items, hosts)
     placement = {b: ("arena" if host is None else g.values[host].name, offset) for b, (host, offset) in placed.items()}
-    plan, regions = _plan(life, "static", alignment, placement)
+    plan = _plan(life, "static", alignment, placement)
     # a control-flow op's regions allocate their own buffers while the arena is held
-    plan.peak_bytes = plan.fixed_bytes + sum(g.bytes[b] for b in outputs) + arena + max(regions, default=0)
+    plan.peak_bytes = plan.fixed_bytes + sum(g.bytes[b] for b in outputs) + arena + max(plan.region_bytes, default=0)
     plan.arena_bytes, plan.heuristic, plan.heuristics = arena, winner, sizes
     plan.arena_lower_bound_bytes = arena_lower_bound(items, len(life.order))
     return plan
@@ -148,7 +148,7 @@ def dynamic_plan(program: Program, bindings: Mapping[str, int] | None = None,
     """Buffers allocated from the pool right before first use and freed right after last use;
     the pool's behaviour is replayed on offsets only, so nothing is allocated."""
     life = StepGraph(program, bindings, donate).analyze()
-    plan, regions = _plan(life, "dynamic", alignment)
+    plan = _plan(life, "dynamic", alignment)
     # The executor's pool starts with one chunk as large as the peak in use (a first replay
     # finds it), so a call grows the pool only where best fit leaves gaps, not chunk by chunk.
     probe = PoolCore(chunk_bytes, alignment)
@@ -161,7 +161,7 @@ def dynamic_plan(program: Program, bindings: Mapping[str, int] | None = None,
     plan.arena_lower_bound_bytes = core.peak_in_use
     # a control-flow op's regions allocate beside what the pool holds at its step
     plan.peak_bytes = plan.fixed_bytes + max([core.peak_reserved] + [t["reserved"] + extra for t, extra
-                                                                      in zip(plan.pool, regions) if extra])
+                                                                      in zip(plan.pool, plan.region_bytes) if extra])
     return plan
 
 
@@ -184,7 +184,7 @@ def eager_plan(program: Program, bindings: Mapping[str, int] | None = None) -> M
     end = max(len(life.order) - 1, 0)
     for b in life.buffers:
         life.last[b] = end
-    plan, _ = _plan(life, "eager", 1)
+    plan = _plan(life, "eager", 1)
     plan.peak_bytes = plan.lower_bound_bytes
     return plan
 
