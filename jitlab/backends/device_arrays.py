@@ -31,3 +31,12 @@ def device_array_meta(a) -> _DeviceMeta | None:
     except Exception:          # absent, or a CPU tensor refusing to give one
         return None
     return _DeviceMeta(interface)
+
+
+def c_strides(shape, itemsize: int) -> tuple[int, ...]:
+    """The byte strides of a C-contiguous array of this shape: what an interface without strides means."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))

@@ -78,6 +78,11 @@ def _prepare(runner: Runner, bench: Benchmark, inputs: tuple, expected: np.ndarr
             **prepared.info}
 
 
+def progress(line: str) -> None:
+    """A line on stderr as each stage ends: a run stopped from outside still says how far it got."""
+    print(f"[bench] {line}", file=sys.stderr, flush=True)
+
+
 def _bound_bandwidth(target: str, host: dict[str, float]) -> tuple[float | None, str]:
     """The bandwidth lower bounds divide by, and whose: the host's measured copy rate for host
     targets; for a device target its measured device-to-device copy rate where the backend measures
@@ -94,7 +99,11 @@ def _bound_bandwidth(target: str, host: dict[str, float]) -> tuple[float | None,
 def run_benchmark(bench: Benchmark, runners: list[Runner], args, bw: float | None) -> dict:
     inputs = bench.inputs(args.quick)
     expected = flat(bench.fn(*inputs))
-    results = {r.name: _prepare(r, bench, inputs, expected) for r in runners}
+    results = {}
+    for r in runners:
+        start = time.perf_counter()
+        results[r.name] = _prepare(r, bench, inputs, expected)
+        progress(f"{bench.name}, {r.name}: {results[r.name]['status']} after {time.perf_counter() - start:.1f} s")
     ready = {name: r.pop("call") for name, r in results.items() if r["status"] == "ok"}
     timers = {name: r.pop("device_times") for name, r in results.items() if r["status"] == "ok"}
     medians = interleaved_medians(ready, args.repeats)
@@ -150,6 +159,7 @@ def run(args) -> dict:
     planned_levels = [lv for lv in args.level if lv != "O0"]
     runners = [PEERS[n] for n in args.peers.split(",") if n] + [jitlab_runner(lv, args.target) for lv in args.level]
     size = (64 if args.quick else 1024) << 20
+    progress("measuring the host's copy bandwidth")
     bw = {"1 thread": bandwidth(size, 1), "2 threads": bandwidth(size, 2)}
     bound_bw, source = _bound_bandwidth(args.target, bw)
     benches = [] if names == [] else [run_benchmark(b, runners, args, bound_bw) for b in by_name(names, args.quick)]

@@ -100,6 +100,40 @@ def _timed_loop(fn, args: tuple, level: str, repeats: int) -> tuple[np.ndarray, 
     return got.copy_to_host(), median_us(lambda: (exe(*on_device), cuda.synchronize()), repeats)
 
 
+def host_profile(call: Callable[[], object], calls: int, top: int = 12) -> list[dict]:
+    """Where the host's time goes in `call`: cProfile's functions by own time, per call (µs), the most first."""
+    import cProfile
+    import pstats
+
+    call()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        call()
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats
+    rows = sorted(stats.items(), key=lambda item: -item[1][2])[:top]
+    return [{"function": f"{file.rsplit('/', 2)[-1] if '/' in file else file}:{line}({name})",
+             "calls": round(nc / calls, 2), "own_us": tt / calls * 1e6, "cumulative_us": ct / calls * 1e6}
+            for (file, line, name), (_, nc, tt, ct, _) in rows]
+
+
+def host_profiles(calls: int = 200, loop_points: int = LOOP_POINTS, loop_steps: int = LOOP_STEPS) -> dict:
+    """cProfile of a cached O1 call with device arrays in and out, and of one O1 heat-loop call."""
+    from numba import cuda
+
+    import jitlab as jl
+
+    dev = jl.jit(lambda x: x + 1.0, level="O1", target="cuda", device_outputs=True)
+    d = cuda.to_device(np.ones(1, np.float32))
+    u = cuda.to_device(np.ones(loop_points, np.float32))
+    n = cuda.to_device(np.int64(loop_steps))
+    loop = jl.jit(_heat, level="O1", target="cuda", device_outputs=True)
+    return {"x + 1, device arrays": host_profile(lambda: dev(d), calls),
+            f"heat fori_loop, {loop_steps} iterations": host_profile(lambda: (loop(u, n), cuda.synchronize()),
+                                                                     max(calls // 50, 2))}
+
+
 def measure(repeats: int = CALLS, copy_bytes: int = COPY_BYTES, loop_points: int = LOOP_POINTS,
             loop_steps: int = LOOP_STEPS) -> dict:
     """The device, its copy rate, the cached-call and the loop figures, as plain data."""
@@ -113,4 +147,5 @@ def measure(repeats: int = CALLS, copy_bytes: int = COPY_BYTES, loop_points: int
         calls["jax.jit"] = jax
     return {"device": info.name, "sm_count": info.sm_count, "peak_bytes_per_s": info.peak_bytes_per_second,
             "copy_bytes_per_s": copy_bandwidth(copy_bytes), "cached_call_us": calls,
-            "loops": loop_figures(loop_points, loop_steps, min(repeats, 5))}
+            "loops": loop_figures(loop_points, loop_steps, min(repeats, 5)),
+            "host_profiles": host_profiles(min(repeats, 200), loop_points, loop_steps)}

@@ -43,7 +43,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--modules", help="comma-separated test modules (default every tests/cuda module)")
     p.add_argument("--rows", default=",".join(ROWS), help=f"bench rows (default {','.join(ROWS)})")
     p.add_argument("--repeats", type=int, default=7, help="bench repeats (default 7)")
-    p.add_argument("--row-limit", type=float, default=75, help="seconds a bench row may take (default 75)")
+    p.add_argument("--row-limit", type=float, default=120,
+                   help="seconds a bench row may take at most (default 120; each gets an equal share of the time left)")
+    p.add_argument("--torch", action="store_true",
+                   help="torch.compile as a third peer (its cold compile takes tens of seconds a row)")
     p.add_argument("--measure", metavar="JSON", help=argparse.SUPPRESS)     # the last process's own work
     return p.parse_args(argv)
 
@@ -64,22 +67,22 @@ def device_env() -> dict[str, str]:
     return env
 
 
-def peers() -> str:
-    """numpy and jax.jit, and torch.compile where PyTorch is installed."""
-    return "numpy,jax.jit" + (",torch.compile" if importlib.util.find_spec("torch") else "")
+def peers(torch: bool = False) -> str:
+    """numpy and jax.jit, and torch.compile where asked for and PyTorch is installed."""
+    return "numpy,jax.jit" + (",torch.compile" if torch and importlib.util.find_spec("torch") else "")
 
 
 def run_rows(rows: list[str], args, deadline: float, out_dir: Path, env: dict[str, str]) -> list[dict]:
     """Each bench row through the bench's CLI in a process of its own; its JSON, or why there is none."""
     results = []
-    for row in rows:
+    for left, row in zip(range(len(rows), 0, -1), rows):
         path = out_dir / f"bench-{row}.json"
-        limit = min(args.row_limit, deadline - time.monotonic())
+        limit = min(args.row_limit, (deadline - time.monotonic()) / left)
         if limit < 5:
             results.append({"name": row, "status": "not run: out of time"})
             continue
-        command = [sys.executable, "-m", "jitlab.bench", "--target", "cuda", "--peers", peers(), "--only", row,
-                   "--repeats", str(args.repeats), "--starts", "off", "--json", str(path)]
+        command = [sys.executable, "-m", "jitlab.bench", "--target", "cuda", "--peers", peers(args.torch),
+                   "--only", row, "--repeats", str(args.repeats), "--starts", "off", "--json", str(path)]
         finished = guarded.run_killable(command, limit, out_dir / f"bench-{row}.log", ROOT, env)
         results.append(read_row(row, path, finished))
     return results
@@ -137,9 +140,9 @@ def run_all(args) -> int:
     out = Path(args.out).resolve()
     work = out.parent / (out.stem + "-logs")
     env = device_env()
-    tests = guarded.run_modules(cuda_test_modules(args.modules), args.test_limit, start + 0.6 * args.budget,
+    tests = guarded.run_modules(cuda_test_modules(args.modules), args.test_limit, start + 0.3 * args.budget,
                                 work, env, ROOT, args.jobs, ["--no-shrink"])
-    rows = run_rows([r for r in args.rows.split(",") if r], args, start + 0.93 * args.budget, work, env)
+    rows = run_rows([r for r in args.rows.split(",") if r], args, start + 0.92 * args.budget, work, env)
     measured = run_measure(start + args.budget, work, env)
     data = {"seconds": round(time.monotonic() - start, 1), "logs": str(work),
             "tests": [t.as_dict() for t in tests], "rows": rows, "measured": measured}

@@ -17,6 +17,7 @@ def summary_markdown(data: dict) -> str:
     head[-1] += f"{data['seconds']:.0f} s in all; logs in `{data['logs']}`."
     lines = head + tests_section(data["tests"]) + rows_section(data["rows"], m.get("copy_bytes_per_s"))
     lines += calls_section(m.get("cached_call_us") or {}) + loops_section(m.get("loops"))
+    lines += profiles_section(m.get("host_profiles") or {})
     return "\n".join(lines + ["", "```json", json.dumps(data, indent=1, default=str), "```", ""])
 
 
@@ -93,6 +94,17 @@ def loops_section(loops: dict | None) -> list[str]:
              "| runner | " + " | ".join(kinds) + " |", "|" + " --- |" * (len(kinds) + 1)]
     lines += [f"| {who} | " + " | ".join(f"{loops[who][k]:.1f}" for k in kinds) + " |" for who in runners]
     return lines + [f"| numpy, eager | {loops['numpy heat us per step']:.1f} |" + " - |" * (len(kinds) - 1)]
+
+
+def profiles_section(profiles: dict[str, list[dict]]) -> list[str]:
+    """cProfile's view of each case: the functions with the most time of their own, per call."""
+    lines = []
+    for case, rows in profiles.items():
+        lines += ["", f"## Host time of one call: {case} (cProfile, µs per call, the most first)", "",
+                  "| function | calls | own µs | cumulative µs |", "| --- | --- | --- | --- |"]
+        lines += [f"| `{r['function']}` | {r['calls']:g} | {r['own_us']:.1f} | {r['cumulative_us']:.1f} |"
+                  for r in rows]
+    return lines
 
 
 def verdict(data: dict) -> int:

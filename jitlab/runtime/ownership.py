@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..backends.device_arrays import is_numba_device_array
+from ..backends.device_arrays import c_strides, is_numba_device_array
 from ..ir.opdef import Trait
 from ..ir.program import Program
 
@@ -80,19 +80,11 @@ def _device_span(a) -> tuple[int, int] | None:
     if interface is None or not all(interface["shape"]):
         return None
     shape, itemsize = interface["shape"], np.dtype(interface["typestr"]).itemsize
-    strides = interface.get("strides") or _c_strides(shape, itemsize)
+    strides = interface.get("strides") or c_strides(shape, itemsize)
     start = interface["data"][0]
     low = sum(s * (n - 1) for s, n in zip(strides, shape) if s < 0)
     high = sum(s * (n - 1) for s, n in zip(strides, shape) if s > 0)
     return start + low, start + high + itemsize
-
-
-def _c_strides(shape: Sequence[int], itemsize: int) -> list[int]:
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.insert(0, step)
-        step *= n
-    return strides
 
 
 def _copy(a):

@@ -59,6 +59,10 @@ def private_cache(tmp_path_factory, monkeypatch):
 
 def pytest_collection_modifyitems(config, items):
     if REAL_GPU and not SIMULATOR:
+        on_gpu = pytest.mark.skip(reason="checks the simulator's behaviour; a real GPU behaves otherwise")
+        for item in items:
+            if "simulator" in item.keywords:
+                item.add_marker(on_gpu)
         return
     skip = pytest.mark.skip(reason="needs a real NVIDIA GPU (run with JITLAB_TEST_GPU=1 on one)")
     # Named beside other tests, a simulator module cannot switch the simulator on for the whole run.

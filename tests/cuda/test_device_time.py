@@ -24,6 +24,7 @@ def test_device_times_gives_one_figure_per_call_and_stops_timing_after():
     np.testing.assert_allclose(calls[-1][0].copy_to_host(), np.tanh(np.ones(8, np.float32)) * 2, rtol=1e-6)
 
 
+@pytest.mark.simulator
 def test_the_simulator_has_no_copy_bandwidth_to_bound_with():
     assert jl.backends.base.backend_for_target("cuda").copy_bandwidth() is None
     host = {"1 thread": 2e10}

@@ -24,7 +24,8 @@ def test_host_arrays_replay_a_captured_graph(level):
     x, y = rand(1 << 16), rand(1 << 16)
     exe = jl.compile(jl.trace(chain, x, y), level=level, target="cuda", progress=False)
     for k in range(4):
-        np.testing.assert_allclose(exe(x + k, y)[0], chain(x + k, y), rtol=1e-6)
+        # NVVM contracts x * y + x into one fma, which rounds once where numpy rounds twice
+        np.testing.assert_allclose(exe(x + k, y)[0], chain(x + k, y), rtol=1e-5, atol=1e-6)
     record = exe.report.cuda_graphs
     assert record.replay and record.failures == [], record
     [capture] = record.captures

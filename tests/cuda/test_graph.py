@@ -31,6 +31,7 @@ def test_decide_says_why_calls_run_directly():
     assert replay and "second call" in reason
 
 
+@pytest.mark.simulator
 def test_under_the_simulator_calls_run_directly_and_the_report_says_why():
     exe, args, fn = program()
     for _ in range(3):
@@ -147,6 +148,13 @@ def test_device_inputs_are_keyed_apart_and_read_their_address_once():
     assert key == ((False, (2, 3), "<f4"), (True, (3,), "<f4"), (False, (2, 3), "<f4"))
     assert pointers == [4096, 0, 8192]
     assert graph.describe(key) == "device <f4 [2, 3], host <f4 [3], device <f4 [2, 3]"
+
+
+def test_a_signature_reads_the_interface_not_the_dtype():
+    # a torch CUDA tensor's dtype (torch.float32) is nothing numpy can read: seen failing on an H200
+    tensor = DeviceLike((4, 2))
+    tensor.dtype = "torch.float32"
+    assert graph.signature([tensor]) == (((False, (4, 2), "<f4"),), [4096])
 
 
 def test_a_strided_device_input_is_never_replayed():

@@ -182,7 +182,9 @@ def test_a_row_reads_what_the_bench_cli_writes(tmp_path):
     path = tmp_path / "chain.json"
     command = [sys.executable, "-m", "jitlab.bench", "--target", "cpu", "--peers", "numpy", "--only", "chain",
                "--quick", "--repeats", "1", "--level", "O1", "--starts", "off", "--json", str(path)]
-    done = subprocess.run(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+    # the caller's path after the checkout: a GPU machine's carried packages live there
+    path_var = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    done = subprocess.run(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": path_var}, capture_output=True,
                           text=True, timeout=600)
     row = cuda_selfcheck.read_row("chain", path, guarded.Finished(done.returncode, False, 1.0))
     assert row["status"] == "ok", done.stdout[-3000:] + done.stderr[-3000:]
@@ -204,3 +206,7 @@ def test_the_device_measurements_run():
     text = selfcheck_summary.summary_markdown({"seconds": 1.0, "logs": "logs", "tests": [], "rows": [],
                                                "measured": {**data, "status": "ok"}})
     assert "## Loops run from the host (8 float32 values, 3 iterations" in text and "| jitlab O1 |" in text
+    profiles = data["host_profiles"]
+    assert set(profiles) == {"x + 1, device arrays", "heat fori_loop, 3 iterations"}
+    assert all(rows and rows[0]["own_us"] >= rows[-1]["own_us"] > 0 for rows in profiles.values())
+    assert "## Host time of one call: x + 1, device arrays" in text

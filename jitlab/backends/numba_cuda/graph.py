@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ...report import CudaGraphRecord, GraphCapture
+from ..device_arrays import c_strides
 
 MAX_CAPTURES = 8        # signatures captured per executable; later ones run directly
 
@@ -63,21 +64,18 @@ def signature(arrays: list) -> tuple[tuple | None, list[int]]:
     device inputs' addresses (0 for numpy inputs), read once from their `__cuda_array_interface__`."""
     key, pointers = [], []
     for a in arrays:
-        host = isinstance(a, np.ndarray)
-        interface = None if host else a.__cuda_array_interface__
-        if interface is not None and interface.get("strides") not in (None, _c_strides(a)):
+        if isinstance(a, np.ndarray):
+            key.append((True, a.shape, a.dtype.str))
+            pointers.append(0)
+            continue
+        # the interface alone: another library's array (a torch tensor) has a dtype numpy cannot read
+        interface = a.__cuda_array_interface__
+        shape, dtype = tuple(interface["shape"]), np.dtype(interface["typestr"])
+        if interface.get("strides") not in (None, c_strides(shape, dtype.itemsize)):
             return None, []
-        key.append((host, tuple(a.shape), np.dtype(a.dtype).str))
-        pointers.append(0 if host else interface["data"][0])
+        key.append((False, shape, dtype.str))
+        pointers.append(interface["data"][0])
     return tuple(key), pointers
-
-
-def _c_strides(a) -> tuple[int, ...]:
-    strides, step = [], np.dtype(a.dtype).itemsize
-    for d in reversed(a.shape):
-        strides.append(step)
-        step *= d
-    return tuple(reversed(strides))
 
 
 def describe(key: tuple) -> str:

@@ -200,7 +200,8 @@ class ConvCall:
         self.out_per_group = out // self.groups
         self.window = (kh, kw, *attrs["strides"], attrs["pads"][0], attrs["pads"][1], *attrs["dilations"])
         self.pixels = math.prod(int(d) for d in con.result.type.shape[2:])
-        self.chunk = max(1, COLS_BYTES // (self.groups * self.patch * self.pixels * dtype.itemsize))
+        sample_bytes = self.groups * self.patch * self.pixels * dtype.itemsize     # 0 for an empty output
+        self.chunk = max(1, COLS_BYTES // max(sample_bytes, 1))
         self.gemm = Cublas(dtype, allow_tf32)
         self.kept = KeptBuffers(dtype)      # im2col buffers by shape
 
