@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.device_arrays import device_array_meta
+from ..backends.device_arrays import device_array_meta, is_numba_device_array
 from ..errors import InputError, JitlabError, TraceError, UnsupportedOp
 from ..ir.builder import FrontendClock
 from ..ir.dtypes import as_dtype
@@ -357,13 +357,16 @@ class JitFunction:
 
 
 def _array_key(args: tuple) -> tuple | None:
-    """The shapes and dtypes of positional numpy arrays (None if any argument is something else):
-    the key of a call that needs no flattening."""
+    """The shapes and dtypes of positional numpy arrays or numba device arrays (None if any argument
+    is something else): the key of a call that needs no flattening."""
     key = []
     for a in args:
-        if type(a) is not np.ndarray:
+        if type(a) is np.ndarray:
+            key.append((a.shape, a.dtype.num))
+        elif is_numba_device_array(a):
+            key.append((type(a), a.shape, a.dtype.num))
+        else:
             return None
-        key.append((a.shape, a.dtype.num))
     return tuple(key)
 
 

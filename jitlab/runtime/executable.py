@@ -115,15 +115,18 @@ class Executable:
             return bind_keywords(self.input_names, args, own, f"@{self.program.name}"), self.input_names
         return arguments.inputs(args, kwargs), arguments.input_paths
 
-    def _fast_inputs(self, args) -> list[np.ndarray] | None:
+    def _fast_inputs(self, args) -> list | None:
         """The arguments as they are, when a static program's earlier call checked all that a call
         with them needs (their types, and that no input is copied); else None."""
         if self._static is None or len(args) != len(self._static) or not self._checked_bindings:
             return None
-        copies = self._copies_inputs
+        copies, on_device = self._copies_inputs, self._on_device
         for a, (dtype, shape) in zip(args, self._static):
+            # numba's device arrays as they are on a device target: the runner checks their layout
+            if type(a) is not np.ndarray and not (on_device and is_numba_device_array(a)):
+                return None
             # dtypes are compared by identity first: numpy's native ones are singletons
-            if type(a) is not np.ndarray or a.shape != shape or (a.dtype is not dtype and a.dtype != dtype):
+            if a.shape != shape or (a.dtype is not dtype and a.dtype != dtype):
                 return None
             if copies:
                 flags = a.flags

@@ -3,6 +3,8 @@ the executor's capture seam (its steps queued on buffers a graph owns) run under
 stand-in that reruns the steps on those same buffers, against O0. The driver's capture itself
 needs a GPU (cuda_selfcheck runs the suite there)."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -174,3 +176,33 @@ def test_kept_buffers_are_bounded_except_those_a_graph_pinned():
     for n in range(4, 9):
         kept.get((n,), 0)
     assert kept.get((3,), 0) is first and set(kept.buffers) == {(3,), (7,), (8,)}
+
+
+def test_a_replay_hands_out_a_buffer_the_caller_no_longer_holds_and_never_one_it_holds(monkeypatch):
+    from numba import cuda
+
+    from jitlab.backends.numba_cuda.memory import PerBuffer
+
+    copies = []
+
+    class Driver:
+        def cuMemcpyDtoDAsync(self, dst, src, nbytes, stream):     # noqa: N802 (the driver's name)
+            copies.append((id(dst), id(src), nbytes))
+            dst.copy_to_device(src)
+
+    monkeypatch.setattr(graph, "_pointer", lambda array: array)    # the simulator's arrays have no addresses
+    captured = object.__new__(graph.CapturedGraph)
+    captured.driver, captured.stream = Driver(), SimpleNamespace(handle=0)
+    captured.handed = PerBuffer(cuda)
+    own = cuda.to_device(np.arange(4, dtype=np.float32))            # the graph's result buffer
+    first = captured._hand_out(0, own)
+    kept_id = id(first)
+    del first                                                       # dropped: the next replay reuses it
+    second = captured._hand_out(0, own)
+    assert id(second) == kept_id and captured.handed.allocations == 1
+    own.copy_to_device(np.full(4, 7, np.float32))
+    third = captured._hand_out(0, own)                              # `second` is held: a new buffer
+    assert third is not second and captured.handed.allocations == 2
+    np.testing.assert_array_equal(second.copy_to_host(), np.arange(4, dtype=np.float32))
+    np.testing.assert_array_equal(third.copy_to_host(), np.full(4, 7, np.float32))
+    assert len(copies) == 3

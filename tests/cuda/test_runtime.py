@@ -55,6 +55,28 @@ def test_jitted_function_takes_device_arrays_and_can_return_them():
     np.testing.assert_allclose(again.copy_to_host(), np.tanh(np.tanh(x) * y) * y, rtol=1e-5)
 
 
+def test_device_array_calls_skip_the_general_check_once_checked_and_bad_ones_still_get_it(monkeypatch):
+    from jitlab.runtime import executable as executable_module
+
+    exe = jl.compile(jl.trace(lambda x: x * 2.0, np.ones(3, np.float32)), target="cuda", device_outputs=True,
+                     progress=False)
+    f = jl.jit(target="cuda", device_outputs=True, progress=False)(lambda x: x * 2.0)
+    d = cuda.to_device(np.arange(3, dtype=np.float32))
+    exe(d), f(d)
+    general = executable_module.check_inputs
+    checked = []
+    monkeypatch.setattr(executable_module, "check_inputs", lambda *a: checked.append(a) or general(*a))
+    np.testing.assert_array_equal(exe(d)[0].copy_to_host(), [0, 2, 4])
+    np.testing.assert_array_equal(f(d).copy_to_host(), [0, 2, 4])
+    assert checked == []
+    with pytest.raises(jl.InputError, match="input 'x': dim 0"):
+        exe(cuda.to_device(np.ones(4, np.float32)))
+    with pytest.raises(jl.InputError, match="must have dtype f32, got f64"):
+        exe(cuda.to_device(np.ones(3, np.float64)))
+    assert len(checked) == 2
+    np.testing.assert_array_equal(f(np.arange(3, dtype=np.float32)).copy_to_host(), [0, 2, 4])   # keyed apart
+
+
 def test_results_held_by_the_caller_are_not_overwritten():
     f = jl.jit(target="cuda", device_outputs=True, progress=False)(lambda x: x * 2.0)
     first = f(np.ones(4, np.float32))

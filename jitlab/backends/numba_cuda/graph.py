@@ -29,6 +29,7 @@ import numpy as np
 
 from ...report import CudaGraphRecord, GraphCapture
 from ..device_arrays import c_strides
+from .memory import PerBuffer
 
 MAX_CAPTURES = 8        # signatures captured per executable; later ones run directly
 
@@ -142,6 +143,9 @@ class CapturedGraph:
         self.driver, cuda = driver, executor.cuda
         self.stream = executor.streams[0]
         self.device_outputs = executor.device_outputs
+        # the results handed out, kept for the next replay while the caller holds none of them: no
+        # allocation (and no cuMemFree, which waits for the device) per call
+        self.handed = PerBuffer(cuda) if self.device_outputs else None
         self.inputs = [_stage(cuda, a) for a in arrays]
         owned = _owned_buffers(executor, bindings)
         self.results = [] if self.device_outputs else [cuda.pinned_array(shape, dtype)
@@ -196,11 +200,19 @@ class CapturedGraph:
             elif s.nbytes:
                 self.driver.cuMemcpyDtoDAsync(s.pointer, pointer, s.nbytes, handle)
         self.driver.cuGraphLaunch(self.exec, handle)
-        outs = [_device_copy(r, self.stream) for r in self.results] if self.device_outputs else None
+        outs = [self._hand_out(j, r) for j, r in enumerate(self.results)] if self.device_outputs else None
         if clock is not None:
             clock[1].record(self.stream)
         self.stream.synchronize()
         return outs if outs is not None else [r.copy() for r in self.results]
+
+    def _hand_out(self, index: int, result) -> Any:
+        """A device array of the caller's holding `result`: the graph's own buffer is overwritten by the next
+        replay, so the result is copied (on the stream, after the graph) into one the caller may keep."""
+        out = self.handed.get(index, result.shape, result.dtype, self.stream)
+        if result.nbytes:
+            self.driver.cuMemcpyDtoDAsync(_pointer(out), _pointer(result), result.nbytes, self.stream.handle)
+        return out
 
     def record(self, signature_text: str) -> GraphCapture:
         nodes, kernels, copies = self.counts
@@ -243,15 +255,6 @@ def _node_counts(driver, binding, graph) -> tuple[int, int, int]:
     kinds = [driver.cuGraphNodeGetType(node) for node in nodes]
     types = binding.CUgraphNodeType
     return int(count), kinds.count(types.CU_GRAPH_NODE_TYPE_KERNEL), kinds.count(types.CU_GRAPH_NODE_TYPE_MEMCPY)
-
-
-def _device_copy(result, stream):
-    """A fresh device array holding `result`: the graph's own buffer is overwritten by the next replay."""
-    from numba import cuda
-
-    out = cuda.device_array(result.shape, result.dtype, stream=stream)
-    out.copy_to_device(result, stream=stream)
-    return out
 
 
 def _pointer(array) -> int:
