@@ -65,14 +65,15 @@ def test_matmul_through_cublas_keeps_float32_precision():
 
 @needs_cupy
 @pytest.mark.parametrize("level", ["O1", "O2"])
-def test_mlp_through_cublas_and_a_graph_matches_o0(level):
+def test_mlp_through_cublas_runs_directly_and_matches_o0(level):
     x, w1, b1, w2, b2 = rand(64, 128), rand(128, 256) * 0.1, rand(256), rand(256, 32) * 0.1, rand(32)
     fn = lambda x, w1, b1, w2, b2: np.maximum(x @ w1 + b1, 0) @ w2 + b2  # noqa: E731
     exe = on_cuda(jl.trace(fn, x, w1, b1, w2, b2), [x, w1, b1, w2, b2], level=level, rtol=1e-4, atol=1e-4)
     for _ in range(2):
         np.testing.assert_allclose(exe(x, w1, b1, w2, b2)[0], fn(x, w1, b1, w2, b2), rtol=1e-4, atol=1e-4)
     assert sum("cuBLAS" in k.choice for k in exe.report.kernels) == 2
-    assert exe.report.cuda_graphs.failures == [] and exe.report.cuda_graphs.captures
+    record = exe.report.cuda_graphs       # CuPy refuses cuBLAS calls in a capture: none is tried
+    assert not record.replay and "CuPy" in record.reason and record.failures == record.captures == []
 
 
 @needs_cupy

@@ -29,6 +29,8 @@ def test_decide_says_why_calls_run_directly():
     assert not replay and "np.cumsum run(s) on the host" in reason
     assert "3 streams" in graph.decide(None, False, [], 3)[1]
     assert "memory_limit is set" in graph.decide(None, False, [], 1, memory_limit=1 << 30)[1]
+    replay, reason = graph.decide(None, False, [], 1, library=["cublas"])     # what an H200 showed CuPy does
+    assert not replay and "CuPy, which refuses any cuBLAS call on a stream being captured" in reason
     replay, reason = graph.decide(True, False, [], 1)
     assert replay and "second call" in reason
 

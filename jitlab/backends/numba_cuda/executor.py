@@ -164,8 +164,10 @@ class DeviceExecutor:
 
     def _graphs(self, report: CompileReport, option: bool | None) -> GraphCalls | None:
         control = sorted({s.op.name for s in self.steps if s.op.name in REGION_OPS or s.op.name in DYNAMIC_OPS})
+        library = sorted({s.kernel.meta["library"] for s in self.steps
+                          if s.kernel is not None and s.kernel.meta.get("library")})
         replay, reason = decide(option, device.simulator_enabled(), self._host_ops(), len(self.streams), self.limit,
-                                control)
+                                control, library)
         report.cuda_graphs = CudaGraphRecord(replay=replay, reason=reason)
         if not replay:
             return None

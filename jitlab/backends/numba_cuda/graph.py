@@ -35,9 +35,9 @@ MAX_CAPTURES = 8        # signatures captured per executable; later ones run dir
 
 
 def decide(option: bool | None, simulator: bool, host_ops: list[str], streams: int,
-           memory_limit: int | None = None, control: list[str] = ()) -> tuple[bool, str]:
+           memory_limit: int | None = None, control: list[str] = (), library: list[str] = ()) -> tuple[bool, str]:
     """Whether calls replay captured graphs, and why (or why not); `control` names the program's scf and
-    dynamic index ops."""
+    dynamic index ops, `library` the libraries its contractions call."""
     if option is False:
         return False, "graphs=False: every call launches its steps directly"
     if control:
@@ -45,6 +45,11 @@ def decide(option: bool | None, simulator: bool, host_ops: list[str], streams: i
                        "loop's condition, an if's predicate read back) and an index op's range check is read "
                        "after the call, which a captured graph cannot hold: every call launches its steps "
                        "directly")
+    if "cublas" in library:
+        # cuBLAS itself can be captured, but CuPy's bindings check every call (cublas.setStream) and refuse
+        return False, ("cuBLAS is called through CuPy, which refuses any cuBLAS call on a stream being captured "
+                       "('calling cuBLAS API during stream capture is currently unsupported'): every call "
+                       "launches its steps directly")
     if memory_limit is not None:
         return False, ("memory_limit is set, and a graph keeps its own inputs and every buffer the static plan "
                        "does not place, which the limit does not count: every call launches its steps directly")
