@@ -201,3 +201,28 @@ def test_an_index_out_of_range_in_an_inner_native_loop_is_numpys_error_naming_th
     bad = jl.compile(jl.trace(lambda x, w: nested(x, w, 2), x, w), level="O1")
     with pytest.raises(IndexError, match=r"index 6 is out of bounds for axis 0 with size 6.*iteration 3 "):
         bad(x, w)
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_windows_read_and_written_by_index_rolls_and_branches_agree_with_numpy(level):
+    # every copy a native loop writes element by element: a window read and one written back at an
+    # offset (2-d, both axes), a concatenate (np.roll), a whole carry, and a branch's yield
+    def f(a, b):
+        n = a.shape[0]
+        for i in range(1, n - 1):
+            for j in range(1, n - 1):
+                a[i, j] = 0.25 * (a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
+            a[i, 1:n - 1] = np.roll(a[i, 1:n - 1], 1)
+            if a[i, 1] > b[i]:
+                b = b * 0.5
+            else:
+                b = b + a[i, :]
+        return a, b
+
+    a, b = np.random.default_rng(3).random((6, 6)), np.linspace(0.0, 1.0, 6)
+    want = f(a.copy(), b.copy())
+    jitted = jl.jit(f, level=level)
+    got_a, got_b = jitted(a.copy(), b.copy())
+    assert all(native(jitted.last)), jitted.last.report.loops
+    np.testing.assert_allclose(got_a, want[0], rtol=1e-12)
+    np.testing.assert_allclose(got_b, want[1], rtol=1e-12)

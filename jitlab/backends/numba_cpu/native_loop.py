@@ -274,7 +274,8 @@ class _Source:
         saved = self._last, self._free, self._k, self._shared, self._writable, self.nested
         self._shared, self._writable, self.nested = self._shared | set(args), set(), {**self.nested, **nested}
         self.emit(side, args)
-        self.lines += [f"{out}[...] = {self.names[v]}" for out, v in zip(outs, side.outputs)]
+        for out, v in zip(outs, side.outputs):
+            self._put(out, self.names[v], _dims(v.type))
         self._last, self._free, self._k, self._shared, self._writable, self.nested = saved
 
     def _kernel(self, kernel) -> str:
@@ -301,18 +302,19 @@ class _Source:
         axis, start = op.attrs["axis"] % op.result.type.rank, 0
         for v in op.operands:
             extent = int(v.type.shape[axis])
-            index = ", ".join([":"] * axis + [f"{start}:{start + extent}"])
-            self.lines.append(f"{out}[{index}] = {self.names[v]}")
+            at = ["0"] * op.result.type.rank
+            at[axis] = str(start)
+            self._put(out, self.names[v], _dims(v.type), to=at)
             start += extent
 
     def _dynamic_slice(self, op: Operation) -> None:
-        region = self._region(op, op.operands[0], op.operands[1:])
+        starts = self._region(op, op.operands[0], op.operands[1:])
         out = self.buffer(op.result)
-        self.lines.append(f"{out}[...] = {self.names[op.operands[0]]}[{region}]")
+        self._put(out, self.names[op.operands[0]], _dims(op.result.type), source=starts)
 
     def _dynamic_update_slice(self, op: Operation) -> None:
         x, update = op.operands[:2]
-        region = self._region(op, x, op.operands[2:])
+        starts = self._region(op, x, op.operands[2:])
         var = self.names[x]
         if self._dies_here(x, var) and not (isinstance(update, OpResult) and update.op.has(Trait.VIEW)):
             # x is read by nothing after this: its buffer takes the update in place (no copy of x)
@@ -321,9 +323,9 @@ class _Source:
                 self.plan.buffers[self._buffer_of[var]][0].append(op.result.name)
         else:
             out = self.buffer(op.result)
-            self.lines.append(f"{out}[...] = {var}")
+            self._put(out, var, _dims(x.type))
             var = out
-        self.lines.append(f"{var}[{region}] = {self.names[update]}")
+        self._put(var, self.names[update], _dims(update.type), to=starts)
 
     def _dies_here(self, value: Value, var: str) -> bool:
         """Whether `value`, in buffer `var`, is last read by the op being emitted and its buffer is this
@@ -331,19 +333,31 @@ class _Source:
         return self._last.get(value) == self._k and (var in self.owned or var in self._writable) \
             and var not in self._shared and self._holder(var) is value
 
-    def _region(self, op: Operation, x: Value, starts) -> str:
-        """The checked starts of a dynamic op, as the slice of `x` they pick; the loop ends with the
-        iteration's number where one is out of range."""
+    def _put(self, dst: str, src: str, shape: tuple[int, ...], to: list[str] | None = None,
+             source: list[str] | None = None) -> None:
+        """`dst[to + t] = src[source + t]` for every index t of `shape`, as loops: the IR matched the shapes,
+        and numba's slice assignment would compile its shape-mismatch message (str, join) for every
+        signature, which took most of a loop nest's compile."""
+        depth = len(self.lines)
+        ts = [f"t{depth}_{d}" for d in range(len(shape))]
+        at = lambda starts: ", ".join(t if s in (None, "0") else f"{s} + {t}"  # noqa: E731
+                                      for s, t in zip(starts or [None] * len(shape), ts)) or "()"
+        loops = [f"{'    ' * d}for {t} in range({n}):" for d, (t, n) in enumerate(zip(ts, shape))]
+        self.lines += loops + ["    " * len(shape) + f"{dst}[{at(to)}] = {src}[{at(source)}]"]
+
+    def _region(self, op: Operation, x: Value, starts) -> list[str]:
+        """The checked starts of a dynamic op along each axis of `x` ("0" where it takes the whole axis);
+        the loop ends with the iteration's number where one is out of range."""
         shape = [int(d) for d in x.type.shape]
-        index = [":"] * len(shape)
+        index = ["0"] * len(shape)
         a = op.attrs
         for s, axis, k in zip(starts, a["axes"], a["sizes"]):
             var = f"s{len(self.lines)}"
             call = f"_index_start({self.names[s]}[()], {shape[axis]})" if axis in a["index_axes"] else \
                 f"_slice_start({self.names[s]}[()], {k}, {shape[axis]})"
             self.lines += [f"{var} = {call}", f"if {var} < 0:", "    return it, " + self._carried()]
-            index[axis] = f"{var}:{var} + {k}"
-        return ", ".join(index)
+            index[axis] = var
+        return index
 
     def _carried(self) -> str:
         return "(" + "".join(f"c{j}, " for j in range(self.n)) + ")"
@@ -361,7 +375,7 @@ class _Source:
             else:
                 spare = f"y{j}"
                 self.setup.append(f"{spare} = np.empty_like(c{j})")
-                self.lines.append(f"{spare}[...] = {var}")
+                self._put(spare, var, _dims(v.type))
                 swaps.append((f"c{j}", spare))
         self.lines += [f"{c}, {b} = {b}, {c}" for c, b in swaps]
         self.plan.carried_bytes = 2 * sum(v.type.nbytes() for v in body.outputs)
@@ -394,8 +408,12 @@ def _last_uses(body: Program) -> dict[Value, int]:
     return last
 
 
+def _dims(t) -> tuple[int, ...]:
+    return tuple(int(d) for d in t.shape)
+
+
 def _shape(t) -> str:
-    return repr(tuple(int(d) for d in t.shape))
+    return repr(_dims(t))
 
 
 @dataclass
