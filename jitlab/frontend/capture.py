@@ -15,19 +15,29 @@ written so that it cannot be a function (`break`, `continue`, `return`, a list's
 body then traces the same ops every iteration by construction: one trace of it is every iteration.
 An `if` or `while` whose condition is traced and that cannot be captured is a TraceError naming
 the line: it has no unrolled form.
+
+As AutoGraph converts the functions a converted function calls, a call by bare name (`step(u)`)
+becomes `_jl_capture.call(step, u)`, which converts `step` first when it is a plain function of the
+user's (not one of the standard library's, an installed package's or jitlab's), so the loops of
+helper functions are captured too. Builtins are called as written: `super()` and `locals()` read
+the frame they are called from.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import functools
 import inspect
+import os
+import sysconfig
 import textwrap
 import types
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import capture_run
 from .capture_names import flow, live_after, parents
@@ -41,6 +51,11 @@ _INDENT = "@@"             # in generated code: the indentation of the line befo
 _SKIP = object()          # a function that is not converted (no source, nothing to convert)
 _converted: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_BUILTINS = frozenset(dir(builtins))
+# where functions that are not the user's live: called as they are, never converted
+_LIBRARIES = tuple(sorted({os.path.join(Path(p).resolve(), "") for p in
+                           [*(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")),
+                            Path(__file__).parents[1]]}))
 
 
 def capture_loops(fn: Callable) -> Callable:
@@ -68,6 +83,13 @@ def converted(fn: Callable) -> Callable:
     return fn if known[1] is _SKIP else known[1]
 
 
+def converted_call(fn: Callable) -> Callable:
+    """What a bare-name call in converted code calls: a plain function of the user's converted, else `fn`."""
+    if type(fn) is types.FunctionType and not fn.__code__.co_filename.startswith(_LIBRARIES):
+        return converted(fn)
+    return fn
+
+
 # -- the source conversion ------------------------------------------------------------------------
 def with_source(fn: types.FunctionType, func: ast.FunctionDef) -> None:
     """Gives `fn`, compiled from text that `inspect` cannot find (a notebook cell), its syntax tree."""
@@ -89,9 +111,37 @@ def _convert(fn: types.FunctionType) -> Callable | None:
     file = fn.__code__.co_filename
     rewriter = _Rewriter(file, func)
     func.body = rewriter.block(func.body)
-    if not rewriter.count:
+    calls = _Calls()
+    func.body = [calls.visit(stmt) for stmt in func.body]
+    if not rewriter.count and not calls.count:
         return None
     return _compile(fn, func, file)
+
+
+class _Calls(ast.NodeTransformer):
+    """Rewrites bare-name calls of the body (and of the functions the conversion wrote: loop bodies,
+    branches) as `_jl_capture.call(f, ...)`; the user's own nested functions are converted when called."""
+
+    def __init__(self):
+        self.count = 0
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return self.generic_visit(node) if node.name.startswith("_jl_") else node
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if not isinstance(func, ast.Name) or func.id in _BUILTINS or func.id.startswith("_jl_"):
+            return node
+        self.count += 1
+        call = ast.Attribute(ast.Name("_jl_capture", ast.Load()), "call", ast.Load())
+        return ast.copy_location(ast.Call(call, [func, *node.args], node.keywords), node)
 
 
 def _compile(fn: types.FunctionType, func: ast.FunctionDef, file: str) -> Callable:

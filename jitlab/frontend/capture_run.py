@@ -105,6 +105,13 @@ def not_(x):
     return np.logical_not(x) if traced(x) else not x
 
 
+def call(fn, *args, **kwargs):
+    """A call by bare name in converted code: the user's own functions converted first (their loops captured)."""
+    from .capture import converted_call  # capture.py imports this module
+
+    return converted_call(fn)(*args, **kwargs)
+
+
 # -- notes -------------------------------------------------------------------------------------------
 def record(note: LoopNote) -> None:
     """Adds the note to the program's, once (a loop inside an unrolled one is met once per iteration)."""

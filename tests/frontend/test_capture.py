@@ -223,3 +223,56 @@ def test_break_on_a_traced_value_is_refused_naming_its_line():
     with pytest.raises(jl.TraceError, match="cannot be captured: a branch uses break") as info:
         jl.trace(f, np.linspace(0, 1, 4))
     assert f"test_capture.py:{f.__code__.co_firstlineno + 2}" in str(info.value)
+
+
+def relax(u, steps):
+    for _ in range(steps):
+        u = u + 0.1 * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+    return u
+
+
+def relax_then_clip(u, steps, *, top=1.0):
+    def clip(v):
+        for j in range(v.shape[0]):
+            if v[j] > top:
+                v[j] = top
+        return v
+    return clip(relax(u, steps) * 2.0)
+
+
+def collect(u):
+    outs = []
+    for i in range(3):
+        outs.append(u[i])
+    return np.stack(outs)
+
+
+def test_loops_in_the_functions_a_traced_function_calls_are_captured_too():
+    # a helper called by name, and a nested helper reading the caller's keyword, each a loop of its own
+    u = np.sin(np.linspace(0, 3, 16))
+    program = run_levels(relax_then_clip, (u, 40), levels=("O0", "O1"), static_argnums=(1,))
+    assert program.op_counts()["scf.for"] == 2
+    lines = {n.line for n in program.loops if n.captured}
+    relax_line = inspect.getsourcelines(relax)[1] + 1
+    assert relax_line in lines and len(lines) == 3        # relax's loop, clip's loop and its if
+
+
+def test_a_helper_s_loop_that_cannot_be_captured_is_unrolled_with_its_own_line():
+    def twice(u):
+        return collect(u) * 2.0
+    program = run_levels(twice, (np.arange(4.0),), levels=("O0",))
+    (note,) = program.loops
+    assert not note.captured and "calls .append()" in note.reason
+    assert note.line == inspect.getsourcelines(collect)[1] + 2
+
+
+def test_library_functions_and_builtins_are_called_as_they_are():
+    from jitlab.frontend import capture
+
+    assert capture.converted_call(np.linalg.norm) is np.linalg.norm     # numpy's own Python function
+    assert capture.converted_call(inspect.getsource) is inspect.getsource
+    assert capture.converted_call(len) is len
+
+    def f(x):
+        return np.linalg.norm(x) + len(x) + max(x.shape)
+    np.testing.assert_allclose(jl.jit(f, level="O0")(np.arange(3.0)), f(np.arange(3.0)))
