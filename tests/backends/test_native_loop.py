@@ -226,3 +226,23 @@ def test_windows_read_and_written_by_index_rolls_and_branches_agree_with_numpy(l
     assert all(native(jitted.last)), jitted.last.report.loops
     np.testing.assert_allclose(got_a, want[0], rtol=1e-12)
     np.testing.assert_allclose(got_b, want[1], rtol=1e-12)
+
+
+def test_solve_and_inv_in_a_body_run_natively_and_a_singular_matrix_is_numpys_error_naming_the_iteration():
+    def f(a, b):
+        x = b
+        for i in range(4):
+            m = a - i * np.eye(3)
+            x = np.linalg.solve(m, x) + np.linalg.inv(m) @ b
+        return x
+
+    rng = np.random.default_rng(5)
+    b = rng.random((3, 2))
+    fine, singular = np.diag([10.0, 11.0, 12.0]) + 0.1 * rng.random((3, 3)), np.diag([1.0, 5.0, 7.0])
+    for level in ("O1", "O2"):
+        jitted = jl.jit(f, level=level)
+        np.testing.assert_allclose(jitted(fine, b), f(fine, b), rtol=1e-10)
+        assert all(native(jitted.last)), jitted.last.report.loops
+        with pytest.raises(np.linalg.LinAlgError) as raised:        # a - 1 * eye is singular
+            jitted(singular, b)
+        assert isinstance(raised.value, jl.InputError) and "iteration 1" in str(raised.value), str(raised.value)

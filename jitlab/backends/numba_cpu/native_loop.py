@@ -36,6 +36,9 @@ from .timing import timed_compile
 from .whole_graph import GEMM_IMPORT, dot_call, kernel_functions
 
 INLINE = frozenset({"np.concatenate", "np.dynamic_slice", "np.dynamic_update_slice"})
+# linear algebra numba runs through LAPACK, on one matrix (not a batch) of floats; a singular one
+# raises numba's LinAlgError, and the host then runs the loop to raise numpy's, naming the iteration
+LINALG = {"np.solve": "np.linalg.solve", "np.inv": "np.linalg.inv"}
 _SKIPPED = frozenset({"mem.alloc", "mem.free", "mem.reuse", "func.return"})
 
 _HELPERS = '''
@@ -101,6 +104,12 @@ def _why_not_op(op: Operation, nested: dict[int, NativeLoop]) -> str | None:
             return f"{where} holds a {con.name} that numba's BLAS calls do not run inside a loop"
         return None
     if op.has(Trait.VIEW) or op.name in INLINE:
+        return None
+    if op.name in LINALG:
+        a = op.operands[0].type
+        if a.rank != 2 or op.operands[-1].type.rank > 2 or a.dtype.name not in ("float32", "float64"):
+            return f"{where} on {', '.join(str(v.type) for v in op.operands)}: inside a loop numba solves one " \
+                   "float matrix, not a batch"
         return None
     return f"{where} runs on the host (no numba code for it inside a loop)"
 
@@ -206,6 +215,8 @@ class _Source:
             self.lines.append(f"{var} = {self.names[op.operands[0]]}.reshape({_shape(op.result.type)})")
         elif op.name == "jit.group":
             self._group(op)
+        elif op.name in LINALG:
+            self._linalg(op)
         else:
             getattr(self, "_" + op.name[3:])(op)
 
@@ -296,6 +307,11 @@ class _Source:
         self.blas = True
         self.lines.append(dot_call(a, b, dst, con, ta, tb))
         return dst
+
+    def _linalg(self, op: Operation) -> None:
+        out, result = self.buffer(op.result), f"r{len(self.lines)}"
+        self.lines.append(f"{result} = {LINALG[op.name]}({', '.join(self.names[v] for v in op.operands)})")
+        self._put(out, result, _dims(op.result.type))
 
     def _concatenate(self, op: Operation) -> None:
         out = self.buffer(op.result)
