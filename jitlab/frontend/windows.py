@@ -29,7 +29,7 @@ from .shapeless import Shapeless
 from .tracer import Tracer
 
 _ADVICE = ("a slice whose extent follows a traced bound (a[:j], a[i:m]) has no static shape; it can be used "
-           "in elementwise arithmetic with slices of the same bounds, in sums and dot products, reversed with "
+           "in elementwise arithmetic with slices of the same bounds, in sums, means and dot products, reversed with "
            "np.flip, and written into a slice of the same bounds")
 # integer ops whose lanes outside a window get 1, so that they can neither raise nor warn
 _GUARDED = (np.floor_divide, np.remainder, np.fmod, np.divmod, np.power)
@@ -184,6 +184,9 @@ class Window(Shapeless):
 
     def all(self, axis=None, keepdims=False):
         return reduce(self, np.logical_and, axis, None, keepdims)
+
+    def mean(self, axis=None, dtype=None, keepdims=False):
+        return mean(self, axis, dtype, keepdims)
 
     def dot(self, b):
         return contract(self, b, np.dot)
@@ -355,6 +358,22 @@ def reduce(x, ufunc, axis=0, dtype=None, keepdims=False, **kwargs):
     return wrap(result, spans)
 
 
+def mean(x, axis=None, dtype=None, keepdims=False):
+    """np.mean of a window: the sum of the lanes inside over their count, in numpy's result dtype (nan for
+    an empty window, as numpy gives, without its warning)."""
+    from .numpy_api import normalize_axes
+
+    axes = normalize_axes(x.full, axis)
+    kind = np.dtype(dtype) if dtype is not None else \
+        np.dtype(np.float64) if x.dtype.kind in "biu" else x.dtype
+    count = 1
+    for d in axes:
+        count = count * (_extent(x.spans[d]).make() if d in x.spans else x.full.shape[d])
+    if isinstance(count, Tracer):
+        count = count.astype(kind)      # numpy divides in the result dtype
+    return reduce(x, np.add, axis, kind, keepdims) / count
+
+
 def contract(a, b, fn):
     """np.dot or np.matmul (operands of rank 1 or 2) with a window among them: a windowed contracted axis
     is filled with zeros on each side."""
@@ -401,6 +420,7 @@ def _method(name: str):
 
 
 _FUNCTIONS = {np.sum: _method("sum"), np.prod: _method("prod"), np.any: _method("any"), np.all: _method("all"),
+              np.mean: _method("mean"),
               np.copy: _method("copy"), np.dot: lambda a, b: contract(a, b, np.dot),
               np.vdot: lambda a, b: contract(a, b, np.dot), np.flip: flip, np.where: _where}
 
