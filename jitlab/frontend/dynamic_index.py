@@ -98,15 +98,17 @@ def _start(x: Tracer, k: slice) -> Tracer:
 def _extent(x: Tracer, k: slice) -> int:
     """stop - start of a slice whose bounds are one traced value plus constants; else a TraceError."""
     (a, da), (b, db) = affine_bound(k.start), affine_bound(k.stop)
-    if a is None or a is not b or db < da:
+    if a is None or a != b or db < da:
         raise TraceError(f"the slice between traced bounds {_text(k.start)}:{_text(k.stop)} has no static "
                          "extent: write it as i + a:i + b with the same traced i and constants a <= b, or pass "
                          f"the bounds with static_argnums ({x.ctx.where()})")
     return db - da
 
 
-def affine_bound(bound) -> tuple[Value | None, int]:
-    """A bound as (traced value, constant offset): `i + 2` is (i, 2); a Python int is (None, it)."""
+def affine_bound(bound) -> tuple[object, int]:
+    """A bound as (the traced value's key, constant offset): `i + 2` is (i, 2), and `2 * i + 2` is
+    (the key of 2 * i, 2), whichever `2 * i` it was computed from (`_structure`); a Python int is
+    (None, it). Bounds whose keys are equal differ by their offsets alone."""
     if not isinstance(bound, Tracer):
         return None, int(bound) if bound is not None else 0
     v, offset = bound.ctx.local(bound.value), 0      # inside a region: the value as the region sees it
@@ -119,7 +121,23 @@ def affine_bound(bound) -> tuple[Value | None, int]:
             v, offset = q, offset + cp
         else:
             break
-    return v, offset
+    return _structure(v), offset
+
+
+# integer scalar arithmetic a slice bound is computed with (`2 * i`, `i // 2`)
+_ARITHMETIC = frozenset({"np.add", "np.sub", "np.mul", "np.floordiv", "np.mod", "np.neg"})
+
+
+def _structure(v: Value) -> object:
+    """A key equal for scalars computed the same way from the same values: `a[2 * i:2 * i + 2]` traces
+    `2 * i` twice, and its extent is still 2."""
+    if isinstance(v, OpResult) and v.type.rank == 0:
+        c = _constant_int(v)
+        if c is not None:
+            return ("c", c)
+        if v.op.name in _ARITHMETIC and not v.op.attrs:
+            return (v.op.name, *(_structure(o) for o in v.op.operands))
+    return v
 
 
 def _constant_int(v: Value) -> int | None:

@@ -101,7 +101,7 @@ def _windowed(k: slice) -> bool:
     if k.start is None or k.stop is None:
         return True
     (a, da), (b, db) = affine_bound(k.start), affine_bound(k.stop)
-    return a is None or a is not b or db < da
+    return a is None or a != b or db < da
 
 
 # -- the window ----------------------------------------------------------------------------------------

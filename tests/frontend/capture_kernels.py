@@ -322,3 +322,50 @@ def converge(u, tol):
         diff = np.abs(u - un).max()
         steps += 1
     return steps
+
+
+# LeNet-5 and a ResNet bottleneck block as npbench writes them: helper functions whose loops run over
+# output pixels (each a loop in a function the model calls: captured since helpers are converted)
+def _conv2d(x, w):
+    k = w.shape[0]
+    h, wd = x.shape[1] - k + 1, x.shape[2] - k + 1
+    out = np.empty((x.shape[0], h, wd, w.shape[3]), x.dtype)
+    for i in range(h):
+        for j in range(wd):
+            out[:, i, j, :] = np.sum(x[:, i:i + k, j:j + k, :, np.newaxis] * w[np.newaxis, :, :, :], axis=(1, 2, 3))
+    return out
+
+
+def _maxpool2d(x):
+    out = np.empty((x.shape[0], x.shape[1] // 2, x.shape[2] // 2, x.shape[3]), x.dtype)
+    for i in range(x.shape[1] // 2):
+        for j in range(x.shape[2] // 2):
+            out[:, i, j, :] = np.max(x[:, 2 * i:2 * i + 2, 2 * j:2 * j + 2, :], axis=(1, 2))
+    return out
+
+
+def _relu(x):
+    return np.maximum(x, 0)
+
+
+def lenet(x, c1w, c1b, c2w, c2b, f1w, f1b, f2w, f2b, f3w, f3b):
+    n = x.shape[0]
+    x = _maxpool2d(_relu(_conv2d(x, c1w) + c1b))
+    x = _maxpool2d(_relu(_conv2d(x, c2w) + c2b))
+    x = x.reshape(n, -1)
+    x = _relu(x @ f1w + f1b)
+    x = _relu(x @ f2w + f2b)
+    return x @ f3w + f3b
+
+
+def _batchnorm2d(x, eps=1e-5):
+    mean = np.mean(x, axis=0, keepdims=True)
+    std = np.std(x, axis=0, keepdims=True)
+    return (x - mean) / np.sqrt(std + eps)
+
+
+def resnet_block(x, w1, w2, w3):
+    padded = np.zeros((x.shape[0], x.shape[1] + 2, x.shape[2] + 2, w1.shape[3]), x.dtype)
+    padded[:, 1:-1, 1:-1, :] = _relu(_batchnorm2d(_conv2d(x, w1)))
+    y = _relu(_batchnorm2d(_conv2d(padded, w2)))
+    return _relu(_batchnorm2d(_conv2d(y, w3)) + x)

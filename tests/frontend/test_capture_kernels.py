@@ -54,6 +54,10 @@ CASES = {
     "durbin": (k.durbin, lambda: (_rng().random(5) * 0.3,), {"for": 1}),
     "covariance": (k.covariance, lambda: (5.0, _rng().random((5, 4))), {"for": 1}),
     "correlation": (k.correlation, lambda: (5.0, _rng().random((5, 4))), {"for": 1}),
+    "lenet": (k.lenet, lambda: (_rng().random((2, 12, 12, 1)), *(_rng().random(s) - 0.5 for s in (
+        (3, 3, 1, 4), (4,), (3, 3, 4, 6), (6,), (6, 16), (16,), (16, 12), (12,), (12, 10), (10,)))), {"for": 4}),
+    "resnet_block": (k.resnet_block, lambda: (_rng().random((2, 6, 6, 4)), _rng().random((1, 1, 4, 3)),
+                                             _rng().random((3, 3, 3, 3)), _rng().random((1, 1, 3, 4))), {"for": 2}),
 }
 # the default run: O0 (the capture and its semantics), one kernel through O1's compiled regions too
 FAST = {"jacobi_1d": ("O0",), "crc16": ("O0",), "converge": ("O0",), "floyd_warshall": ("O0", "O1"),

@@ -78,6 +78,19 @@ def test_out_of_range_inside_a_loop_names_the_iteration():
             exe(np.arange(4, dtype=np.float32), np.int64(6))
 
 
+def test_bounds_computed_the_same_way_twice_have_a_static_extent():
+    # `2 * i` traced twice (LeNet's max pooling): still one dynamic slice of 2, no window
+    def pool(a, i):
+        return a[2 * i:2 * i + 2].max() + a[i // 2 + 1:i // 2 + 3].sum()
+
+    a, i = np.arange(8.0), np.int64(2)
+    program = jl.trace(pool, a, i)
+    assert program.op_counts()["np.dynamic_slice"] == 2 and "np.where" not in program.op_counts()
+    assert jl.jit(pool, level="O0")(a, i) == pool(a, i)
+    with pytest.raises(UnsupportedOp, match=r"\.max of a slice between traced bounds"):
+        jl.trace(lambda a, i: a[2 * i:i * 2 + 2].max(), a, i)     # i * 2 is not 2 * i as written
+
+
 def test_a_slice_without_a_static_extent_cannot_be_returned():
     with pytest.raises(UnsupportedOp, match="returned a slice between traced bounds"):
         jl.trace(lambda a, i, j: a[i:j], np.zeros(4), np.int64(0), np.int64(2))
