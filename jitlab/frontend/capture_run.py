@@ -105,8 +105,9 @@ def not_(x):
     return np.logical_not(x) if traced(x) else not x
 
 
-def call(fn, *args, **kwargs):
-    """A call by bare name in converted code: the user's own functions converted first (their loops captured)."""
+def call(fn, /, *args, **kwargs):
+    """A call by bare name in converted code: the user's own functions converted first (their loops captured).
+    `fn` is positional-only: the call's own keywords may include one named `fn`."""
     from .capture import converted_call  # capture.py imports this module
 
     return converted_call(fn)(*args, **kwargs)

@@ -266,6 +266,20 @@ def test_a_helper_s_loop_that_cannot_be_captured_is_unrolled_with_its_own_line()
     assert note.line == inspect.getsourcelines(collect)[1] + 2
 
 
+def apply(x, fn, steps):
+    for _ in range(steps):
+        x = fn(x)
+    return x
+
+
+def test_a_helper_called_with_keywords_gets_them_all_even_one_named_fn():
+    def f(x):
+        return apply(x, fn=np.tanh, steps=3) + apply(fn=np.cos, x=x, steps=2)
+
+    x = np.linspace(0.0, 1.0, 5)
+    np.testing.assert_allclose(jl.jit(f, level="O0")(x), f(x))
+
+
 def test_library_functions_and_builtins_are_called_as_they_are():
     from jitlab.frontend import capture
 
