@@ -7,9 +7,13 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+# Under -m slow: the two that take half a minute each quiet and several loaded. What they show is
+# tested by faster tests: the cuda backend under the simulator (tests/cuda), ONNX models (tests/onnx).
+SLOW = {"05_gpu.ipynb", "06_onnx_models.ipynb"}
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW else p for p in NOTEBOOKS],
+                         ids=lambda p: p.name)
 def test_notebook_runs(path):
     nb = nbformat.read(path, as_version=4)
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit notebooks without outputs"

@@ -76,15 +76,20 @@ def barriers_match(ptx: str, outside: int, inside: int) -> tuple[bool, int]:
     return ok, found
 
 
-def kinds() -> list:
-    """Programs covering every kernel kind and scalar rule family, as (name, Program)."""
+# what `quick` leaves out: programs whose kernels are of kinds the others have (2 to 7 s each)
+_LARGER = ("mlp_train", "transformer", "tiny_500")
+
+
+def kinds(quick: bool = False) -> list:
+    """Programs covering every kernel kind and scalar rule family, as (name, Program); `quick`: on one
+    float and one integer dtype and without the larger bench programs."""
     import jitlab as jl
     from jitlab.ir import Builder, Program, TensorType
 
     from . import cuda
 
-    programs = [(p.name, jl.trace(p.fn, *p.args)) for p in cuda.suite("small")]
-    for dt in (np.float32, np.float64, np.int32, np.int64):
+    programs = [(p.name, jl.trace(p.fn, *p.args)) for p in cuda.suite("small") if not (quick and p.name in _LARGER)]
+    for dt in (np.float32, np.int32) if quick else (np.float32, np.float64, np.int32, np.int64):
         x = np.ones((3, 8), dt)
         floats = np.dtype(dt).kind == "f"
         fns = {"arith": lambda x: (x * 3 - x // 2 + x % 3, np.maximum(x, 1), np.abs(x) + x.sum(axis=1, keepdims=True)),

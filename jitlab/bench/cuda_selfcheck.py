@@ -3,7 +3,8 @@ jax.jit, the cached-call figures, and one summary file.
 
     python -m jitlab.bench.cuda_selfcheck                 # everything, within --budget (480 s)
     python -m jitlab.bench.cuda_selfcheck --ptx           # no GPU needed: every generated kernel
-                                                          # lowered to PTX for sm_90 (cuda_ptx.py)
+                                                          # lowered to PTX for sm_90 (cuda_ptx.py);
+                                                          # --quick: each kernel kind, fewer dtypes
 
 Run from a checkout (the tests live in tests/cuda). Each test module runs in a pytest process of
 its own, on the real GPU (JITLAB_TEST_GPU=1, so tests marked `gpu` run too), and is killed with
@@ -36,6 +37,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m jitlab.bench.cuda_selfcheck", description=__doc__.splitlines()[0])
     p.add_argument("--ptx", action="store_true", help="only lower every generated kernel to PTX (no GPU needed)")
     p.add_argument("--random", type=int, default=20, help="random programs for --ptx (default 20)")
+    p.add_argument("--quick", action="store_true",
+                   help="--ptx on one float and one integer dtype and the smaller bench programs (half the time)")
     p.add_argument("--out", default="cuda-selfcheck.md", help="the summary file (default ./cuda-selfcheck.md)")
     p.add_argument("--budget", type=float, default=480, help="seconds for the whole run (default 480)")
     p.add_argument("--test-limit", type=float, default=240, help="seconds a test module may take (default 240)")
@@ -117,7 +120,7 @@ def run_measure(deadline: float, out_dir: Path, env: dict[str, str]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.ptx:
-        return ptx_main(args.random)
+        return ptx_main(args.random, args.quick)
     if args.measure:
         from .cuda_measure import measure
 
@@ -153,7 +156,7 @@ def run_all(args) -> int:
     return verdict(data)
 
 
-def ptx_main(random_count: int) -> int:
+def ptx_main(random_count: int, quick: bool = False) -> int:
     """`--ptx`: 0 when every kernel lowered with its barriers intact, 1 when one did not, 3 without NVVM."""
     from . import cuda_ptx
 
@@ -161,7 +164,7 @@ def ptx_main(random_count: int) -> int:
     if missing:
         print(f"--ptx needs NVVM and NVRTC (pip install 'jitlab[ptx]'): {missing}")
         return 3
-    results = cuda_ptx.lower_all(cuda_ptx.kinds() + cuda_ptx.random_programs(random_count))
+    results = cuda_ptx.lower_all(cuda_ptx.kinds(quick) + cuda_ptx.random_programs(random_count))
     failed = [r for r in results if not r.ok]
     print(f"{len(results) - len(failed)} of {len(results)} kernels lowered to PTX for sm_{cuda_ptx.ARCH[0]}"
           f"{cuda_ptx.ARCH[1]} with their barriers intact")

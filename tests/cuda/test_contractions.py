@@ -53,7 +53,9 @@ def test_conv2d_is_an_implicit_gemm_with_the_epilogue_fused(x_shape, w_shape, at
     assert "implicit-GEMM conv2d with the epilogue fused" in layouts(exe)[0]
 
 
-@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 5), (), (1,), (1, 1), (33,), (7, 1), (5, 3, 2)])
+# a 3-d shape's kernels take 10 s under the simulator: -m slow (2-d ones cover the default run)
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 5), (), (1,), (1, 1), (33,), (7, 1),
+                                   pytest.param((5, 3, 2), marks=pytest.mark.slow)])
 def test_edge_shapes(shape):
     x = rand(*shape)
     check(lambda x: np.tanh(x * 2.0) + np.exp(-x), x, **TINY_GRID)

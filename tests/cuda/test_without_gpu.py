@@ -58,12 +58,16 @@ def test_a_cuda_module_named_alone_runs_under_the_simulator(tmp_path):
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:]
 
 
-def test_every_generated_kernel_lowers_to_ptx_with_its_barriers_intact(tmp_path):
+# the default run lowers each kernel kind on one float and one integer dtype (40 s); -m slow, on every
+# dtype and with the larger bench programs too (80 s)
+@pytest.mark.parametrize("quick", [True, pytest.param(False, marks=pytest.mark.slow)], ids=["quick", "all"])
+def test_every_generated_kernel_lowers_to_ptx_with_its_barriers_intact(quick, tmp_path):
     # NVVM, not a GPU: `pip install "jitlab[ptx]"` (in the dev extra, so CI has it)
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "JITLAB_TEST_GPU")}
     env.update(PYTHONPATH=str(ROOT), JITLAB_CACHE_DIR=str(tmp_path))
-    done = subprocess.run([sys.executable, "-m", "jitlab.bench.cuda_selfcheck", "--ptx", "--random", "1"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=1200)
+    done = subprocess.run([sys.executable, "-m", "jitlab.bench.cuda_selfcheck", "--ptx", "--random", "1",
+                           *(["--quick"] if quick else [])], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=1200)
     if done.returncode == 3:
         pytest.skip(done.stdout.strip())
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
