@@ -137,6 +137,10 @@ from numba import carray, cfunc, types
 
 ENTRY = types.void(types.CPointer(types.voidptr), types.CPointer(types.int64))
 """
+# What a function only a library's C entry calls goes without: a Python and a C wrapper of its own,
+# which numba makes for every function it compiles (a tenth of a test run's compile time).
+_NO_WRAPPERS = ", no_cpython_wrapper=True, no_cfunc_wrapper=True"
+_NJIT_LINE = re.compile(r"^(@njit\(.*)\)$", re.M)
 _PRANGE = re.compile(r"(\s*)for (\w+) in prange\((.*)\):")
 _DECLARED = re.compile(r'^declare [^@]*@"?([^"(\s]+)"?\(|^@"?([^"\s]+)"? = external ', re.M)
 
@@ -201,6 +205,11 @@ def libraries_for(text: str, entries: list[Entry], parts: dict[str, str], cache:
         return None, "", str(e)
     except NativeLoadError as e:
         return None, "", str(e)
+
+
+def without_wrappers(text: str) -> str:
+    """The module `text` with each `@njit(...)` function compiled for native callers alone."""
+    return _NJIT_LINE.sub(lambda m: m.group(1) + _NO_WRAPPERS + ")", text)
 
 
 def enabled() -> bool:
@@ -303,7 +312,8 @@ def _build(text: str, entries: list[Entry], parts: dict[str, str], path: str, ti
     if reason is not None:
         raise BuildError(f"the folder {folder} is not private: {reason}")
     names = [f"k_entry{k}" for k in range(len(entries))]
-    text += _ENTRY_HEADER + "".join("\n\n" + entry_source(e, name) for e, name in zip(entries, names))
+    text = (without_wrappers(text) + _ENTRY_HEADER
+            + "".join("\n\n" + entry_source(e, name) for e, name in zip(entries, names)))
     write_atomic(path[:-3] + ".py", text.encode())
     with first_compile(f"kernel library {os.path.basename(path)}"):
         module, seconds = _import(path[:-3] + ".py", text)
