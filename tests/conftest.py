@@ -8,9 +8,9 @@ try:
 except ImportError:                                   # before, xdist's own group names take effect
     NodeId = None
 
-settings.register_profile("ci", max_examples=40, deadline=None,
+settings.register_profile("ci", max_examples=25, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("thorough", max_examples=400, deadline=None,
+settings.register_profile("thorough", max_examples=250, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import jitlab as jl
 from jitlab.errors import OutOfBoundsError
+from tests.budget import slow_o2
 
 # a loop whose bounds and step are inputs: one compile serves every trip count and direction
 STEPPED = """\
@@ -203,7 +204,7 @@ def test_an_index_out_of_range_in_an_inner_native_loop_is_numpys_error_naming_th
         bad(x, w)
 
 
-@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))     # O2's native loops: the tests above
 def test_windows_read_and_written_by_index_rolls_and_branches_agree_with_numpy(level):
     # every copy a native loop writes element by element: a window read and one written back at an
     # offset (2-d, both axes), a concatenate (np.roll), a whole carry, and a branch's yield
