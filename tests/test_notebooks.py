@@ -7,9 +7,14 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
-# Under -m slow: the two that take half a minute each quiet and several loaded. What they show is
-# tested by faster tests: the cuda backend under the simulator (tests/cuda), ONNX models (tests/onnx).
-SLOW = {"05_gpu.ipynb", "06_onnx_models.ipynb"}
+# Under -m slow: the notebooks that take 10-35 s each quiet and up to five times that on a loaded
+# machine (a notebook's kernel is a process of its own, started cold). What they show is tested by
+# faster tests: marking, fusion and the explorer's data (tests/passes, tests/explore), schedules and
+# memory plans (tests/memory), the cuda backend under the simulator (tests/cuda), ONNX models
+# (tests/onnx) and training (tests/autodiff). The quickstart, the IR tour, the backend plugin and
+# imperative numpy run by default.
+SLOW = {"03_marking_and_fusion.ipynb", "04_schedules_and_memory.ipynb", "05_gpu.ipynb", "06_onnx_models.ipynb",
+        "08_training.ipynb"}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW else p for p in NOTEBOOKS],

@@ -1,4 +1,10 @@
-"""A headless JupyterLab on 127.0.0.1 and Debian's Chromium driven by Playwright."""
+"""A headless JupyterLab on 127.0.0.1 and Debian's Chromium driven by Playwright.
+
+The default run keeps one browser check of each kind of page: the quickstart in JupyterLab, a saved
+page offline and the compare page (test_explorer_browser.py), ResNet-50's and a transformer's views
+(test_resnet_browser.py), graphs, memory, linking, compile times and newer data fields. Under -m slow:
+the same views checked figure by figure (truth, schema, insight), a deep transformer, a cuda run.
+"""
 
 import json
 import os

@@ -10,7 +10,8 @@ import pytest
 
 from jitlab.explore.html import read_state
 
-pytestmark = pytest.mark.browser
+# under -m slow (tests/browser/conftest.py says what the default run keeps)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = """

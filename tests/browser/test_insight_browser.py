@@ -9,7 +9,8 @@ import jitlab as jl
 from jitlab.explore import explore
 from jitlab.explore.html import read_state
 
-pytestmark = pytest.mark.browser
+# under -m slow (tests/browser/conftest.py says what the default run keeps)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 VIEW_W, PAD_L, PAD_R = 760, 64, 12        # widgets/memory.js: the timeline's viewBox width and margins
 

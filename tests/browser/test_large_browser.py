@@ -10,7 +10,8 @@ import os
 import pytest
 from playwright.sync_api import expect
 
-pytestmark = pytest.mark.browser
+# under -m slow (tests/browser/conftest.py says what the default run keeps)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LAYERS = int(os.environ.get("JITLAB_BIG_LAYERS", "16"))
 LIMIT_MS = 300
 

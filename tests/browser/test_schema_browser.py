@@ -13,7 +13,8 @@ from jitlab.explore import html
 from tests.explore.samples import samples
 from tests.explore.test_schema import SCHEMA
 
-pytestmark = pytest.mark.browser
+# under -m slow (tests/browser/conftest.py says what the default run keeps)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # Records (path, field) for every read of the data, but of fields the page itself wrote, array
 # indices and methods, and what every object has (toString, constructor): arrays' indices and

@@ -8,7 +8,8 @@ import pytest
 from jitlab.explore.html import read_state
 from tests.browser.test_resnet_browser import graph_state, open_page
 
-pytestmark = pytest.mark.browser
+# under -m slow (tests/browser/conftest.py says what the default run keeps)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def fmt_sec(x):

@@ -6,8 +6,10 @@ from jitlab.backends.numba_cuda import device
 from jitlab.bench import cuda as bench
 from tests.cuda.helpers import check
 
-# O1's kernels are O2's, launched one by one; the transformer's are the other programs' kernels together
-CASES = [(p, "O2") if p.name != "transformer" else pytest.param(p, "O2", marks=pytest.mark.slow)
+# The default run: a training step and a row-wise program at O2; the rest under -m slow (their kernels'
+# kinds are in tests/cuda/test_kernels.py and test_random.py; O1's kernels are O2's, launched one by one)
+DEFAULT = ("mlp_train", "softmax")
+CASES = [(p, "O2") if p.name in DEFAULT else pytest.param(p, "O2", marks=pytest.mark.slow)
          for p in bench.suite("small")] + [
     pytest.param(p, "O1", marks=pytest.mark.slow) for p in bench.suite("small") if p.name in ("chain", "mlp")]
 
