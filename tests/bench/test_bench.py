@@ -8,9 +8,9 @@ import pytest
 from jitlab.bench import cli, suite
 from jitlab.bench.peers import PEERS, Prepared, Runner
 
-# The default run's quick suite: an elementwise chain and a contraction, with the recompute rows (the
-# loop program on its peers: test_imperative_benchmarks_run_on_numba_and_are_na_on_functional_peers);
-# every benchmark, the ONNX models and the loaded rows run under -m slow.
+# The default run's quick suite: an elementwise chain and a contraction (the loop program on its peers:
+# test_imperative_benchmarks_run_on_numba_and_are_na_on_functional_peers); every benchmark, the ONNX
+# models, the recompute rows and the loaded rows run under -m slow.
 QUICK_ONLY = ("chain", "mlp")
 pytestmark = pytest.mark.xdist_group("bench-quick-run")     # the module's fixture runs once, in one worker
 
@@ -24,7 +24,7 @@ def quick(folder, *only: str):
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
-    return quick(tmp_path_factory.mktemp("bench"), *QUICK_ONLY, "recompute")
+    return quick(tmp_path_factory.mktemp("bench"), *QUICK_ONLY)
 
 
 def test_quick_suite_runs_its_benchmarks_correctly(quick_run):
@@ -83,8 +83,10 @@ def test_memory_table_gives_each_plan_against_its_bound_and_each_order(quick_run
         assert f"| {b['name']} | jitlab O2 | static |" in text
 
 
-def test_recompute_table_trades_memory_under_its_limit(quick_run):
-    _, data = quick_run
+@pytest.mark.slow        # a training step compiled four times (O1 and O2, with and without recomputation)
+def test_recompute_table_trades_memory_under_its_limit(tmp_path):
+    code, data = quick(tmp_path, "recompute")
+    assert code == 0
     rows = data["recompute"]["rows"]
     assert [r["level"] for r in rows] == ["O1", "O2"]
     for r in rows:

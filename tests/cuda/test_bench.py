@@ -6,8 +6,9 @@ from jitlab.backends.numba_cuda import device
 from jitlab.bench import cuda as bench
 from tests.cuda.helpers import check
 
-# The default run: a training step and a row-wise program at O2; the rest under -m slow (their kernels'
-# kinds are in tests/cuda/test_kernels.py and test_random.py; O1's kernels are O2's, launched one by one)
+# Without -m slow: a training step and a row-wise program at O2; the rest with it (their kernels' kinds
+# are in tests/cuda/test_kernels.py and test_random.py; O1's kernels are O2's, launched one by one). The
+# main run runs this module under -m slow only (tests/cuda/test_simulator_suite.py).
 DEFAULT = ("mlp_train", "softmax")
 CASES = [(p, "O2") if p.name in DEFAULT else pytest.param(p, "O2", marks=pytest.mark.slow)
          for p in bench.suite("small")] + [

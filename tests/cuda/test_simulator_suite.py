@@ -14,9 +14,12 @@ HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
 # test_gpu.py is all real-hardware tests: under the simulator it would only skip.
 MODULES = sorted(p.name for p in HERE.glob("test_*.py") if p.name not in MAIN_RUN_ONLY + ["test_gpu.py"])
-# Under -m slow alone: the self-check's own tests (its tools, which a GPU session runs; a hang test
-# waits out its 12 s limit).
-SLOW_MODULES = ["test_selfcheck.py"]
+# The default run: the generated kernels, the runtime, random programs against O0, control flow, CUDA
+# graphs and the barrier check, in two processes. Under -m slow: contractions, streams, complex
+# numbers, the library calls, device timing, the bench programs and training steps, and the
+# self-check's own tests (its tools, which a GPU session runs; a hang test waits out its 12 s limit).
+DEFAULT_MODULES = ["test_kernels.py", "test_runtime.py", "test_random.py", "test_control_flow.py", "test_graph.py",
+                   "test_barriers.py"]
 # the heaviest modules first, so that dealing the modules out in turn gives each process one of them
 HEAVY = ["test_kernels.py", "test_contractions.py", "test_bench.py", "test_control_flow.py"]
 
@@ -30,14 +33,15 @@ def chunk_id(modules: list[str]) -> str:
     return "+".join(m[5:-3] for m in modules)
 
 
-@pytest.mark.parametrize("modules", chunks([m for m in MODULES if m not in SLOW_MODULES], 3), ids=chunk_id)
+@pytest.mark.parametrize("modules", chunks(DEFAULT_MODULES, 2), ids=chunk_id)
 def test_modules_under_the_simulator(modules, tmp_path):
     run_under_the_simulator(modules, tmp_path, "not slow")
 
 
 @pytest.mark.slow
-def test_the_slow_modules_under_the_simulator(tmp_path):
-    run_under_the_simulator(SLOW_MODULES, tmp_path, "not slow")
+@pytest.mark.parametrize("modules", chunks([m for m in MODULES if m not in DEFAULT_MODULES], 2), ids=chunk_id)
+def test_the_other_modules_under_the_simulator(modules, tmp_path):
+    run_under_the_simulator(modules, tmp_path, "not slow")
 
 
 @pytest.mark.slow

@@ -29,8 +29,8 @@ def cnn_setup(rng):
 MODELS = {"mlp": (mlp_loss, mlp_setup), "convnet": (cnn_loss, cnn_setup)}
 
 
-# all under -m slow (33 s under the simulator for the mlp alone): the default run's training step on
-# cuda is tests/cuda/test_bench.py's mlp_train at O2
+# all under -m slow (33 s under the simulator for the mlp alone); a quicker training step on cuda is
+# tests/cuda/test_bench.py's mlp_train at O2
 @pytest.mark.parametrize("model,level", first_fast(("mlp", "O2"), ("convnet", "O2"), ("mlp", "O1"), ("convnet", "O1"),
                                                    unpack=True, keep=0))
 def test_training_steps_on_cuda_match_o0(model, level):
