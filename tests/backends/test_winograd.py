@@ -100,6 +100,7 @@ def test_filter_cache_transforms_each_weight_once():
     assert first.shape == (16, 3, 4) and first.dtype == np.float32
 
 
+@pytest.mark.slow        # 26-34 s: numba compiles both dispatchers; the native library's Winograd is test_native.py's
 @pytest.mark.parametrize("split", [False, True])
 def test_winograd_kernel_equals_im2col_on_a_resnet_stage_shape(split):
     # split: the GEMMs shared out between numba's threads, each calling a one-thread BLAS
