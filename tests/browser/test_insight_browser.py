@@ -15,46 +15,21 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 VIEW_W, PAD_L, PAD_R = 760, 64, 12        # widgets/memory.js: the timeline's viewBox width and margins
 
 
-class _Pages(dict):
-    """The saved page of each model, profiled, made when first asked for; "index": the session index."""
-
-    def __init__(self, resnet_pages, folder):
-        super().__init__()
-        self.resnet_pages, self.folder = resnet_pages, folder
-
-    def __missing__(self, name):
-        if name == "resnet":
-            exe = self.resnet_pages[2]
-            jl.profile(exe, np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32), repeats=2)
-            self[name] = explore(exe).save(self.folder / "resnet50.html")
-        elif name == "transformer":
-            from tests.browser.transformer import example
-
-            fn, x = example(layers=6)
-            f = jl.jit(fn, level="O1")
-            f(x)
-            jl.profile(f, x, repeats=2)
-            self[name] = explore(f).save(self.folder / "transformer.html")
-        else:                               # the index lists ResNet-50's compile and a traced function's
-            self["resnet"]
-
-            def scaled_tanh(x):
-                return np.tanh(x) * 2.0
-
-            f = jl.jit(scaled_tanh, level="O1")
-            f(np.ones((4, 8), np.float32))
-            explore(f).save(self.folder / "scaled_tanh.html")      # the index links saved pages
-            self[name] = explore.session().save(self.folder / "session.html")
-        return self[name]
-
-
 @pytest.fixture(scope="module")
 def pages(resnet_pages, tmp_path_factory):
-    return _Pages(resnet_pages, tmp_path_factory.mktemp("insight"))
+    """{"resnet": page, "transformer": page, "index": the session index page}, each model profiled."""
+    from tests.browser.transformer import example
 
-
-# the transformer under -m slow: the default run asks each question of ResNet-50's page
-MODELS = ["resnet", pytest.param("transformer", marks=pytest.mark.slow)]
+    folder = tmp_path_factory.mktemp("insight")
+    exe = resnet_pages[2]
+    jl.profile(exe, np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32), repeats=2)
+    fn, x = example(layers=6)
+    f = jl.jit(fn, level="O1")
+    f(x)
+    jl.profile(f, x, repeats=2)
+    return {"resnet": explore(exe).save(folder / "resnet50.html"),
+            "transformer": explore(f).save(folder / "transformer.html"),
+            "index": explore.session().save(folder / "session.html")}
 
 
 def open_view(page, path, tab):
@@ -65,7 +40,7 @@ def open_view(page, path, tab):
     return root, read_state(path.read_text())["data"]
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", ["resnet", "transformer"])
 def test_the_roofline_places_every_computing_step_and_ranks_them_by_time_lost(page, pages, artifacts, model):
     root, data = open_view(page, pages[model], "kernels")
     chart = root.locator(".jl-pane-kernels svg.jl-rf-chart")
@@ -101,7 +76,7 @@ def expect_text(locator, text):
     expect(locator).to_contain_text(text)
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", ["resnet", "transformer"])
 def test_each_rewrite_of_a_pass_is_a_step_with_its_rule_source_and_lines(page, pages, artifacts, model):
     root, data = open_view(page, pages[model], "passes")
     record = next(p for p in data["passes"] if len(p["rewrites"]) >= 2 and p["view"])
@@ -130,7 +105,7 @@ def live_at(data, step):
             if b["first"] <= step <= b["last"] and b["kind"] != "view" and not b["alias_of"]]
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", ["resnet", "transformer"])
 def test_hovering_the_memory_curve_lists_what_is_live_there(page, pages, artifacts, model):
     root, data = open_view(page, pages[model], "memory")
     curve = root.locator(".jl-pane-memory svg.jl-timeline")
@@ -169,11 +144,10 @@ def test_the_session_index_lists_every_compile_and_links_its_page(page, pages, a
     rows = read_state(pages["index"].read_text())["data"]["session"]["compiles"]
     assert table.locator("tbody tr").count() == len(rows)
     names = table.locator("tbody tr td:nth-child(2) b").all_inner_texts()
-    traced = "_Pages.__missing__.<locals>.scaled_tanh"
-    assert "@resnet50" in names and traced in names
+    assert "@resnet50" in names and "example.<locals>.encoder" in names
     page.screenshot(path=str(artifacts / "session_index.png"))
-    row = next(r for r in rows if r["name"] == traced and r["page"])
-    table.locator(f"a.jl-pagelink[data-index='{row['index']}']").click()
+    encoder = next(r for r in rows if r["name"] == "example.<locals>.encoder" and r["page"])
+    table.locator(f"a.jl-pagelink[data-index='{encoder['index']}']").click()
     page.locator(".jl-explorer [data-tab=graph]").wait_for()
-    assert page.url.endswith(row["page"])
+    assert page.url.endswith(encoder["page"])
     assert page.errors == [] and page.console_errors == []

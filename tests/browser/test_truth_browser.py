@@ -33,11 +33,10 @@ def fmt_bytes(n):
     return f"{v} {units[0]}" if i == 0 else f"{v:.{2 if v < 10 else 1}f} {units[i]}"
 
 
-# the transformer's page under -m slow: the default run checks each view on ResNet-50's
-@pytest.fixture(params=["resnet", pytest.param("transformer", marks=pytest.mark.slow)])
-def program(request, resnet_pages):
+@pytest.fixture(params=["resnet", "transformer"])
+def program(request, resnet_pages, transformer_page):
     """(name, saved page, its data)."""
-    path = resnet_pages[0] if request.param == "resnet" else request.getfixturevalue("transformer_page")
+    path = resnet_pages[0] if request.param == "resnet" else transformer_page
     return request.param, path, read_state(path.read_text(encoding="utf-8"))["data"]
 
 
