@@ -2,9 +2,7 @@
 
 import pathlib
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 # Under -m slow: the notebooks that take 10-35 s each quiet and up to five times that on a loaded
@@ -20,6 +18,11 @@ SLOW = {"03_marking_and_fusion.ipynb", "04_schedules_and_memory.ipynb", "05_gpu.
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW else p for p in NOTEBOOKS],
                          ids=lambda p: p.name)
 def test_notebook_runs(path):
+    # imported here, not at collection: nbformat imports jsonschema, whose import builds a URI
+    # grammar (3 s) that every xdist worker would pay before its first test
+    import nbformat
+    from nbclient import NotebookClient
+
     nb = nbformat.read(path, as_version=4)
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit notebooks without outputs"
     # Generous limits: CI runs these beside other tests on a loaded 2-core machine, where a kernel's

@@ -7,7 +7,6 @@ import copy
 import json
 import pathlib
 
-import jsonschema
 import pytest
 
 from tests.explore.samples import samples
@@ -21,12 +20,16 @@ def data():
 
 
 def errors(value) -> list[str]:
-    validator = jsonschema.Draft202012Validator(SCHEMA)
+    from jsonschema import Draft202012Validator  # here, not at collection (tests/test_notebooks.py says why)
+
+    validator = Draft202012Validator(SCHEMA)
     return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}" for e in validator.iter_errors(value)]
 
 
 def test_the_schema_is_a_valid_json_schema():
-    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    from jsonschema import Draft202012Validator
+
+    Draft202012Validator.check_schema(SCHEMA)
 
 
 @pytest.mark.parametrize("name", ["small", "training", "onnx", "o0", "program", "compare", "compare_untimed"])

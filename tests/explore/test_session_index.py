@@ -3,7 +3,6 @@ and its own page, written beside a saved index."""
 
 import gc
 
-import jsonschema
 import numpy as np
 
 import jitlab as jl
@@ -18,7 +17,10 @@ def scaled(x):
 
 def session_errors(rows) -> list[str]:
     """What the schema's `session` part finds wrong in an index's rows."""
-    validator = jsonschema.Draft202012Validator(SCHEMA["properties"]["session"])
+    # imported here, not at collection (tests/test_notebooks.py says why)
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(SCHEMA["properties"]["session"])
     return [e.message for e in validator.iter_errors({"compiles": rows})]
 
 
