@@ -172,19 +172,23 @@ class PassManager:
             raise PassError(f"stop_after names {self.stop_after!r}, which is not in the pipeline "
                             f"({', '.join(names) or 'empty'})")
         lines = RECORD_LINES.set(self.snapshots)
+        seen = None
         try:
             for p in self.passes:
-                program = self.run_one(p, program, ctx)
+                program, seen = self.run_one(p, program, ctx, seen)
                 if self.stop_after == p.name:
                     break
         finally:
             RECORD_LINES.reset(lines)
         return program
 
-    def run_one(self, p: Pass, program: Program, ctx: PassContext) -> Program:
-        before = print_program(program)
-        ops_before = dict(program.op_counts("dialect"))
-        graph_before = snapshot(program) if self.snapshots else None
+    def run_one(self, p: Pass, program: Program, ctx: PassContext, seen: tuple | None = None
+                ) -> tuple[Program, tuple]:
+        """Runs `p` and records it. `seen` is what the previous pass recorded after it (its text, op
+        counts and graph), which is the IR this pass starts from: printed and drawn once, not twice.
+        Returns the program and what this pass saw after it."""
+        before, ops_before, graph_before = seen if seen is not None else (
+            print_program(program), dict(program.op_counts("dialect")), snapshot(program) if self.snapshots else None)
         mark = len(ctx.log.rewrites), len(ctx.log.misses)
         notes_mark = len(ctx.log.notes)
         start = time.perf_counter()
@@ -200,16 +204,16 @@ class PassManager:
         after = print_program(program)
         if self.verify_each if self.verify_each is not None else SETTINGS.verify_each:
             self._verify(p, program, after)
+        ops_after = dict(program.op_counts("dialect"))
+        graph_after = snapshot(program) if self.snapshots else None
         record = PassRecord(name=p.name, options=p.options_text(), before=before, after=after, seconds=seconds,
-                            changed=before != after, ops_before=ops_before,
-                            ops_after=dict(program.op_counts("dialect")), rewrites=ctx.log.rewrites[mark[0]:],
-                            misses=ctx.log.misses[mark[1]:], graph_before=graph_before,
-                            graph_after=snapshot(program) if self.snapshots else None,
-                            notes=ctx.log.notes[notes_mark:])
+                            changed=before != after, ops_before=ops_before, ops_after=ops_after,
+                            rewrites=ctx.log.rewrites[mark[0]:], misses=ctx.log.misses[mark[1]:],
+                            graph_before=graph_before, graph_after=graph_after, notes=ctx.log.notes[notes_mark:])
         ctx.report.passes.append(record)
         if self.print_after_all or (self.print_after_change and record.changed):
             print(f"// ----- IR after {p.name}{p.options_text()} -----\n{after}", file=self.out or sys.stdout)
-        return program
+        return program, (after, ops_after, graph_after)
 
     def _verify(self, p: Pass, program: Program, text: str) -> None:
         try:
