@@ -158,13 +158,14 @@ def int32_indices_float32(a, idx):
     return a
 
 
-def test_dtypes_steps_and_multi_dim_indices():
+@pytest.mark.parametrize("level", slow_o2("O1", "O2"))
+def test_dtypes_steps_and_multi_dim_indices(level):
     check(int_indices_2d, RNG.integers(-5, 5, (4, 5)), np.array([0, 2, 0, -1]), np.array([1, 1, 1, 4]),
-          levels=("O1", "O2"))
-    check(bools_and_negative_steps, RNG.random(7) > 0.5, levels=("O1", "O2"))
-    check(strided_3d_and_scalars, RNG.standard_normal((2, 5, 4)), levels=("O1", "O2"))
+          levels=(level,))
+    check(bools_and_negative_steps, RNG.random(7) > 0.5, levels=(level,))
+    check(strided_3d_and_scalars, RNG.standard_normal((2, 5, 4)), levels=(level,))
     check(int32_indices_float32, RNG.standard_normal(6).astype(np.float32), np.array([5, 0, 5, -6], np.int32),
-          levels=("O1", "O2"))
+          levels=(level,))
 
 
 def test_writes_become_fused_groups():

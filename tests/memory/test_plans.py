@@ -162,8 +162,9 @@ def test_outputs_that_are_inputs_views_weights_or_repeated():
 def test_reports_round_trip_through_json():
     import json
 
-    fn, args = models.build("transformer", quick=True)
-    for level in ("O1", "O2"):
+    # O2's arena plan on an mlp: a transformer's O2 segments took 10 s to compile for the same check
+    for name, level in (("transformer", "O1"), ("mlp", "O2")):
+        fn, args = models.build(name, quick=True)
         report = jl.compile(jl.trace(fn, *args), level=level).report
         again = jl.CompileReport.from_dict(json.loads(report.to_json()))
         assert again.memory == report.memory and again.schedule == report.schedule
