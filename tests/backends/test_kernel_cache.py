@@ -69,6 +69,7 @@ def test_corrupt_entry_is_rewritten_with_a_warning(tmp_path, monkeypatch):
     np.testing.assert_allclose(exe(x)[0], expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow      # tests/backends/test_cache_faults.py damages each kind of numba cache file by default
 def test_corrupt_numba_index_is_recompiled(tmp_path):
     run_process(tmp_path)
     for index in (tmp_path / "__pycache__").glob("*.nbi"):

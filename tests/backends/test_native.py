@@ -302,6 +302,7 @@ def libraries(cache_dir):
     return sorted((cache_dir / "native").glob("*.so"))
 
 
+@pytest.mark.slow      # tests/backends/test_cache_faults.py damages a kernel library by default
 def test_a_damaged_or_deleted_library_is_built_again(tmp_path):
     expected = run_process(tmp_path)["sum"]
     for lib in libraries(tmp_path):

@@ -118,6 +118,8 @@ def test_quickstart_in_jupyterlab(page, lab, artifacts):
     root.wait_for(state="attached", timeout=300_000)
     page.wait_for_function("() => [...document.querySelectorAll('.jp-InputPrompt')].every(p => !p.textContent.includes('*'))",
                            timeout=180_000)
+    # every cell ran without an error: the default run's one run of the quickstart is this one
+    expect(page.locator(".jp-OutputArea-output", has_text="Traceback (most recent call last)")).to_have_count(0)
     root.scroll_into_view_if_needed()
     check_graph(page, root)
     # Live, the repro action writes the selected op's group with inputs of its shapes next to the notebook.
