@@ -172,12 +172,13 @@ def test_the_same_code_for_another_dtype_gets_its_own_library(level, tmp_path):
 @pytest.mark.parametrize("strides,pads,dilations,groups", first_fast(
     ((2, 2), (0, 1, 1, 0), (1, 1), 2), ((1, 1), (1, 1, 1, 1), (1, 1), 1), ((1, 2), (2, 2, 2, 2), (2, 2), 1),
     ((1, 1), (0, 0, 0, 0), (1, 1), 1), unpack=True))
-def test_convolutions_with_native_epilogues_equal_o0(strides, pads, dilations, groups, tmp_path):
+def test_convolutions_with_native_epilogues_equal_o0(strides, pads, dilations, groups, run_kernels):
     x = RNG.standard_normal((2, 4, 40, 40), dtype=np.float32)
     w = RNG.standard_normal((6, 4 // groups, 3, 3), dtype=np.float32)
     conv = op_fn("np.conv2d", strides=strides, pads=pads, dilations=dilations, groups=groups)
     program = jl.trace(lambda x, w: np.maximum(conv(x, w), 0.0), x, w)
-    exe = jl.compile(program, level="O1", cache=KernelCache(str(tmp_path)), executable_cache=False)
+    # the run's kernel cache: the convolution library is built once for the tests that only use it
+    exe = jl.compile(program, level="O1", cache=KernelCache(run_kernels), executable_cache=False)
     assert exe.report.kernels and all("im2col + BLAS conv, native library" in k.choice for k in exe.report.kernels)
     np.testing.assert_allclose(exe(x, w)[0], jl.compile(program, level="O0")(x, w)[0], rtol=1e-4, atol=1e-4)
 
@@ -237,12 +238,12 @@ def test_where_the_passes_come_from_the_executable_cache_the_kernels_start_the_l
 
 
 @pytest.mark.parametrize("dtype", first_fast(np.float32, np.float64))
-def test_winograd_in_the_native_library_equals_o0(dtype, tmp_path):
+def test_winograd_in_the_native_library_equals_o0(dtype, run_kernels):
     x = RNG.standard_normal((2, 5, 16, 14)).astype(dtype)          # 56 tiles: Winograd's
     w = RNG.standard_normal((7, 5, 3, 3)).astype(dtype) * 10        # a weight: its transform is kept
     conv = op_fn("np.conv2d", pads=(1, 1, 1, 1))
     program = jl.trace(lambda x: conv(x, w) + 1.0, x)
-    exe = jl.compile(program, level="O1", cache=KernelCache(str(tmp_path)), executable_cache=False)
+    exe = jl.compile(program, level="O1", cache=KernelCache(run_kernels), executable_cache=False)
     (kernel,) = exe.report.kernels
     assert "Winograd F(2x2,3x3) conv, 16 BLAS calls, native library" in kernel.choice
     reference = jl.compile(program, level="O0")
