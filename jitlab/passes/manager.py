@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TextIO
 
 from ..errors import JitlabError, PassError, VerifyError
 from ..ir.printer import print_program
@@ -145,6 +145,14 @@ def split_instrumentation(options: dict[str, Any]) -> tuple[dict[str, Any], dict
     return ours, {k: v for k, v in options.items() if k not in INSTRUMENTATION}
 
 
+class _Seen(NamedTuple):
+    """The IR as a pass's record shows it: its text, op counts by dialect and graph snapshot."""
+
+    text: str
+    ops: dict[str, int]
+    graph: Any
+
+
 @dataclass
 class PassManager:
     """Runs passes in order, recording each run into the report.
@@ -182,13 +190,12 @@ class PassManager:
             RECORD_LINES.reset(lines)
         return program
 
-    def run_one(self, p: Pass, program: Program, ctx: PassContext, seen: tuple | None = None
-                ) -> tuple[Program, tuple]:
-        """Runs `p` and records it. `seen` is what the previous pass recorded after it (its text, op
-        counts and graph), which is the IR this pass starts from: printed and drawn once, not twice.
-        Returns the program and what this pass saw after it."""
-        before, ops_before, graph_before = seen if seen is not None else (
-            print_program(program), dict(program.op_counts("dialect")), snapshot(program) if self.snapshots else None)
+    def run_one(self, p: Pass, program: Program, ctx: PassContext, seen: _Seen | None = None
+                ) -> tuple[Program, _Seen]:
+        """Runs `p` and records it. `seen` is what the previous pass recorded after it, which is the
+        IR this pass starts from: printed and drawn once, not twice. Returns the program and what
+        this pass saw after it."""
+        before, ops_before, graph_before = seen if seen is not None else self._seen(program)
         mark = len(ctx.log.rewrites), len(ctx.log.misses)
         notes_mark = len(ctx.log.notes)
         start = time.perf_counter()
@@ -204,8 +211,7 @@ class PassManager:
         after = print_program(program)
         if self.verify_each if self.verify_each is not None else SETTINGS.verify_each:
             self._verify(p, program, after)
-        ops_after = dict(program.op_counts("dialect"))
-        graph_after = snapshot(program) if self.snapshots else None
+        _, ops_after, graph_after = seen_after = self._seen(program, after)
         record = PassRecord(name=p.name, options=p.options_text(), before=before, after=after, seconds=seconds,
                             changed=before != after, ops_before=ops_before, ops_after=ops_after,
                             rewrites=ctx.log.rewrites[mark[0]:], misses=ctx.log.misses[mark[1]:],
@@ -213,7 +219,11 @@ class PassManager:
         ctx.report.passes.append(record)
         if self.print_after_all or (self.print_after_change and record.changed):
             print(f"// ----- IR after {p.name}{p.options_text()} -----\n{after}", file=self.out or sys.stdout)
-        return program, (after, ops_after, graph_after)
+        return program, seen_after
+
+    def _seen(self, program: Program, text: str | None = None) -> _Seen:
+        return _Seen(print_program(program) if text is None else text, dict(program.op_counts("dialect")),
+                     snapshot(program) if self.snapshots else None)
 
     def _verify(self, p: Pass, program: Program, text: str) -> None:
         try:
